@@ -1,0 +1,153 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { LimitError, ProviderError, RolloutConcludedError } from '../errors/troupe-error.ts';
+import type { ModelClient, ModelRequest, ModelResponse, Sampling } from '../model/model-client.ts';
+import type { StopCondition } from '../trace/trace-schema.ts';
+import type { Trace } from '../trace/trace.ts';
+import { canonicalJson, sha256 } from '../util/hash.ts';
+
+/** Per-rollout limits; null / undefined = unlimited. */
+export interface RolloutLimits {
+  maxTurns?: number | null;
+  maxInputTokens?: number | null;
+  maxOutputTokens?: number | null;
+  maxTotalTokens?: number | null;
+}
+
+export interface RolloutSessionOptions {
+  trace: Trace;
+  client: ModelClient;
+  /** The run's model, imposed on every call. */
+  model: string;
+  /** The run's sampling, merged over what the program asks for. */
+  sampling?: Sampling;
+  limits?: RolloutLimits;
+  /** Extra stop checks run before each call; return a condition name to stop. */
+  stops?: ((trace: Trace, request: ModelRequest) => StopCondition | null | undefined)[];
+}
+
+export interface HandleMeta {
+  dialect: string;
+  /** Value of `x-stainless-retry-count` (0 for a first attempt). */
+  retryCount?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * One rollout's view of interception: imposes the run's model and sampling, enforces limits,
+ * guards against double sampling on SDK retries, calls the client and records every call into
+ * the live trace. Every dialect and the in-process transport go through `handle`.
+ */
+export class RolloutSession {
+  readonly trace: Trace;
+  readonly secret: string;
+  readonly model: string;
+  private readonly client: ModelClient;
+  private readonly sampling: Sampling;
+  private readonly limits: RolloutLimits;
+  private readonly stops: NonNullable<RolloutSessionOptions['stops']>;
+  private concludedReason: string | null = null;
+  private readonly recent = new Map<string, Promise<ModelResponse>>();
+  /** The last provider error, so the trace can record it rather than the harness's exit. */
+  providerError: ProviderError | null = null;
+  /** Calls in flight (for draining before the trace is closed). */
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(options: RolloutSessionOptions) {
+    this.trace = options.trace;
+    this.client = options.client;
+    this.model = options.model;
+    this.sampling = options.sampling ?? {};
+    this.limits = options.limits ?? {};
+    this.stops = options.stops ?? [];
+    this.secret = `rs-${randomBytes(24).toString('base64url')}`;
+  }
+
+  get concluded(): boolean {
+    return this.concludedReason !== null;
+  }
+
+  /** Constant-time secret comparison. */
+  matches(secret: string): boolean {
+    const a = Buffer.from(secret);
+    const b = Buffer.from(this.secret);
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+
+  /** Ends the rollout: later requests get 409. */
+  conclude(reason = 'concluded'): void {
+    if (this.concludedReason === null) this.concludedReason = reason;
+  }
+
+  /** Waits for calls in flight to be recorded. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  async handle(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
+    if (this.concludedReason !== null) {
+      throw new RolloutConcludedError(`rollout ${this.trace.id} has ended (${this.concludedReason})`, { statusCode: 409 });
+    }
+    const imposed: ModelRequest = { ...request, model: this.model, sampling: { ...request.sampling, ...this.sampling } };
+    const key = sha256(canonicalJson({ m: request.messages, t: request.tools, c: request.toolChoice }));
+    if ((meta.retryCount ?? 0) > 0) {
+      const previous = this.recent.get(key);
+      if (previous) return previous;
+    }
+    const why = this.limitReached(imposed);
+    if (why) {
+      this.trace.stop(why);
+      throw new LimitError(`rollout stopped: ${why}`, { statusCode: 400 });
+    }
+    const promise = this.call(imposed, meta);
+    this.recent.clear();
+    this.recent.set(key, promise);
+    this.inflight.add(promise);
+    promise.then(
+      () => this.inflight.delete(promise),
+      () => this.inflight.delete(promise),
+    );
+    return promise;
+  }
+
+  private async call(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
+    const startedAt = Date.now();
+    try {
+      const response = await this.client.complete(request, meta.signal ? { signal: meta.signal } : {});
+      const durationMs = Date.now() - startedAt;
+      this.trace.recordCall(request, response, { dialect: meta.dialect, startedAt, durationMs });
+      this.trace.timing.model = (this.trace.timing.model ?? 0) + durationMs / 1000;
+      return response;
+    } catch (error) {
+      this.trace.recordFailedCall(request, error, { dialect: meta.dialect, startedAt, durationMs: Date.now() - startedAt });
+      const status = statusOf(error);
+      const message = (error as Error)?.message ?? String(error);
+      if (status === 400 && /context|too long|maximum.*tokens/i.test(message)) this.trace.stop('context_length');
+      const providerError =
+        error instanceof ProviderError ? error : new ProviderError(message, { cause: error, statusCode: status ?? 502 });
+      this.providerError = providerError;
+      throw providerError;
+    }
+  }
+
+  private limitReached(request: ModelRequest): StopCondition | null {
+    const { maxTurns, maxInputTokens, maxOutputTokens, maxTotalTokens } = this.limits;
+    if (this.trace.stopCondition && this.trace.stopCondition !== 'agent_completed') return this.trace.stopCondition;
+    if (maxTurns != null && this.trace.numTurns >= maxTurns) return 'max_turns';
+    const usage = this.trace.usage;
+    const input = usage.promptTokens + (usage.cachedInputTokens ?? 0);
+    if (maxInputTokens != null && input >= maxInputTokens) return 'max_input_tokens';
+    if (maxOutputTokens != null && usage.completionTokens >= maxOutputTokens) return 'max_output_tokens';
+    if (maxTotalTokens != null && input + usage.completionTokens >= maxTotalTokens) return 'max_total_tokens';
+    for (const stop of this.stops) {
+      const condition = stop(this.trace, request);
+      if (condition) return condition;
+    }
+    return null;
+  }
+}
+
+function statusOf(error: unknown): number | undefined {
+  const e = error as { statusCode?: unknown; status?: unknown };
+  const status = e?.statusCode ?? e?.status;
+  return typeof status === 'number' ? status : undefined;
+}

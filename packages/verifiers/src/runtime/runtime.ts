@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+/** Result of one command in a sandbox. */
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  /** True when the command was killed for running past `timeoutMs`. */
+  timedOut: boolean;
+  durationMs: number;
+}
+
+export interface ExecOptions {
+  /** Working directory inside the sandbox (default: the sandbox workdir). */
+  cwd?: string;
+  /** Extra environment variables for this command. */
+  env?: Record<string, string>;
+  /** Kill the command (and its process group) after this many milliseconds. */
+  timeoutMs?: number;
+  /** Bytes written to the command's stdin (then closed). Stdin is always closed otherwise. */
+  stdin?: string | Uint8Array;
+  signal?: AbortSignal;
+  /** Called with output chunks as they arrive (long-running programs). */
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+}
+
+/** Options for creating a sandbox. Fields a runtime does not support are ignored with a log line. */
+export const SandboxOptionsSchema = z.object({
+  image: z.string().optional(),
+  workdir: z.string().optional(),
+  /** Environment of every command. */
+  env: z.record(z.string(), z.string()).optional(),
+  /** Allow outbound network (off by default where the runtime can enforce it). */
+  network: z.boolean().optional(),
+  cpu: z.number().positive().optional(),
+  /** Memory limit in MiB. */
+  memoryMb: z.number().positive().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+});
+export type SandboxOptions = z.infer<typeof SandboxOptionsSchema>;
+
+/**
+ * One isolated place to run programs: a directory with its own processes (`local`), a
+ * container (`docker`), a cloud sandbox. Paths may be absolute (inside the sandbox) or
+ * relative to `workdir`; a path that escapes the sandbox is refused with a `SandboxError`.
+ */
+export interface Sandbox {
+  readonly id: string;
+  /** The runtime id that made it (`local`, `docker`, …). */
+  readonly runtime: string;
+  /** Absolute working directory inside the sandbox. */
+  readonly workdir: string;
+  /** Runs `command` (a shell string run by `sh -c`, or an argv list). */
+  exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
+  readFile(path: string): Promise<Uint8Array>;
+  writeFile(path: string, data: string | Uint8Array, options?: { mode?: number }): Promise<void>;
+  /** Copies a host file or directory into the sandbox. */
+  upload(hostPath: string, sandboxPath: string): Promise<void>;
+  /** Copies a sandbox file or directory out to the host. */
+  download(sandboxPath: string, hostPath: string): Promise<void>;
+  /** True while the sandbox can still run commands. */
+  alive(): Promise<boolean>;
+  /**
+   * The URL under which a program in the sandbox reaches `hostUrl` (a loopback URL on the
+   * host, such as the interception server). Identity for process runtimes.
+   */
+  reachHost(hostUrl: string): Promise<string>;
+  /** Stops the sandbox and removes everything it created. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** What a runtime can guarantee, checked when agents are paired with harnesses and tasks. */
+export interface RuntimeCapabilities {
+  /** Sandboxes are containers or VMs (programs cannot see the host filesystem). */
+  container: boolean;
+  /** Network can be switched off per sandbox. */
+  networkIsolation: boolean;
+}
+
+/** A factory of sandboxes. One runtime serves many rollouts. */
+export interface Runtime {
+  readonly id: string;
+  readonly capabilities: RuntimeCapabilities;
+  createSandbox(options?: SandboxOptions): Promise<Sandbox>;
+  /** Releases shared resources (clients, leftovers). */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,3 @@
+export * from './scoring.ts';
+export * from './task.ts';
+export * from './taskset.ts';

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { contentText, type Message, MessageSchema } from '../model/messages.ts';
+import type { Sandbox } from '../runtime/runtime.ts';
+import type { Trace } from '../trace/trace.ts';
+import { canonicalJson, sha256 } from '../util/hash.ts';
+
+export const TaskTimeoutSchema = z.object({
+  setup: z.number().positive().optional(),
+  agent: z.number().positive().optional(),
+  finalize: z.number().positive().optional(),
+  scoring: z.number().positive().optional(),
+});
+
+/** The data of one task. Unknown fields (such as `answer`) are kept. */
+export const TaskDataSchema = z
+  .object({
+    idx: z.number().int().optional(),
+    name: z.string().optional(),
+    description: z.string().optional(),
+    /** A string, a list of messages, or null when the user opens the conversation. */
+    prompt: z.union([z.string(), z.array(MessageSchema), z.null()]),
+    systemPrompt: z.string().optional(),
+    image: z.string().optional(),
+    workdir: z.string().optional(),
+    /** Paths (in the sandbox) carried across sandboxes, e.g. to a judge. */
+    artifacts: z.array(z.string()).optional(),
+    /** Seconds per stage. */
+    timeout: TaskTimeoutSchema.optional(),
+    info: z.record(z.string(), z.unknown()).optional(),
+  })
+  .loose();
+export type TaskData = z.infer<typeof TaskDataSchema>;
+
+/** What a reward, metric or hook receives. */
+export interface TaskContext<D extends TaskData = TaskData> {
+  task: Task<D>;
+  trace: Trace;
+  /** The sandbox the agent ran in, when it is still alive. */
+  sandbox?: Sandbox;
+}
+
+/** A named reward: returns a score (or a map of scores); the trace's reward is Σ score·weight. */
+export interface RewardFunction<D extends TaskData = TaskData> {
+  name: string;
+  weight?: number;
+  /** Higher runs first. */
+  priority?: number;
+  /** Set when the function needs the sandbox; skipped (left null) when there is none. */
+  needsSandbox?: boolean;
+  fn: (context: TaskContext<D>) => number | Record<string, number> | Promise<number | Record<string, number>>;
+}
+
+/** A named, unweighted metric. */
+export type MetricFunction<D extends TaskData = TaskData> = Omit<RewardFunction<D>, 'weight'>;
+
+export interface TaskOptions<D extends TaskData> {
+  /** A durable id, unique in the taskset; defaults to the content hash. */
+  key?: string;
+  rewards?: RewardFunction<D>[];
+  metrics?: MetricFunction<D>[];
+  /** Runs in the sandbox before the agent (e.g. writes files). */
+  setup?: (context: TaskContext<D>) => Promise<void> | void;
+  /** Runs after the agent, before scoring. */
+  finalize?: (context: TaskContext<D>) => Promise<void> | void;
+  /** The task cannot run on a process runtime. */
+  needsContainer?: boolean;
+  /** Type name recorded on traces. */
+  type?: string;
+}
+
+/** A task: frozen data plus the rewards, metrics and hooks that score a run on it. */
+export class Task<D extends TaskData = TaskData> {
+  readonly data: Readonly<D>;
+  readonly hash: string;
+  readonly key: string;
+  readonly type: string;
+  readonly rewards: RewardFunction<D>[];
+  readonly metrics: MetricFunction<D>[];
+  readonly setup?: TaskOptions<D>['setup'];
+  readonly finalize?: TaskOptions<D>['finalize'];
+  readonly needsContainer: boolean;
+
+  constructor(data: D, options: TaskOptions<D> = {}) {
+    const parsed = TaskDataSchema.safeParse(data);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new TypeError(`invalid task data at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+    }
+    this.data = Object.freeze({ ...data });
+    this.hash = sha256(canonicalJson(data));
+    this.key = options.key ?? (data.name ? String(data.name) : this.hash.slice(0, 16));
+    this.type = options.type ?? 'task';
+    this.rewards = options.rewards ?? [];
+    this.metrics = options.metrics ?? [];
+    if (options.setup) this.setup = options.setup;
+    if (options.finalize) this.finalize = options.finalize;
+    this.needsContainer = options.needsContainer ?? false;
+  }
+
+  /** The prompt as text: the string, or the text parts joined by blank lines. */
+  get promptText(): string {
+    const prompt = this.data.prompt;
+    if (prompt === null) return '';
+    if (typeof prompt === 'string') return prompt;
+    return prompt
+      .map((m) => (m.role === 'assistant' ? (m.content ?? '') : contentText(m.content)))
+      .filter(Boolean)
+      .join('\n\n');
+  }
+
+  /** The prompt as messages (system prompt first when set). */
+  get promptMessages(): Message[] {
+    const out: Message[] = [];
+    if (this.data.systemPrompt) out.push({ role: 'system', content: this.data.systemPrompt });
+    const prompt = this.data.prompt as TaskData['prompt'];
+    if (typeof prompt === 'string') out.push({ role: 'user', content: prompt });
+    else if (prompt) out.push(...prompt);
+    return out;
+  }
+
+  /** A copy of this task with some data fields replaced (same rewards and hooks). */
+  with(patch: Partial<D>, options: Partial<TaskOptions<D>> = {}): Task<D> {
+    return new Task<D>({ ...this.data, ...patch } as D, {
+      key: options.key ?? this.key,
+      rewards: options.rewards ?? this.rewards,
+      metrics: options.metrics ?? this.metrics,
+      ...((options.setup ?? this.setup) ? { setup: options.setup ?? this.setup } : {}),
+      ...((options.finalize ?? this.finalize) ? { finalize: options.finalize ?? this.finalize } : {}),
+      needsContainer: options.needsContainer ?? this.needsContainer,
+      type: options.type ?? this.type,
+    });
+  }
+
+  /** The `{key, hash, data}` stamp stored on traces and episodes. */
+  get record(): { key: string; hash: string; data: Record<string, unknown> } {
+    return { key: this.key, hash: this.hash, data: { ...this.data } };
+  }
+}

@@ -1,0 +1,2 @@
+// Test utilities: the scripted model server and conformance suites.
+export {};

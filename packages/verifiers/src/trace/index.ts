@@ -1,0 +1,3 @@
+export * from './episode.ts';
+export * from './trace.ts';
+export * from './trace-schema.ts';

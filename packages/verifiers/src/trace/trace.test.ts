@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { Trace } from './trace.ts';
+
+const makeTrace = () =>
+  new Trace({ task: { key: 'k', hash: 'h', data: { prompt: 'hi' } }, agent: { name: 'solver', trainable: true } });
+
+describe('Trace', () => {
+  it('records calls with token ids, continuing the token sequence across turns', () => {
+    const trace = makeTrace();
+    const user = { role: 'user' as const, content: 'hi' };
+    const reply = { role: 'assistant' as const, content: 'hello' };
+    trace.recordCall(
+      { model: 'm', messages: [user], sampling: {} },
+      {
+        id: '1', model: 'm', message: reply, finishReason: 'stop',
+        usage: { promptTokens: 3, completionTokens: 2 },
+        promptTokenIds: [1, 2, 3], completionTokenIds: [4, 5], completionLogprobs: [-0.1, -0.2],
+      },
+      { dialect: 'chat', startedAt: 0, durationMs: 1 },
+    );
+    const second = trace.recordCall(
+      { model: 'm', messages: [user, reply, { role: 'user', content: 'more' }], sampling: {} },
+      {
+        id: '2', model: 'm', message: { role: 'assistant', content: 'ok' }, finishReason: 'stop',
+        usage: { promptTokens: 7, completionTokens: 1 },
+        promptTokenIds: [1, 2, 3, 4, 5, 6, 7], completionTokenIds: [8], completionLogprobs: [-0.3],
+      },
+      { dialect: 'chat', startedAt: 0, durationMs: 1 },
+    );
+    expect(second.tokenIds).toEqual([6, 7, 8]);
+    expect(second.mask).toEqual([false, false, true]);
+    expect(second.tokenParent).toBe(1);
+    expect(trace.tokenSequence(second.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(trace.numTurns).toBe(2);
+    expect(trace.lastReply).toBe('ok');
+    expect(trace.branches).toHaveLength(1);
+    expect(trace.usage).toEqual({ promptTokens: 10, completionTokens: 3 });
+  });
+
+  it('starts a new token branch when the prompt does not extend the earlier tokens', () => {
+    const trace = makeTrace();
+    const user = { role: 'user' as const, content: 'hi' };
+    trace.recordCall(
+      { model: 'm', messages: [user], sampling: {} },
+      { id: '1', model: 'm', message: { role: 'assistant', content: 'a' }, finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 }, promptTokenIds: [1], completionTokenIds: [2] },
+      { dialect: 'chat', startedAt: 0, durationMs: 1 },
+    );
+    const node = trace.recordCall(
+      { model: 'm', messages: [user, { role: 'assistant', content: 'a' }, { role: 'user', content: 'x' }], sampling: {} },
+      { id: '2', model: 'm', message: { role: 'assistant', content: 'b' }, finishReason: 'stop', usage: { promptTokens: 3, completionTokens: 1 }, promptTokenIds: [9, 9, 9], completionTokenIds: [3] },
+      { dialect: 'chat', startedAt: 0, durationMs: 1 },
+    );
+    expect(node.tokenParent).toBeNull();
+    expect(node.tokenIds).toEqual([9, 9, 9, 3]);
+  });
+
+  it('round-trips through JSON', () => {
+    const trace = makeTrace();
+    trace.recordCall(
+      { model: 'm', messages: [{ role: 'user', content: 'hi' }], sampling: { temperature: 1 } },
+      { id: '1', model: 'm', message: { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'bash', arguments: '{"cmd":"ls"}' }] }, finishReason: 'tool_calls', usage: { promptTokens: 1, completionTokens: 1 } },
+      { dialect: 'chat', startedAt: 0, durationMs: 1 },
+    );
+    trace.recordReward('correct', 1, 0.5);
+    trace.recordMetric('turns', 1);
+    trace.recordError(new Error('boom'), 'agent');
+    const copy = Trace.fromJSON(JSON.parse(JSON.stringify(trace)));
+    expect(copy.toJSON()).toEqual(trace.toJSON());
+    expect(copy.reward).toBe(0.5);
+    expect(copy.ok).toBe(false);
+    expect(copy.stopCondition).toBe('error');
+  });
+
+  it('rejects a malformed record naming the field', () => {
+    const record = makeTrace().toJSON() as unknown as Record<string, unknown>;
+    record.nodes = [{ id: -1 }];
+    expect(() => Trace.fromJSON(record)).toThrow(/nodes/);
+  });
+});

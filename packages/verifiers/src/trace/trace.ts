@@ -1,0 +1,336 @@
+import { randomUUID } from 'node:crypto';
+import { errorRecord } from '../errors/troupe-error.ts';
+import { type AssistantMessage, contentText, type Message, type ToolDefinition } from '../model/messages.ts';
+import { addUsage, emptyUsage, type ModelRequest, type ModelResponse, type Usage } from '../model/model-client.ts';
+import { canonicalJson, sha256 } from '../util/hash.ts';
+import {
+  type MessageNode,
+  type ModelCall,
+  type Reward,
+  type StopCondition,
+  TRACE_VERSION,
+  type TraceError,
+  type TraceRecord,
+  TraceRecordSchema,
+} from './trace-schema.ts';
+
+export interface TraceInit {
+  id?: string;
+  task: TraceRecord['task'];
+  agent: TraceRecord['agent'];
+}
+
+/** Metadata of one recorded model call, besides the request and response. */
+export interface CallMeta {
+  dialect: string;
+  startedAt: number;
+  durationMs: number;
+}
+
+/**
+ * Everything that happened in one agent run: the message graph with token ids, every model
+ * call, rewards, metrics, errors and the stop condition. Failures are data: `ok=false` with
+ * an error, never a silent 0.
+ */
+export class Trace {
+  readonly id: string;
+  readonly task: TraceRecord['task'];
+  agent: TraceRecord['agent'];
+  tools: ToolDefinition[] = [];
+  readonly nodes: MessageNode[] = [];
+  readonly calls: ModelCall[] = [];
+  rewards: Record<string, Reward | null> = {};
+  metrics: Record<string, number | null> = {};
+  info: Record<string, unknown> = {};
+  extraUsage: Usage[] = [];
+  isCompleted = false;
+  ok = true;
+  stopCondition: StopCondition | null = null;
+  errors: TraceError[] = [];
+  timing: TraceRecord['timing'] = {};
+  startedAt = Date.now();
+  endedAt: number | null = null;
+  /** Free state for harnesses and tasks; never serialized. */
+  state: Record<string, unknown> = {};
+
+  /** content hash -> node id, per parent (key `${parent}:${hash}`). */
+  private readonly childIndex = new Map<string, number>();
+
+  constructor(init: TraceInit) {
+    this.id = init.id ?? randomUUID();
+    this.task = init.task;
+    this.agent = init.agent;
+  }
+
+  // ---- derived values -------------------------------------------------------------------
+
+  /** Σ score·weight over the non-null rewards. */
+  get reward(): number {
+    let total = 0;
+    for (const r of Object.values(this.rewards)) if (r) total += r.score * r.weight;
+    return total;
+  }
+
+  /** Number of sampled nodes (model turns). */
+  get numTurns(): number {
+    let n = 0;
+    for (const node of this.nodes) if (node.sampled) n++;
+    return n;
+  }
+
+  /** Text of the last sampled assistant message, trimmed ('' when there is none). */
+  get lastReply(): string {
+    for (let i = this.nodes.length - 1; i >= 0; i--) {
+      const node = this.nodes[i];
+      if (node?.sampled && node.message.role === 'assistant') return contentText(node.message.content).trim();
+    }
+    return '';
+  }
+
+  /** Node ids of each branch, root to leaf (leaves = nodes with no children). */
+  get branches(): number[][] {
+    const hasChild = new Set<number>();
+    for (const node of this.nodes) if (node.parent !== null) hasChild.add(node.parent);
+    return this.nodes.filter((n) => !hasChild.has(n.id)).map((leaf) => this.path(leaf.id));
+  }
+
+  /** Messages of the last branch (the one holding the most recent node). */
+  get messages(): Message[] {
+    const last = this.nodes[this.nodes.length - 1];
+    return last ? this.path(last.id).map((id) => this.node(id).message) : [];
+  }
+
+  /** Usage summed over calls and extra usage (judge calls). */
+  get usage(): Usage {
+    let total = emptyUsage();
+    for (const call of this.calls) if (call.usage) total = addUsage(total, call.usage);
+    for (const u of this.extraUsage) total = addUsage(total, u);
+    return total;
+  }
+
+  /** True when the last call stopped on the token limit. */
+  get isTruncated(): boolean {
+    return this.calls.at(-1)?.finishReason === 'length';
+  }
+
+  /** Node ids from the root to `id`. */
+  path(id: number): number[] {
+    const out: number[] = [];
+    let current: number | null = id;
+    while (current !== null) {
+      out.push(current);
+      current = this.node(current).parent;
+    }
+    return out.reverse();
+  }
+
+  node(id: number): MessageNode {
+    const node = this.nodes[id];
+    if (!node) throw new RangeError(`trace ${this.id} has no node ${id}`);
+    return node;
+  }
+
+  // ---- mutators --------------------------------------------------------------------------
+
+  /** Records (or overwrites) a named reward. */
+  recordReward(name: string, score: number, weight = 1): void {
+    if (!Number.isFinite(score)) throw new TypeError(`reward ${name}: score must be a finite number, got ${score}`);
+    this.rewards[name] = { score, weight };
+  }
+
+  recordMetric(name: string, value: number | null): void {
+    this.metrics[name] = value;
+  }
+
+  /** Sets the stop condition; the first one wins. */
+  stop(condition: StopCondition): void {
+    if (this.stopCondition === null) this.stopCondition = condition;
+  }
+
+  /** Records an error: `ok=false` and the trace stops with `error`. */
+  recordError(error: unknown, stage?: string): void {
+    const record: TraceError = errorRecord(error);
+    if (stage) record.stage = stage;
+    this.errors.push(record);
+    this.ok = false;
+    this.stop('error');
+  }
+
+  /** Adds a message to the graph under `parent` (de-duplicated by content), returning its id. */
+  addMessage(message: Message, parent: number | null, sampled = false): number {
+    const key = `${parent ?? 'root'}:${messageHash(message)}`;
+    if (!sampled) {
+      const existing = this.childIndex.get(key);
+      if (existing !== undefined) return existing;
+    }
+    const id = this.nodes.length;
+    this.nodes.push({ id, parent, message, sampled, timestamp: Date.now() });
+    if (!this.childIndex.has(key) || sampled) this.childIndex.set(key, id);
+    return id;
+  }
+
+  /** Adds a chain of prompt messages from the root, returning the id of the last one. */
+  addPrompt(messages: Message[]): number | null {
+    let parent: number | null = null;
+    for (const message of messages) parent = this.addMessage(message, parent);
+    return parent;
+  }
+
+  /**
+   * Records one successful model call: the prompt into the graph, the reply as a sampled node
+   * with its token ids and logprobs, and a ModelCall.
+   */
+  recordCall(request: ModelRequest, response: ModelResponse, meta: CallMeta): MessageNode {
+    const promptNode = this.addPrompt(request.messages);
+    const nodeId = this.addMessage(response.message, promptNode, true);
+    const node = this.node(nodeId);
+    if (response.completionTokenIds) this.attachTokens(node, response);
+    if (request.tools?.length && this.tools.length === 0) this.tools = request.tools;
+    this.calls.push({
+      node: nodeId,
+      promptNode,
+      model: response.model || request.model,
+      dialect: meta.dialect,
+      sampling: { ...request.sampling },
+      finishReason: response.finishReason,
+      usage: response.usage,
+      startedAt: meta.startedAt,
+      durationMs: meta.durationMs,
+      numTools: request.tools?.length ?? 0,
+    });
+    return node;
+  }
+
+  /** Records a failed model call (the prompt still lands in the graph). */
+  recordFailedCall(request: ModelRequest, error: unknown, meta: CallMeta): void {
+    const promptNode = this.addPrompt(request.messages);
+    this.calls.push({
+      promptNode,
+      model: request.model,
+      dialect: meta.dialect,
+      sampling: { ...request.sampling },
+      startedAt: meta.startedAt,
+      durationMs: meta.durationMs,
+      error: errorRecord(error),
+      numTools: request.tools?.length ?? 0,
+    });
+  }
+
+  /** Full token sequence (prompt + completion) ending at sampled node `id`. */
+  tokenSequence(id: number): number[] {
+    const chain: MessageNode[] = [];
+    let current: MessageNode | undefined = this.node(id);
+    while (current) {
+      chain.push(current);
+      const parent: number | null | undefined = current.tokenParent;
+      current = parent === null || parent === undefined ? undefined : this.node(parent);
+    }
+    return chain.reverse().flatMap((n) => n.tokenIds ?? []);
+  }
+
+  private attachTokens(node: MessageNode, response: ModelResponse): void {
+    const completion = response.completionTokenIds ?? [];
+    const prompt = response.promptTokenIds ?? [];
+    // The nearest sampled ancestor with tokens is the candidate token parent.
+    let ancestor: number | null = node.parent;
+    while (ancestor !== null && !(this.node(ancestor).sampled && this.node(ancestor).tokenIds)) {
+      ancestor = this.node(ancestor).parent;
+    }
+    let scaffold = prompt;
+    let tokenParent: number | null = null;
+    if (ancestor !== null) {
+      const before = this.tokenSequence(ancestor);
+      if (before.length <= prompt.length && before.every((t, i) => prompt[i] === t)) {
+        scaffold = prompt.slice(before.length);
+        tokenParent = ancestor;
+      }
+    }
+    node.tokenIds = [...scaffold, ...completion];
+    node.mask = [...scaffold.map(() => false), ...completion.map(() => true)];
+    node.logprobs = response.completionLogprobs ? [...response.completionLogprobs] : completion.map(() => 0);
+    node.tokenParent = tokenParent;
+  }
+
+  // ---- serialization -----------------------------------------------------------------------
+
+  toJSON(): TraceRecord {
+    return {
+      version: TRACE_VERSION,
+      id: this.id,
+      task: this.task,
+      agent: this.agent,
+      tools: this.tools,
+      nodes: this.nodes,
+      calls: this.calls,
+      rewards: this.rewards,
+      metrics: this.metrics,
+      info: this.info,
+      extraUsage: this.extraUsage,
+      isCompleted: this.isCompleted,
+      ok: this.ok,
+      stopCondition: this.stopCondition,
+      errors: this.errors,
+      timing: this.timing,
+      startedAt: this.startedAt,
+      endedAt: this.endedAt,
+    };
+  }
+
+  /** Parses and validates a serialized trace (throws a ZodError naming the bad field). */
+  static fromJSON(value: unknown): Trace {
+    const record = TraceRecordSchema.parse(value);
+    const trace = new Trace({ id: record.id, task: record.task, agent: record.agent });
+    trace.tools = record.tools;
+    for (const node of record.nodes) {
+      trace.nodes.push(node);
+      const key = `${node.parent ?? 'root'}:${messageHash(node.message)}`;
+      if (!trace.childIndex.has(key) || node.sampled) trace.childIndex.set(key, node.id);
+    }
+    trace.calls.push(...record.calls);
+    trace.rewards = record.rewards;
+    trace.metrics = record.metrics;
+    trace.info = record.info;
+    trace.extraUsage = record.extraUsage;
+    trace.isCompleted = record.isCompleted;
+    trace.ok = record.ok;
+    trace.stopCondition = record.stopCondition;
+    trace.errors = record.errors;
+    trace.timing = record.timing;
+    trace.startedAt = record.startedAt;
+    trace.endedAt = record.endedAt;
+    return trace;
+  }
+}
+
+/**
+ * Content hash used to match a message re-sent by a program against the graph. Whitespace
+ * around text and the formatting of tool-call JSON arguments do not matter.
+ */
+export function messageHash(message: Message): string {
+  switch (message.role) {
+    case 'assistant':
+      return sha256(canonicalJson(normalizeAssistant(message)));
+    case 'tool':
+      return sha256(canonicalJson({ r: 'tool', id: message.toolCallId, c: message.content.trim() }));
+    case 'user':
+      return sha256(canonicalJson({ r: 'user', c: typeof message.content === 'string' ? message.content.trim() : message.content }));
+    case 'system':
+      return sha256(canonicalJson({ r: 'system', c: message.content.trim() }));
+  }
+}
+
+function normalizeAssistant(message: AssistantMessage): unknown {
+  return {
+    r: 'assistant',
+    c: (message.content ?? '').trim(),
+    t: (message.toolCalls ?? []).map((call) => ({ id: call.id, n: call.name, a: normalizeArguments(call.arguments) })),
+  };
+}
+
+function normalizeArguments(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

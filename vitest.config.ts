@@ -1,0 +1,27 @@
+import { defineConfig } from 'vitest/config';
+
+const exclude = ['**/node_modules/**', '**/dist/**', '**/.cache/**'];
+
+export default defineConfig({
+  test: {
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['packages/**/*.test.ts', 'apps/**/*.test.ts'],
+          exclude: [...exclude, '**/*.reliability.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'reliability',
+          include: ['packages/**/*.reliability.test.ts', 'apps/**/*.reliability.test.ts'],
+          exclude,
+          testTimeout: 600_000,
+        },
+      },
+    ],
+  },
+});
