@@ -8,6 +8,8 @@ export interface ExecResult {
   /** True when the command was killed for running past `timeoutMs`. */
   timedOut: boolean;
   durationMs: number;
+  /** True when stdout or stderr exceeded the runtime's output cap and was cut. */
+  truncated?: boolean;
 }
 
 export interface ExecOptions {

@@ -1,0 +1,383 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, constants as fsConstants, rmSync } from 'node:fs';
+import { chmod, copyFile, cp, lstat, mkdir, open, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+import { z } from 'zod';
+import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
+import { CreationLimiter, CreationLimitsSchema, type CreationSlot } from './creation-limiter.ts';
+import { LocalPaths } from './local-paths.ts';
+import { killProcessGroup, runProcessGroup } from './process-group.ts';
+import { type ExecOptions, type ExecResult, type Runtime, type RuntimeCapabilities, type Sandbox, type SandboxOptions, SandboxOptionsSchema } from './runtime.ts';
+import { parseRuntimeOptions, type RuntimeLogger } from './runtime-options.ts';
+import { withoutSecrets } from './sandbox-env.ts';
+
+/** Config of the `local` runtime. */
+export const LocalRuntimeOptionsSchema = z
+  .object({
+    /** Directory holding one subdirectory per sandbox (default `<os tmpdir>/troupe-sandboxes`). */
+    root: z.string().min(1).optional(),
+    /** `PATH` of every command (default: the directory of this Node binary, then the usual system dirs). */
+    path: z.string().min(1).optional(),
+    /** Environment added to every command; names matching /API_KEY|SECRET|TOKEN/i are dropped. */
+    env: z.record(z.string(), z.string()).optional(),
+    /** Bytes of stdout and of stderr kept per command (default 64 MiB); the rest is cut and `truncated` set. */
+    maxOutputBytes: z.number().int().positive().optional(),
+    /** Remove sandboxes left behind by dead processes of this host when the first sandbox is created (default true). */
+    sweep: z.boolean().optional(),
+    ...CreationLimitsSchema.shape,
+  })
+  .strict();
+export type LocalRuntimeOptions = z.infer<typeof LocalRuntimeOptionsSchema>;
+
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const METADATA_SUFFIX = '.sandbox.json';
+
+/** Every live local sandbox of this process, killed and removed if the process exits without stopping them. */
+const liveSandboxes = new Set<LocalSandbox>();
+let exitHookInstalled = false;
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const sandbox of liveSandboxes) sandbox.stopSync();
+  });
+}
+
+interface LocalSandboxInit {
+  id: string;
+  root: string;
+  workdir: string;
+  metadataPath: string;
+  baseEnv: Record<string, string>;
+  maxOutputBytes: number | undefined;
+  slot: CreationSlot;
+}
+
+/**
+ * A directory on the host with its own process groups. Commands run as the current user and see
+ * the real host filesystem (`local` isolates nothing for programs); the file APIs are confined to
+ * the sandbox directory. See docs/runtimes.md for the path rules.
+ */
+export class LocalSandbox implements Sandbox {
+  readonly runtime = 'local';
+  readonly id: string;
+  readonly workdir: string;
+  /** The sandbox's filesystem root on the host (`SANDBOX_ROOT` in every command). */
+  readonly root: string;
+  private readonly paths: LocalPaths;
+  private readonly baseEnv: Record<string, string>;
+  private readonly maxOutputBytes: number | undefined;
+  private readonly metadataPath: string;
+  private readonly slot: CreationSlot;
+  private readonly groups = new Set<number>();
+  private readonly running = new Set<Promise<unknown>>();
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(init: LocalSandboxInit) {
+    this.id = init.id;
+    this.root = init.root;
+    this.workdir = init.workdir;
+    this.paths = new LocalPaths(init.root, init.workdir);
+    this.baseEnv = init.baseEnv;
+    this.maxOutputBytes = init.maxOutputBytes;
+    this.metadataPath = init.metadataPath;
+    this.slot = init.slot;
+  }
+
+  private assertRunning(operation: string): void {
+    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
+  }
+
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertRunning('exec');
+    const argv = typeof command === 'string' ? ['sh', '-c', command] : command;
+    if (argv.length === 0) throw new SandboxError('exec needs a command (empty argv)');
+    const cwd = options.cwd === undefined ? this.workdir : await this.paths.real(options.cwd);
+    const cwdStat = await stat(cwd).catch(() => undefined);
+    if (!cwdStat?.isDirectory()) throw new SandboxError(`exec cwd is not a directory in sandbox ${this.id}: ${options.cwd}`);
+    const env = { ...this.baseEnv, PWD: cwd, ...options.env };
+    const run = runProcessGroup({
+      argv,
+      cwd,
+      env,
+      ...(options.stdin !== undefined && { stdin: options.stdin }),
+      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      ...(options.signal && { signal: options.signal }),
+      ...(options.onStdout && { onStdout: options.onStdout }),
+      ...(options.onStderr && { onStderr: options.onStderr }),
+      ...(this.maxOutputBytes !== undefined && { maxOutputBytes: this.maxOutputBytes }),
+      onStart: (group) => this.groups.add(group),
+    });
+    this.running.add(run);
+    try {
+      const result = await run;
+      if (this.stopped) throw new SandboxError(`sandbox ${this.id} was stopped while running: ${argv.join(' ').slice(0, 200)}`);
+      return result;
+    } finally {
+      this.running.delete(run);
+      this.forgetDeadGroups();
+    }
+  }
+
+  private forgetDeadGroups(): void {
+    for (const group of this.groups) {
+      if (!killProcessGroup(group, 0)) this.groups.delete(group);
+    }
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    this.assertRunning('readFile');
+    const real = await this.paths.real(path);
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(real, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    } catch (error) {
+      throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
+    }
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) throw new SandboxError(`not a regular file in sandbox ${this.id}: ${path}`);
+      return new Uint8Array(await handle.readFile());
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    this.assertRunning('writeFile');
+    const real = await this.paths.real(path);
+    await mkdir(dirname(real), { recursive: true });
+    // The parent may have been created through a path checked above; check again after mkdir.
+    const parent = await realpath(dirname(real));
+    if (!this.paths.contains(parent)) throw new SandboxError(`path escapes the sandbox: ${path}`);
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(real, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW, options.mode ?? 0o644);
+    } catch (error) {
+      throw new SandboxError(`cannot write ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
+    }
+    try {
+      await handle.writeFile(data);
+      if (options.mode !== undefined) await handle.chmod(options.mode);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async upload(hostPath: string, sandboxPath: string): Promise<void> {
+    this.assertRunning('upload');
+    const source = await stat(hostPath).catch((error: unknown) => {
+      throw new SandboxError(`upload source does not exist on the host: ${hostPath}`, { cause: error });
+    });
+    const target = await this.paths.real(sandboxPath);
+    await mkdir(dirname(target), { recursive: true });
+    if (source.isDirectory()) {
+      await cp(hostPath, target, { recursive: true, verbatimSymlinks: true, force: true });
+    } else {
+      const existing = await lstat(target).catch(() => undefined);
+      if (existing?.isSymbolicLink()) throw new SandboxError(`upload target is a symlink: ${sandboxPath}`);
+      await copyFile(hostPath, target);
+      await chmod(target, source.mode & 0o7777);
+    }
+  }
+
+  async download(sandboxPath: string, hostPath: string): Promise<void> {
+    this.assertRunning('download');
+    const source = await this.paths.real(sandboxPath);
+    const info = await lstat(source).catch((error: unknown) => {
+      throw new SandboxError(`cannot download ${sandboxPath} from sandbox ${this.id}: it does not exist`, { cause: error });
+    });
+    await mkdir(dirname(hostPath), { recursive: true });
+    if (info.isDirectory()) {
+      // Symlinks are copied as links, never followed: a link to a host file must not leak its content.
+      await cp(source, hostPath, { recursive: true, verbatimSymlinks: true, force: true });
+    } else if (info.isFile()) {
+      await copyFile(source, hostPath);
+      await chmod(hostPath, info.mode & 0o7777);
+    } else {
+      throw new SandboxError(`cannot download ${sandboxPath}: not a file or directory`);
+    }
+  }
+
+  async alive(): Promise<boolean> {
+    return !this.stopped && existsSync(this.root);
+  }
+
+  async reachHost(hostUrl: string): Promise<string> {
+    return hostUrl;
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.stopNow();
+    return this.stopping;
+  }
+
+  private async stopNow(): Promise<void> {
+    this.stopped = true;
+    for (const group of this.groups) killProcessGroup(group, 'SIGKILL');
+    // Wait for the killed commands to report (their pipes close once the group is gone).
+    await Promise.allSettled([...this.running]);
+    this.groups.clear();
+    await rm(this.root, { recursive: true, force: true, maxRetries: 3 });
+    await rm(this.metadataPath, { force: true });
+    liveSandboxes.delete(this);
+    this.slot.release();
+  }
+
+  /** Synchronous stop for process exit: kills the process groups and removes the directory. */
+  stopSync(): void {
+    this.stopped = true;
+    for (const group of this.groups) killProcessGroup(group, 'SIGKILL');
+    try {
+      rmSync(this.root, { recursive: true, force: true });
+      rmSync(this.metadataPath, { force: true });
+    } catch {
+      // Best effort at exit: the next runtime start sweeps what is left.
+    }
+  }
+}
+
+/**
+ * The `local` runtime: each sandbox is a directory under `root` with `work/`, `home/` and `tmp/`,
+ * commands run by `sh -c` (or an argv) in their own process group with a minimal environment
+ * (`PATH`, `HOME`, `TMPDIR`, `LANG`, `USER`, `SANDBOX_ROOT`). No container: for debugging and
+ * trusted programs only.
+ */
+export class LocalRuntime implements Runtime {
+  readonly id = 'local';
+  readonly capabilities: RuntimeCapabilities = { container: false, networkIsolation: false };
+  private readonly options: LocalRuntimeOptions;
+  private readonly rootDir: string;
+  private readonly limiter: CreationLimiter;
+  private readonly logger: RuntimeLogger | undefined;
+  private readonly sandboxes = new Set<LocalSandbox>();
+  private swept: Promise<void> | undefined;
+
+  constructor(options: LocalRuntimeOptions & { logger?: RuntimeLogger } = {}) {
+    const { logger, ...rest } = options;
+    this.options = parseRuntimeOptions({ schema: LocalRuntimeOptionsSchema, value: rest, what: 'local' });
+    this.rootDir = this.options.root ?? join(tmpdir(), 'troupe-sandboxes');
+    this.limiter = new CreationLimiter(this.options);
+    this.logger = logger;
+  }
+
+  /** Sandboxes of this runtime that have not been stopped. */
+  get activeSandboxes(): number {
+    return this.sandboxes.size;
+  }
+
+  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
+    for (const field of ['image', 'cpu', 'memoryMb'] as const) {
+      if (sandboxOptions[field] !== undefined) this.logger?.warn(`local runtime ignores sandbox option '${field}'`);
+    }
+    if (sandboxOptions.network === false) this.logger?.warn('local runtime cannot switch the network off; commands keep the host network');
+    const slot = await this.limiter.acquire();
+    try {
+      await mkdir(this.rootDir, { recursive: true });
+      if (this.options.sweep !== false) {
+        this.swept ??= this.sweepLeftovers();
+        await this.swept;
+      }
+      const id = `local-${randomBytes(6).toString('hex')}`;
+      const root = join(await realpath(this.rootDir), id);
+      await mkdir(root);
+      const paths = new LocalPaths(root, join(root, 'work'));
+      const workdir = sandboxOptions.workdir === undefined ? join(root, 'work') : paths.lexical(sandboxOptions.workdir);
+      await Promise.all([mkdir(workdir, { recursive: true }), mkdir(join(root, 'home')), mkdir(join(root, 'tmp'))]);
+      const metadataPath = `${root}${METADATA_SUFFIX}`;
+      await writeFile(metadataPath, JSON.stringify({ pid: process.pid, host: hostname(), createdAt: new Date().toISOString(), labels: sandboxOptions.labels ?? {} }));
+      const baseEnv: Record<string, string> = {
+        PATH: this.options.path ?? `${dirname(process.execPath)}:${SYSTEM_PATH}`,
+        HOME: join(root, 'home'),
+        TMPDIR: join(root, 'tmp'),
+        LANG: 'C.UTF-8',
+        USER: safeUserName(),
+        SANDBOX_ROOT: root,
+        ...withoutSecrets(this.options.env),
+        ...withoutSecrets(sandboxOptions.env),
+      };
+      const sandbox = new LocalSandbox({
+        id,
+        root,
+        workdir,
+        metadataPath,
+        baseEnv,
+        maxOutputBytes: this.options.maxOutputBytes,
+        slot: {
+          release: () => {
+            this.sandboxes.delete(sandbox);
+            slot.release();
+          },
+        },
+      });
+      this.sandboxes.add(sandbox);
+      liveSandboxes.add(sandbox);
+      installExitHook();
+      return sandbox;
+    } catch (error) {
+      slot.release();
+      if (error instanceof SandboxError || error instanceof ConfigError) throw error;
+      throw new SandboxError(`local sandbox could not be created under ${this.rootDir}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** Stops every sandbox this runtime still has. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+  }
+
+  /** Removes sandboxes whose owning process (on this host) is gone. */
+  private async sweepLeftovers(): Promise<void> {
+    const entries = await readdir(this.rootDir).catch(() => [] as string[]);
+    await Promise.all(
+      entries
+        .filter((name) => name.endsWith(METADATA_SUFFIX))
+        .map(async (name) => {
+          const metadataPath = join(this.rootDir, name);
+          try {
+            const metadata = z.object({ pid: z.number(), host: z.string() }).parse(JSON.parse(await readFile(metadataPath, 'utf8')));
+            if (metadata.host !== hostname() || processExists(metadata.pid)) return;
+            await rm(join(this.rootDir, name.slice(0, -METADATA_SUFFIX.length)), { recursive: true, force: true });
+            await rm(metadataPath, { force: true });
+          } catch {
+            // An unreadable or half-written metadata file belongs to someone else: leave it.
+          }
+        }),
+    );
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function safeUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'troupe';
+  }
+}
+
+/** Config accepted by {@link createRuntime}: the built-in runtime type and its options. */
+export type CreateRuntimeOptions = { type?: 'local'; logger?: RuntimeLogger } & LocalRuntimeOptions;
+
+/**
+ * Makes a built-in runtime. Only `local` lives in @troupe/verifiers; container and cloud runtimes
+ * come from their packages (`@troupe/runtime-docker`, `-e2b`, `-daytona`, `-prime`, `-kubernetes`).
+ */
+export function createRuntime(options: CreateRuntimeOptions = {}): Runtime {
+  const { type = 'local', ...rest } = options;
+  if (type !== 'local') {
+    throw new ConfigError(`runtime.type: '${String(type)}' is not built in; import its factory from @troupe/runtime-${String(type)}`);
+  }
+  return new LocalRuntime(rest);
+}

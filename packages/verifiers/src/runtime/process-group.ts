@@ -1,0 +1,165 @@
+import { spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import { StringDecoder } from 'node:string_decoder';
+import type { ExecResult } from './runtime.ts';
+
+/** What {@link runProcessGroup} needs to start one program in its own process group. */
+export interface ProcessGroupRun {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin?: string | Uint8Array;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  /** Bytes kept per stream; the rest is dropped and `truncated` set (default 64 MiB). */
+  maxOutputBytes?: number;
+  /** How long to wait for stdout/stderr to close after the program exited (a background child may hold them). */
+  closeGraceMs?: number;
+  /** Called with the process group id as soon as the program started (to kill it later). */
+  onStart?: (processGroupId: number) => void;
+}
+
+const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
+
+/** Sends `signal` to every process of the group; false when the group no longer exists. */
+export function killProcessGroup(processGroupId: number, signal: NodeJS.Signals | 0 = 'SIGKILL'): boolean {
+  try {
+    process.kill(-processGroupId, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+class OutputBuffer {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+  private readonly decoder = new StringDecoder('utf8');
+
+  constructor(
+    private readonly limit: number,
+    private readonly onChunk?: (chunk: string) => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    if (this.onChunk) {
+      const text = this.decoder.write(chunk);
+      if (text) this.onChunk(text);
+    }
+    const room = this.limit - this.size;
+    if (room <= 0) {
+      this.truncated = true;
+      return;
+    }
+    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    if (kept.length < chunk.length) this.truncated = true;
+    this.chunks.push(kept);
+    this.size += kept.length;
+  }
+
+  text(): string {
+    if (this.onChunk) {
+      const rest = this.decoder.end();
+      if (rest) this.onChunk(rest);
+    }
+    return Buffer.concat(this.chunks, this.size).toString('utf8');
+  }
+}
+
+/**
+ * Runs one program as the leader of a new process group (`detached`), with stdin closed unless
+ * given. On timeout or abort the whole group gets SIGKILL, so children that ignore SIGTERM and
+ * grandchildren die too. Resolves with the exit code (128 + signal number when killed); rejects
+ * with the abort reason when `signal` fires.
+ */
+export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
+  const started = performance.now();
+  const [file, ...args] = run.argv;
+  if (file === undefined) return Promise.reject(new Error('empty argv'));
+  if (run.signal?.aborted) return Promise.reject(run.signal.reason);
+  const limit = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  const stdout = new OutputBuffer(limit, run.onStdout);
+  const stderr = new OutputBuffer(limit, run.onStderr);
+
+  return new Promise<ExecResult>((resolve, reject) => {
+    let settled = false;
+    let timedOut = false;
+    let aborted = false;
+    let exitCode: number | null = null;
+    let graceTimer: NodeJS.Timeout | undefined;
+    let timeoutTimer: NodeJS.Timeout | undefined;
+
+    const child = spawn(file, args, {
+      cwd: run.cwd,
+      env: run.env,
+      detached: true,
+      stdio: [run.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    const pid = child.pid;
+
+    const killGroup = () => {
+      if (pid !== undefined) killProcessGroup(pid, 'SIGKILL');
+    };
+    const onAbort = () => {
+      aborted = true;
+      killGroup();
+    };
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      if (timeoutTimer) clearTimeout(timeoutTimer);
+      if (graceTimer) clearTimeout(graceTimer);
+      run.signal?.removeEventListener('abort', onAbort);
+      if (aborted) {
+        reject(run.signal?.reason ?? new Error('aborted'));
+        return;
+      }
+      const result: ExecResult = {
+        exitCode: exitCode ?? 1,
+        stdout: stdout.text(),
+        stderr: stderr.text(),
+        timedOut,
+        durationMs: performance.now() - started,
+      };
+      if (stdout.truncated || stderr.truncated) result.truncated = true;
+      resolve(result);
+    };
+
+    child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      // The program could not be started (missing binary): report it like a shell would.
+      if (exitCode === null) exitCode = error.code === 'ENOENT' ? 127 : 126;
+      stderr.push(Buffer.from(`${error.message}\n`));
+      finish();
+    });
+    child.on('exit', (code, signalName) => {
+      exitCode = code ?? 128 + (signalName ? (osConstants.signals[signalName] ?? 0) : 0);
+      // A background child may keep the pipes open; do not wait for it forever.
+      graceTimer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish();
+      }, run.closeGraceMs ?? 1000);
+    });
+    child.on('close', finish);
+
+    if (pid !== undefined) run.onStart?.(pid);
+    run.signal?.addEventListener('abort', onAbort, { once: true });
+    if (run.timeoutMs !== undefined) {
+      timeoutTimer = setTimeout(() => {
+        timedOut = true;
+        killGroup();
+      }, run.timeoutMs);
+    }
+    if (child.stdin) {
+      child.stdin.on('error', () => {
+        // The program exited without reading its input (EPIPE): not an error of the run.
+      });
+      child.stdin.end(run.stdin);
+    }
+  });
+}
