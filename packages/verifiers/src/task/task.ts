@@ -47,7 +47,7 @@ export interface RewardFunction<D extends TaskData = TaskData> {
   priority?: number;
   /** Set when the function needs the sandbox; skipped (left null) when there is none. */
   needsSandbox?: boolean;
-  fn: (context: TaskContext<D>) => number | Record<string, number> | Promise<number | Record<string, number>>;
+  fn(context: TaskContext<D>): number | Record<string, number> | Promise<number | Record<string, number>>;
 }
 
 /** A named, unweighted metric. */
@@ -59,9 +59,9 @@ export interface TaskOptions<D extends TaskData> {
   rewards?: RewardFunction<D>[];
   metrics?: MetricFunction<D>[];
   /** Runs in the sandbox before the agent (e.g. writes files). */
-  setup?: (context: TaskContext<D>) => Promise<void> | void;
+  setup?(context: TaskContext<D>): Promise<void> | void;
   /** Runs after the agent, before scoring. */
-  finalize?: (context: TaskContext<D>) => Promise<void> | void;
+  finalize?(context: TaskContext<D>): Promise<void> | void;
   /** The task cannot run on a process runtime. */
   needsContainer?: boolean;
   /** Type name recorded on traces. */
@@ -76,8 +76,8 @@ export class Task<D extends TaskData = TaskData> {
   readonly type: string;
   readonly rewards: RewardFunction<D>[];
   readonly metrics: MetricFunction<D>[];
-  readonly setup?: TaskOptions<D>['setup'];
-  readonly finalize?: TaskOptions<D>['finalize'];
+  setup?(context: TaskContext<D>): Promise<void> | void;
+  finalize?(context: TaskContext<D>): Promise<void> | void;
   readonly needsContainer: boolean;
 
   constructor(data: D, options: TaskOptions<D> = {}) {

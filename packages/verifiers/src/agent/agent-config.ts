@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { SamplingSchema } from '../model/model-client.ts';
+
+/** How to reach a model server. The API key is named by an environment variable, resolved by the CLI. */
+export const ClientConfigSchema = z
+  .object({
+    type: z.literal('openai').default('openai'),
+    baseUrl: z.string().url(),
+    /** Name of the environment variable holding the key (resolved at the CLI layer only). */
+    apiKeyVar: z.string().optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    maxRetries: z.number().int().nonnegative().default(3),
+    timeoutMs: z.number().int().positive().optional(),
+  })
+  .strict();
+export type ClientConfig = z.infer<typeof ClientConfigSchema>;
+
+/** A plugin reference: an id string, or `{ id, ...options }`. */
+export const PluginRefSchema = z.union([z.string().min(1), z.object({ id: z.string().min(1) }).loose()]);
+export type PluginRef = z.infer<typeof PluginRefSchema>;
+
+const seconds = z.number().positive();
+
+/**
+ * One agent = harness × model × runtime, with limits, timeouts and retries. Every field is
+ * optional: unpinned fields take the run's model, client and sampling; the harness defaults
+ * to `bash` and the runtime to `local`.
+ */
+export const AgentConfigSchema = z
+  .object({
+    model: z.string().min(1).optional(),
+    client: ClientConfigSchema.optional(),
+    /** Deep-merged over the run's sampling. */
+    sampling: SamplingSchema.optional(),
+    harness: PluginRefSchema.optional(),
+    runtime: PluginRefSchema.optional(),
+    maxTurns: z.number().int().positive().nullable().optional(),
+    maxInputTokens: z.number().int().positive().nullable().optional(),
+    maxOutputTokens: z.number().int().positive().nullable().optional(),
+    maxTotalTokens: z.number().int().positive().nullable().optional(),
+    /** Seconds per stage; the agent value wins over the task's. */
+    timeout: z
+      .object({ setup: seconds.optional(), rollout: seconds.optional(), finalize: seconds.optional(), scoring: seconds.optional() })
+      .strict()
+      .optional(),
+    /** Re-run the whole agent run while an error on the trace matches (by error type). */
+    retries: z
+      .object({
+        maxRetries: z.number().int().nonnegative().default(0),
+        include: z.array(z.string()).default([]),
+        exclude: z.array(z.string()).default([]),
+      })
+      .strict()
+      .optional(),
+    /** Whether this agent's traces train (envs set judges, users and frozen opponents false). */
+    trainable: z.boolean().optional(),
+  })
+  .strict();
+export type AgentConfig = z.input<typeof AgentConfigSchema>;
+export type ResolvedAgentConfig = z.output<typeof AgentConfigSchema>;
+
+/** Deep merge of plain objects (`override` wins; arrays are replaced). */
+export function deepMerge<T>(base: T, override: unknown): T {
+  if (override === undefined) return base;
+  if (!isPlain(base) || !isPlain(override)) return override as T;
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [key, value] of Object.entries(override)) {
+    if (value === undefined) continue;
+    out[key] = key in out ? deepMerge(out[key], value) : value;
+  }
+  return out as T;
+}
+
+function isPlain(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
+}
+
+/** Formats the first zod issue as `path: message`. */
+export function describeZodError(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) => {
+      const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+      return `${path || '(root)'}: ${issue.message}`;
+    })
+    .join('; ');
+}

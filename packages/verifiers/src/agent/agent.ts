@@ -1,0 +1,387 @@
+import { ConfigError, HarnessError, SandboxError, TroupeError } from '../errors/troupe-error.ts';
+import type { Harness, HarnessLaunchContext, HarnessSession, ModelEndpoint } from '../harness/harness.ts';
+import { RolloutSession } from '../interception/rollout-session.ts';
+import { contentText, type Message } from '../model/messages.ts';
+import type { ModelClient } from '../model/model-client.ts';
+import type { Runtime, Sandbox } from '../runtime/runtime.ts';
+import { scoreTrace } from '../task/scoring.ts';
+import type { Task } from '../task/task.ts';
+import { Trace } from '../trace/trace.ts';
+import { sleep, withDeadline } from '../util/timeout.ts';
+import type { ResolvedAgentConfig } from './agent-config.ts';
+
+/** Where HTTP programs reach interception; the agent registers each rollout's session. */
+export interface InterceptionHost {
+  register(session: RolloutSession): { baseUrl: string };
+  unregister(session: RolloutSession): void;
+}
+
+export interface AgentOptions {
+  /** The role name stamped on traces (default `agent`). */
+  name?: string;
+  config: ResolvedAgentConfig;
+  model: string;
+  client: ModelClient;
+  harness: Harness;
+  runtime: Runtime;
+  /** Gives the interception server (started lazily by the caller; only HTTP programs need it). */
+  interception?: () => Promise<InterceptionHost>;
+  trainable?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface RunOptions {
+  /** A borrowed sandbox: never started or stopped by the agent, and never retried on. */
+  sandbox?: Sandbox;
+  signal?: AbortSignal;
+  /** Called with the live trace as soon as it exists. */
+  onTrace?: (trace: Trace) => void;
+}
+
+/** One segment of an interaction. */
+export interface Segment {
+  /** The sampled assistant messages and the tool results that follow them (empty when terminated). */
+  messages: Message[];
+  terminated: boolean;
+  /** Text of the last sampled assistant message of this segment ('' when none). */
+  lastReply: string;
+}
+
+/** A turn-by-turn conversation with an agent (`agent.interaction(task)`). */
+export interface Interaction {
+  readonly trace: Trace;
+  /** Strict alternation: a prompted task opens with `turn()`, a prompt-less one with `turn(message)`. */
+  turn(message?: string | Message[]): Promise<Segment>;
+  /** Stops with `user_closed`, runs finalize and scoring, and releases the sandbox. */
+  close(): Promise<Trace>;
+}
+
+/**
+ * An agent is a value: harness × model × runtime, with limits and timeouts. `run(task)` boots a
+ * sandbox, sets up, launches the harness against interception, finalizes and scores.
+ */
+export class Agent {
+  readonly name: string;
+  readonly config: ResolvedAgentConfig;
+  readonly model: string;
+  readonly harness: Harness;
+  readonly runtime: Runtime;
+  trainable: boolean;
+  private readonly client: ModelClient;
+  private readonly interception?: () => Promise<InterceptionHost>;
+  private readonly log: (line: string) => void;
+
+  constructor(options: AgentOptions) {
+    this.name = options.name ?? 'agent';
+    this.config = options.config;
+    this.model = options.model;
+    this.client = options.client;
+    this.harness = options.harness;
+    this.runtime = options.runtime;
+    this.trainable = options.trainable ?? options.config.trainable ?? true;
+    if (options.interception) this.interception = options.interception;
+    this.log = options.log ?? (() => {});
+    if (this.harness.capabilities.needsContainer && !this.runtime.capabilities.container) {
+      throw new ConfigError(
+        `harness ${this.harness.id} needs a container runtime, but ${this.name}.runtime is ${JSON.stringify(this.runtime.id)}; use e.g. runtime = "docker"`,
+      );
+    }
+  }
+
+  /** A fresh sandbox for `task` (the caller stops it). */
+  async provision(task?: Task): Promise<Sandbox> {
+    try {
+      return await this.runtime.createSandbox({
+        ...(task?.data.image ? { image: task.data.image } : {}),
+        ...(task?.data.workdir ? { workdir: task.data.workdir } : {}),
+      });
+    } catch (error) {
+      throw SandboxError.is(error) ? error : new SandboxError(`could not create a ${this.runtime.id} sandbox: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** Runs the task to program exit. Retried whole while an error matches `retries`. */
+  async run(task: Task, options: RunOptions = {}): Promise<Trace> {
+    const retries = this.config.retries;
+    const earlier: Trace['errors'] = [];
+    for (let attempt = 0; ; attempt++) {
+      const trace = await this.runOnce(task, options);
+      if (earlier.length) trace.errors.unshift(...earlier);
+      const canRetry = retries && !options.sandbox && attempt < retries.maxRetries && !options.signal?.aborted;
+      if (!canRetry || trace.ok || !trace.errors.some((e) => matchesRetry(e.type, retries))) return trace;
+      earlier.push(...trace.errors.slice(earlier.length).map((e) => ({ ...e, message: `[attempt ${attempt}] ${e.message}` })));
+      await sleep(Math.min(500 * 2 ** attempt, 30_000) * (0.5 + Math.random()), options.signal);
+    }
+  }
+
+  private newTrace(task: Task): Trace {
+    const { client: _client, ...config } = this.config;
+    return new Trace({
+      task: task.record,
+      agent: {
+        name: this.name,
+        trainable: this.trainable,
+        model: this.model,
+        harness: this.harness.id,
+        runtime: this.runtime.id,
+        config: config as Record<string, unknown>,
+      },
+    });
+  }
+
+  private async runOnce(task: Task, options: RunOptions): Promise<Trace> {
+    const trace = this.newTrace(task);
+    options.onTrace?.(trace);
+    const prepared = await this.prepare(task, trace, options);
+    if (!prepared) return this.close(task, trace, undefined, options);
+    const { sandbox, context, release } = prepared;
+    try {
+      const started = Date.now();
+      try {
+        const result = await withDeadline(
+          { seconds: this.config.timeout?.rollout ?? task.data.timeout?.agent ?? null, stage: 'agent', ...(options.signal ? { parent: options.signal } : {}) },
+          (signal) => this.harness.launch({ ...context, signal }),
+        );
+        if (result.exitCode !== 0 && trace.stopCondition === null) {
+          await this.recordExitFailure(trace, sandbox, result, context);
+        }
+      } catch (error) {
+        if (trace.stopCondition === null || trace.stopCondition === 'agent_completed') {
+          trace.recordError(prepared.session.providerError ?? (await this.classify(error, sandbox)), 'agent');
+        }
+      } finally {
+        trace.timing.agent = (Date.now() - started) / 1000;
+      }
+      trace.stop('agent_completed');
+      await release();
+      return await this.close(task, trace, sandbox, options);
+    } finally {
+      if (!options.sandbox) await sandbox.stop().catch((error) => this.log(`sandbox stop failed: ${(error as Error).message}`));
+    }
+  }
+
+  /** Boot, setup and interception registration; null when a stage failed (recorded on the trace). */
+  private async prepare(
+    task: Task,
+    trace: Trace,
+    options: RunOptions,
+  ): Promise<{ sandbox: Sandbox; context: Omit<HarnessLaunchContext, 'signal'>; session: RolloutSession; release: () => Promise<void> } | null> {
+    let sandbox: Sandbox | undefined = options.sandbox;
+    const bootStart = Date.now();
+    try {
+      sandbox ??= await this.provision(task);
+    } catch (error) {
+      trace.recordError(error, 'boot');
+      return null;
+    } finally {
+      trace.timing.boot = (Date.now() - bootStart) / 1000;
+    }
+    const setupStart = Date.now();
+    try {
+      await withDeadline(
+        { seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null, stage: 'setup', ...(options.signal ? { parent: options.signal } : {}) },
+        async (signal) => {
+          await task.setup?.({ task, trace, sandbox });
+          await this.harness.setup?.({ sandbox, log: this.log, signal });
+        },
+      );
+    } catch (error) {
+      trace.recordError(await this.classify(error, sandbox), 'setup');
+      if (!options.sandbox) await sandbox.stop().catch(() => {});
+      return null;
+    } finally {
+      trace.timing.setup = (Date.now() - setupStart) / 1000;
+    }
+    const session = new RolloutSession({
+      trace,
+      client: this.client,
+      model: this.model,
+      sampling: this.config.sampling ?? {},
+      limits: {
+        maxTurns: this.config.maxTurns ?? null,
+        maxInputTokens: this.config.maxInputTokens ?? null,
+        maxOutputTokens: this.config.maxOutputTokens ?? null,
+        maxTotalTokens: this.config.maxTotalTokens ?? null,
+      },
+    });
+    let baseUrl = 'in-process://interception/v1';
+    let host: InterceptionHost | undefined;
+    if (!(this.harness as { inProcess?: boolean }).inProcess) {
+      if (!this.interception) throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
+      host = await this.interception();
+      baseUrl = await sandbox.reachHost(host.register(session).baseUrl);
+    }
+    const endpoint: ModelEndpoint = {
+      baseUrl,
+      secret: session.secret,
+      model: this.model,
+      direct: (request, o) => session.handle(request, { dialect: 'direct', ...(o?.signal ? { signal: o.signal } : {}) }),
+    };
+    return {
+      sandbox,
+      session,
+      context: { task, trace, sandbox, endpoint, messages: this.promptMessages(task), log: this.log },
+      release: async () => {
+        await session.drain();
+        session.conclude(trace.stopCondition ?? 'agent_completed');
+        host?.unregister(session);
+      },
+    };
+  }
+
+  /** The opening messages; the system prompt is folded into the prompt when the harness cannot take one. */
+  private promptMessages(task: Task): Message[] {
+    const messages = task.promptMessages;
+    if (this.harness.capabilities.appendsSystemPrompt || messages[0]?.role !== 'system') return messages;
+    const [system, ...rest] = messages;
+    const first = rest[0];
+    if (first?.role === 'user') {
+      return [{ role: 'user', content: `${system?.content}\n\n${contentText(first.content)}` }, ...rest.slice(1)];
+    }
+    return [{ role: 'user', content: system?.content ?? '' }, ...rest];
+  }
+
+  private async recordExitFailure(
+    trace: Trace,
+    sandbox: Sandbox,
+    result: { exitCode: number; stdout: string; stderr: string },
+    context: Omit<HarnessLaunchContext, 'signal'>,
+  ): Promise<void> {
+    void context;
+    const alive = await sandbox.alive().catch(() => false);
+    const tail = `${result.stdout}\n${result.stderr}`.trim().slice(-2000);
+    trace.recordError(
+      alive
+        ? new HarnessError(`${this.harness.id} exited with code ${result.exitCode}: ${tail}`)
+        : new SandboxError(`sandbox died while ${this.harness.id} ran (exit ${result.exitCode})`),
+      'agent',
+    );
+  }
+
+  private async classify(error: unknown, sandbox: Sandbox): Promise<unknown> {
+    if (TroupeError.isInstance(error)) return error;
+    const alive = await sandbox.alive().catch(() => false);
+    if (!alive) return new SandboxError(`sandbox died: ${(error as Error).message ?? String(error)}`, { cause: error });
+    return new HarnessError((error as Error).message ?? String(error), { cause: error });
+  }
+
+  /** Finalize then score (skipped when the run failed). */
+  private async close(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
+    if (trace.ok) {
+      const finalizeStart = Date.now();
+      try {
+        await withDeadline({ seconds: this.config.timeout?.finalize ?? task.data.timeout?.finalize ?? null, stage: 'finalize' }, async () =>
+          task.finalize?.({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+        );
+      } catch (error) {
+        trace.recordError(error, 'finalize');
+      }
+      trace.timing.finalize = (Date.now() - finalizeStart) / 1000;
+    }
+    if (trace.ok) {
+      const scoringStart = Date.now();
+      try {
+        await withDeadline({ seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' }, () =>
+          scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+        );
+      } catch (error) {
+        trace.recordError(error, 'scoring');
+      }
+      trace.timing.scoring = (Date.now() - scoringStart) / 1000;
+    }
+    void options;
+    trace.isCompleted = true;
+    trace.endedAt = Date.now();
+    return trace;
+  }
+
+  /**
+   * Opens a turn-by-turn interaction. The harness must support resume. Exiting (`close`) stops
+   * with `user_closed` and runs finalize and scoring. No retries.
+   */
+  async interaction(task: Task, options: RunOptions = {}): Promise<Interaction> {
+    if (!this.harness.capabilities.supportsResume || !this.harness.session) {
+      throw new ConfigError(`harness ${this.harness.id} cannot resume, so ${this.name}.interaction() is not available`);
+    }
+    const trace = this.newTrace(task);
+    options.onTrace?.(trace);
+    const prepared = await this.prepare(task, trace, options);
+    if (!prepared) {
+      await this.close(task, trace, undefined, options);
+      throw new HarnessError(`${this.name}: could not open an interaction: ${trace.errors.at(-1)?.message ?? 'unknown error'}`);
+    }
+    const { sandbox, context, release } = prepared;
+    const controller = new AbortController();
+    options.signal?.addEventListener('abort', () => controller.abort(options.signal?.reason), { once: true });
+    let session: HarnessSession;
+    try {
+      session = await this.harness.session({ ...context, signal: controller.signal });
+    } catch (error) {
+      trace.recordError(await this.classify(error, sandbox), 'agent');
+      await release();
+      await this.close(task, trace, sandbox, options);
+      if (!options.sandbox) await sandbox.stop().catch(() => {});
+      throw error;
+    }
+    const prompted = task.data.prompt !== null;
+    let turns = 0;
+    let terminated = false;
+    let closed = false;
+    let busy = false;
+    const agentStart = Date.now();
+    const close = async (): Promise<Trace> => {
+      if (closed) return trace;
+      closed = true;
+      trace.stop('user_closed');
+      await session.close().catch(() => {});
+      await release();
+      trace.timing.agent = (Date.now() - agentStart) / 1000;
+      try {
+        return await this.close(task, trace, sandbox, options);
+      } finally {
+        if (!options.sandbox) await sandbox.stop().catch(() => {});
+      }
+    };
+    return {
+      trace,
+      close,
+      turn: async (message?: string | Message[]): Promise<Segment> => {
+        if (closed) throw new ConfigError(`${this.name}: turn() after close()`);
+        if (busy) throw new ConfigError(`${this.name}: turn() while another turn is running (strict alternation)`);
+        if (terminated) throw new ConfigError(`${this.name}: turn() after a terminated segment`);
+        if (turns === 0 && prompted && message !== undefined) {
+          throw new ConfigError(`${this.name}: the task has a prompt, so the first turn() takes no message`);
+        }
+        if ((turns > 0 || !prompted) && message === undefined) {
+          throw new ConfigError(`${this.name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
+        }
+        turns++;
+        busy = true;
+        try {
+          const incoming: Message[] | undefined =
+            message === undefined ? undefined : typeof message === 'string' ? [{ role: 'user', content: message }] : message;
+          const segment = await session.turn(incoming);
+          terminated = segment.terminated;
+          const last = segment.messages.findLast((m) => m.role === 'assistant');
+          return {
+            messages: segment.messages,
+            terminated: segment.terminated,
+            lastReply: last?.role === 'assistant' ? contentText(last.content).trim() : '',
+          };
+        } catch (error) {
+          terminated = true;
+          trace.recordError(prepared.session.providerError ?? (await this.classify(error, sandbox)), 'agent');
+          return { messages: [], terminated: true, lastReply: '' };
+        } finally {
+          busy = false;
+        }
+      },
+    };
+  }
+}
+
+function matchesRetry(type: string, retries: { include: string[]; exclude: string[] }): boolean {
+  if (retries.exclude.includes(type)) return false;
+  return retries.include.length === 0 || retries.include.includes(type);
+}
+

@@ -1,0 +1,71 @@
+import { ConfigError } from '../errors/troupe-error.ts';
+import { BashHarness } from '../harness/bash-harness.ts';
+import type { Harness } from '../harness/harness.ts';
+import { NullHarness } from '../harness/null-harness.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import type { PluginRef } from './agent-config.ts';
+
+type Factory<T> = (options: Record<string, unknown>) => T | Promise<T>;
+
+const harnessFactories = new Map<string, Factory<Harness>>([
+  ['null', () => new NullHarness()],
+  ['bash', (options) => new BashHarness(options)],
+]);
+const runtimeFactories = new Map<string, Factory<Runtime>>();
+
+/** Registers a harness id (plugins do this when they are not an installed `@troupe/harness-<id>`). */
+export function registerHarness(id: string, factory: Factory<Harness>): void {
+  harnessFactories.set(id, factory);
+}
+
+/** Registers a runtime id. */
+export function registerRuntime(id: string, factory: Factory<Runtime>): void {
+  runtimeFactories.set(id, factory);
+}
+
+function split(ref: PluginRef): { id: string; options: Record<string, unknown> } {
+  if (typeof ref === 'string') return { id: ref, options: {} };
+  const { id, ...options } = ref;
+  return { id, options };
+}
+
+/** `owner/name@v` → `name`, then snake_case (the Python original's normalisation). */
+export function normalizePluginId(id: string): string {
+  const name = id.split('/').pop()?.split('@')[0] ?? id;
+  return name.replace(/-/g, '_').toLowerCase();
+}
+
+async function load<T>(kind: 'harness' | 'runtime', ref: PluginRef, factories: Map<string, Factory<T>>): Promise<T> {
+  const { id: raw, options } = split(ref);
+  const id = normalizePluginId(raw);
+  const known = factories.get(id);
+  if (known) return known(options);
+  const pkg = `@troupe/${kind}-${id.replace(/_/g, '-')}`;
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pkg)) as Record<string, unknown>;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg)) {
+      throw new ConfigError(
+        `${kind} ${JSON.stringify(raw)} is not built in (${[...factories.keys()].join(', ') || 'none'}) and package ${pkg} is not installed`,
+      );
+    }
+    throw error;
+  }
+  const create = module[kind === 'harness' ? 'createHarness' : 'createRuntime'];
+  if (typeof create !== 'function') throw new ConfigError(`${pkg} does not export create${kind === 'harness' ? 'Harness' : 'Runtime'}()`);
+  return (await create(options)) as T;
+}
+
+export function loadHarness(ref: PluginRef): Promise<Harness> {
+  return load('harness', ref, harnessFactories);
+}
+
+export async function loadRuntime(ref: PluginRef): Promise<Runtime> {
+  if (!runtimeFactories.has('local')) {
+    const { LocalRuntime } = await import('../runtime/local-runtime.ts');
+    runtimeFactories.set('local', (options) => new LocalRuntime(options as never));
+  }
+  return load('runtime', ref, runtimeFactories);
+}

@@ -1,0 +1,277 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { Env } from '../env/env.ts';
+import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
+import { runDirName, runEval } from '../eval/eval-runner.ts';
+import { formatSummary } from '../eval/summary.ts';
+import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
+import { InterceptionServer } from '../interception/interception-server.ts';
+import type { ModelClient } from '../model/model-client.ts';
+import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import type { ClientConfig } from '../agent/agent-config.ts';
+import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
+import { progressReporter } from './progress.ts';
+
+const HELP = `troupe — run agents on tasksets, record trainable traces
+
+Usage:
+  troupe eval [options]            run an env on a taskset against a model endpoint
+  troupe validate [options]        check a config and print it resolved (no model calls)
+  troupe view <run-dir> [--html FILE] [--port N]
+                                   browse a run's episodes (or write one self-contained HTML file)
+
+Eval options:
+  -f, --config FILE      TOML or JSON config; CLI options override it
+  -m, --model NAME       model name (required unless in the config)
+  -b, --base-url URL     OpenAI-compatible endpoint (default http://127.0.0.1:8000/v1)
+      --api-key-var NAME environment variable holding the API key (default OPENAI_API_KEY)
+  -e, --env ID           env id (default single-agent)
+  -t, --taskset ID|FILE  taskset id (default arithmetic) or a .jsonl file
+  -n, --num-tasks N      tasks to run
+  -r, --rollouts N       episodes per task (default 1)
+  -c, --concurrency N    episodes at once (default 32)
+      --harness ID       harness for every role (e.g. bash, null, claude_code)
+      --runtime ID       runtime for every role (e.g. local, docker)
+      --temperature X    sampling temperature
+      --max-tokens N     max tokens per call
+      --max-turns N      max model calls per agent run
+  -o, --outputs DIR      root of run directories (default outputs)
+      --resume DIR       continue a run: keep its complete episodes, run the rest
+  -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
+  -h, --help
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === '-h' || command === '--help' || command === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (command === 'eval' || command === 'validate') return evalCommand(rest, command === 'validate');
+  if (command === 'view') return viewCommand(rest);
+  process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+  return 2;
+}
+
+function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string } {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string', short: 'f' },
+      model: { type: 'string', short: 'm' },
+      'base-url': { type: 'string', short: 'b' },
+      'api-key-var': { type: 'string' },
+      env: { type: 'string', short: 'e' },
+      taskset: { type: 'string', short: 't' },
+      'num-tasks': { type: 'string', short: 'n' },
+      rollouts: { type: 'string', short: 'r' },
+      concurrency: { type: 'string', short: 'c' },
+      harness: { type: 'string' },
+      runtime: { type: 'string' },
+      temperature: { type: 'string' },
+      'max-tokens': { type: 'string' },
+      'max-turns': { type: 'string' },
+      outputs: { type: 'string', short: 'o' },
+      resume: { type: 'string' },
+      set: { type: 'string', short: 's', multiple: true },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  let raw: Record<string, unknown> = {};
+  if (values.resume) {
+    const saved = join(values.resume, 'config.json');
+    if (!existsSync(saved)) throw new ConfigError(`--resume ${values.resume}: no config.json there (is it a run directory?)`);
+    raw = readConfigFile(saved);
+  }
+  if (values.config) raw = deepMerge(raw, readConfigFile(values.config));
+  const int = (name: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+    return n;
+  };
+  const num = (name: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!Number.isFinite(n)) throw new ConfigError(`--${name} must be a number, got ${JSON.stringify(text)}`);
+    return n;
+  };
+  const overrides: [string, unknown][] = [
+    ['model', values.model],
+    ['client.baseUrl', values['base-url']],
+    ['client.apiKeyVar', values['api-key-var']],
+    ['env.id', values.env],
+    ['env.taskset', values.taskset],
+    ['numTasks', int('num-tasks', values['num-tasks'])],
+    ['rollouts', int('rollouts', values.rollouts)],
+    ['concurrency', int('concurrency', values.concurrency)],
+    ['sampling.temperature', num('temperature', values.temperature)],
+    ['sampling.maxTokens', int('max-tokens', values['max-tokens'])],
+    ['outputs', values.outputs],
+  ];
+  for (const [path, value] of overrides) if (value !== undefined) setPath(raw, path, value);
+  for (const entry of values.set ?? []) {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
+    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
+  }
+  if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {
+    (raw.client as Record<string, unknown>).baseUrl = 'http://127.0.0.1:8000/v1';
+  }
+  (raw.env as Record<string, unknown> | undefined) ?? (raw.env = {});
+  const env = raw.env as Record<string, unknown>;
+  env.id ??= 'single-agent';
+  const perRole = { harness: values.harness, runtime: values.runtime, maxTurns: int('max-turns', values['max-turns']) };
+  const config = parseEvalConfig(raw);
+  if (Object.values(perRole).some((v) => v !== undefined)) {
+    (config.env as Record<string, unknown>).__perRole = perRole;
+  }
+  return { config, ...(values.resume ? { resumeDir: values.resume } : {}) };
+}
+
+/** Builds an OpenAI-compatible client; the API key is read here, at the CLI layer, and nowhere else. */
+function makeClient(config: ClientConfig, model: string): ModelClient {
+  const apiKey = config.apiKeyVar ? process.env[config.apiKeyVar] : undefined;
+  return new OpenAICompatibleClient({
+    baseUrl: config.baseUrl,
+    apiKey: apiKey ?? 'EMPTY',
+    model,
+    ...(config.headers ? { headers: config.headers } : {}),
+    retry: { maxRetries: config.maxRetries },
+    ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
+  });
+}
+
+async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
+  const { config, resumeDir } = buildConfig(args);
+  const definition = await loadEnvDefinition(config.env.id);
+  const { __perRole, ...envConfig } = config.env as Record<string, unknown> & { __perRole?: Record<string, unknown> };
+  if (__perRole) {
+    for (const role of Object.keys(definition.roles)) {
+      const current = (envConfig[role] as Record<string, unknown> | undefined) ?? {};
+      const patch = Object.fromEntries(Object.entries(__perRole).filter(([, v]) => v !== undefined));
+      envConfig[role] = { ...current, ...patch };
+    }
+  }
+  const tasksetRef = (envConfig.taskset as string | { id: string } | undefined) ?? (definition.taskset ? undefined : 'arithmetic');
+  const cleanConfig = { ...config, env: envConfig };
+  let server: InterceptionServer | undefined;
+  const interception = async () => {
+    if (!server) {
+      server = new InterceptionServer();
+      await server.start();
+    }
+    return server;
+  };
+  const outDir = resumeDir ?? join(config.outputs, runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }));
+  const logger = validateOnly ? undefined : pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }));
+  const log = (line: string) => {
+    logger?.info(line);
+    if (!process.stderr.isTTY || validateOnly) process.stderr.write(`${line}\n`);
+  };
+  const env = await Env.create({
+    definition,
+    config: envConfig,
+    run: { model: config.model, client: makeClient(config.client, config.model), sampling: config.sampling, makeClient },
+    interception,
+    log,
+  });
+  const taskset = tasksetRef !== undefined ? await loadTaskset(tasksetRef) : await definition.taskset!(env.options);
+  if (validateOnly) {
+    process.stdout.write(`${JSON.stringify({ ...cleanConfig, roles: env.roles, taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`);
+    return 0;
+  }
+  const controller = new AbortController();
+  let interrupted = 0;
+  const onSignal = () => {
+    interrupted++;
+    if (interrupted > 1) process.exit(130);
+    process.stderr.write('\ninterrupted: finishing episodes in flight (Ctrl-C again to quit now; --resume continues)\n');
+    controller.abort(new Error('interrupted'));
+  };
+  process.on('SIGINT', onSignal);
+  const progress = progressReporter({ stream: process.stderr, label: `${config.env.id} ${config.model}` });
+  try {
+    const result = await runEval({
+      env,
+      taskset,
+      ...(config.numTasks !== undefined ? { numTasks: config.numTasks } : {}),
+      rollouts: config.rollouts,
+      concurrency: config.concurrency,
+      outDir,
+      resume: resumeDir !== undefined,
+      config: cleanConfig,
+      model: config.model,
+      passThreshold: config.passThreshold,
+      onProgress: progress.update,
+      log,
+      signal: controller.signal,
+    });
+    progress.done();
+    process.stdout.write(`${formatSummary(result.summary)}\n`);
+    process.stdout.write(`\nrun directory: ${resolve(outDir)}\n  traces:  ${join(outDir, 'traces.jsonl')}\n  summary: ${join(outDir, 'summary.json')}\n  view:    troupe view ${outDir}\n`);
+    return controller.signal.aborted ? 130 : 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    await server?.close();
+  }
+}
+
+function harnessName(envConfig: Record<string, unknown>, roles: Record<string, { harness?: unknown }>): string {
+  const names = Object.keys(roles).map((role) => {
+    const pinned = (envConfig[role] as { harness?: unknown } | undefined)?.harness ?? roles[role]?.harness ?? 'bash';
+    return typeof pinned === 'string' ? pinned : String((pinned as { id?: string }).id);
+  });
+  return [...new Set(names)].join('+');
+}
+
+async function ensureDir(path: string): Promise<string> {
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(path, { recursive: true });
+  return path;
+}
+
+async function viewCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { html: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } },
+    allowPositionals: true,
+  });
+  const runDir = positionals[0];
+  if (!runDir) throw new ConfigError('troupe view <run-dir>: name a run directory');
+  if (!existsSync(join(runDir, 'traces.jsonl'))) throw new ConfigError(`${runDir} has no traces.jsonl (is it a run directory?)`);
+  const viewer = (await import('../viewer/index.ts')) as {
+    serveRun: (o: { runDir: string; port?: number; host?: string }) => Promise<{ url: string; close: () => Promise<void> }>;
+    writeHtmlReport: (o: { runDir: string; outFile: string }) => Promise<void>;
+  };
+  if (values.html) {
+    await viewer.writeHtmlReport({ runDir, outFile: values.html });
+    process.stdout.write(`wrote ${values.html}\n`);
+    return 0;
+  }
+  const { url } = await viewer.serveRun({ runDir, ...(values.port ? { port: Number(values.port) } : {}) });
+  process.stdout.write(`viewing ${runDir} at ${url} (Ctrl-C to stop)\n`);
+  await new Promise(() => {});
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error) => {
+    if (TroupeError.isInstance(error) && error.name === 'ConfigError') {
+      process.stderr.write(`troupe: ${error.message}\n`);
+      process.exitCode = 2;
+    } else if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`troupe: ${(error as Error).message}\n(see troupe --help)\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`troupe: ${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

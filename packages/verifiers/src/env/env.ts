@@ -1,0 +1,349 @@
+import { z } from 'zod';
+import {
+  Agent,
+  type InterceptionHost,
+  type Interaction,
+  type RunOptions,
+} from '../agent/agent.ts';
+import {
+  type AgentConfig,
+  AgentConfigSchema,
+  type ClientConfig,
+  deepMerge,
+  describeZodError,
+  type ResolvedAgentConfig,
+} from '../agent/agent-config.ts';
+import { loadHarness, loadRuntime } from '../agent/plugins.ts';
+import { ConfigError, EnvError } from '../errors/troupe-error.ts';
+import type { Harness } from '../harness/harness.ts';
+import type { ModelClient, Sampling } from '../model/model-client.ts';
+import type { Runtime, Sandbox } from '../runtime/runtime.ts';
+import type { Task } from '../task/task.ts';
+import type { Taskset } from '../task/taskset.ts';
+import { Episode } from '../trace/episode.ts';
+import type { Trace } from '../trace/trace.ts';
+import { Semaphore, sleep, withDeadline } from '../util/timeout.ts';
+
+/** Fields every env config has, besides its roles and its own options. */
+export const EnvBaseConfigShape = {
+  id: z.string().min(1),
+  /** A built-in taskset id, a path to a JSONL file, or `{ id, ...options }`. */
+  taskset: z.union([z.string(), z.object({ id: z.string() }).loose()]).optional(),
+  timeout: z.object({ episode: z.number().positive().optional(), finalize: z.number().positive().optional() }).strict().optional(),
+  retries: z
+    .object({
+      maxRetries: z.number().int().nonnegative().default(0),
+      include: z.array(z.string()).default([]),
+      exclude: z.array(z.string()).default([]),
+    })
+    .strict()
+    .optional(),
+  /** Agent runs at once inside one episode (null = unlimited). */
+  maxConcurrentAgents: z.number().int().positive().nullable().optional(),
+};
+
+/** What an env's hooks receive about its roles: `agents.<role>`, typed by the role names. */
+export type Agents<R extends string> = { readonly [K in R]: EpisodeAgent };
+
+export interface EnvRunContext<R extends string, O> {
+  task: Task;
+  agents: Agents<R>;
+  options: O;
+  episode: Episode;
+  signal: AbortSignal;
+}
+
+/**
+ * An environment: plain async TypeScript over typed roles. Every agent run inside `run` lands
+ * in the Episode with its role name and `trainable`; `finalize` records cross-agent rewards.
+ */
+export interface EnvDefinition<R extends string = string, O extends Record<string, unknown> = Record<string, unknown>> {
+  id: string;
+  description?: string;
+  /** Role name → its default agent config (the role names are the keys; no registration). */
+  roles: Record<R, AgentConfig>;
+  /** The env's own options (validated; unknown keys are refused). */
+  options?: z.ZodType<O>;
+  /** Default agent runs at once per episode (null = unlimited; the spec default is 1). */
+  maxConcurrentAgents?: number | null;
+  /** The env's own taskset, used when the config names none. */
+  taskset?: (options: O) => Taskset | Promise<Taskset>;
+  /** Checks at construction, with the harnesses and runtimes resolved (throw ConfigError). */
+  validate?: (context: { options: O; roles: Record<R, { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }> }) => void;
+  /** Per episode, before `run` (e.g. `agents.judge.trainable = false`). */
+  setup?: (context: { agents: Agents<R>; options: O }) => void | Promise<void>;
+  run: (context: EnvRunContext<R, O>) => Promise<void>;
+  /** Cross-agent rewards and metrics, after `run`. */
+  finalize?: (context: { task: Task; episode: Episode; options: O; agents: Agents<R> }) => void | Promise<void>;
+  /** Whether a saved episode counts as done on resume (default: ok). */
+  complete?: (episode: Episode) => boolean;
+}
+
+/** Declares an env with its roles and options typed from the definition. */
+export function defineEnv<R extends string, O extends Record<string, unknown> = Record<string, never>>(
+  definition: EnvDefinition<R, O>,
+): EnvDefinition<R, O> {
+  return definition;
+}
+
+/** The run-level model settings that unpinned roles take. */
+export interface RunModelSettings {
+  model: string;
+  client: ModelClient;
+  sampling?: Sampling;
+  /** Builds a client for a role that pins its own `client` config (the CLI resolves API keys). */
+  makeClient?: (config: ClientConfig, model: string) => ModelClient;
+}
+
+export interface CreateEnvOptions<R extends string, O extends Record<string, unknown>> {
+  definition: EnvDefinition<R, O>;
+  /** The env config: `id`, `taskset`, timeouts, retries, one field per role, and the env's options. */
+  config: Record<string, unknown>;
+  run: RunModelSettings;
+  interception?: () => Promise<InterceptionHost>;
+  log?: (line: string) => void;
+}
+
+/** A constructed env, ready to run episodes. */
+export class Env<R extends string = string, O extends Record<string, unknown> = Record<string, unknown>> {
+  readonly definition: EnvDefinition<R, O>;
+  readonly id: string;
+  readonly options: O;
+  readonly config: Record<string, unknown>;
+  readonly baseAgents: Record<R, Agent>;
+  readonly maxConcurrentAgents: number | null;
+  readonly timeout: { episode?: number; finalize?: number };
+  readonly retries: { maxRetries: number; include: string[]; exclude: string[] };
+  private readonly log: (line: string) => void;
+
+  private constructor(init: {
+    definition: EnvDefinition<R, O>;
+    options: O;
+    config: Record<string, unknown>;
+    baseAgents: Record<R, Agent>;
+    log: (line: string) => void;
+  }) {
+    this.definition = init.definition;
+    this.id = init.definition.id;
+    this.options = init.options;
+    this.config = init.config;
+    this.baseAgents = init.baseAgents;
+    this.log = init.log;
+    const base = init.config as { maxConcurrentAgents?: number | null; timeout?: Env['timeout']; retries?: Env['retries'] };
+    this.maxConcurrentAgents =
+      base.maxConcurrentAgents !== undefined ? base.maxConcurrentAgents : (init.definition.maxConcurrentAgents ?? 1);
+    this.timeout = base.timeout ?? {};
+    this.retries = base.retries ?? { maxRetries: 0, include: [], exclude: [] };
+  }
+
+  /** The role names, in definition order. */
+  get roles(): R[] {
+    return Object.keys(this.definition.roles) as R[];
+  }
+
+  /**
+   * Validates the config (errors name the field), deep-merges each role's config over its
+   * default, fills unpinned model / client / sampling from the run, resolves harnesses and
+   * runtimes, and runs the env's pairing checks.
+   */
+  static async create<R extends string, O extends Record<string, unknown>>(options: CreateEnvOptions<R, O>): Promise<Env<R, O>> {
+    const { definition, run } = options;
+    const roleNames = Object.keys(definition.roles) as R[];
+    if (roleNames.length === 0) throw new ConfigError(`env ${definition.id} declares no roles`);
+    for (const name of roleNames) {
+      if (name in EnvBaseConfigShape) throw new ConfigError(`env ${definition.id}: role ${name} shadows a base config field`);
+    }
+    const raw = { ...options.config };
+    if ('harness' in raw) {
+      throw new ConfigError(`env.harness is not a field: set the harness per role, e.g. env.${roleNames[0]}.harness`);
+    }
+    const baseParsed = z.object(EnvBaseConfigShape).loose().safeParse(raw);
+    if (!baseParsed.success) throw new ConfigError(`invalid env config: ${describeZodError(baseParsed.error, 'env')}`);
+    const optionInput: Record<string, unknown> = {};
+    const roleInput: Partial<Record<R, unknown>> = {};
+    for (const [key, value] of Object.entries(raw)) {
+      if (key in EnvBaseConfigShape) continue;
+      if ((roleNames as string[]).includes(key)) roleInput[key as R] = value;
+      else optionInput[key] = value;
+    }
+    let envOptions = optionInput as O;
+    if (definition.options) {
+      const parsed = definition.options.safeParse(optionInput);
+      if (!parsed.success) throw new ConfigError(`invalid env config: ${describeZodError(parsed.error, 'env')}`);
+      envOptions = parsed.data;
+    } else if (Object.keys(optionInput).length) {
+      throw new ConfigError(
+        `invalid env config: env.${Object.keys(optionInput)[0]} is not a field of env ${definition.id} (roles: ${roleNames.join(', ')})`,
+      );
+    }
+    const resolved = {} as Record<R, { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }>;
+    const baseAgents = {} as Record<R, Agent>;
+    for (const name of roleNames) {
+      const merged = deepMerge(definition.roles[name], roleInput[name] ?? {});
+      const parsed = AgentConfigSchema.safeParse(merged);
+      if (!parsed.success) throw new ConfigError(`invalid agent config: ${describeZodError(parsed.error, `env.${name}`)}`);
+      const config = parsed.data;
+      const model = config.model ?? run.model;
+      let client = run.client;
+      if (config.client) {
+        if (!run.makeClient) throw new ConfigError(`env.${name}.client is set but this run cannot build clients`);
+        client = run.makeClient(config.client, model);
+      } else if (config.model && config.model !== run.model && run.makeClient === undefined) {
+        // Same server, another model name: the client's default model is overridden per request.
+      }
+      const sampling = deepMerge(run.sampling ?? {}, config.sampling ?? {});
+      const harness = await loadHarness(config.harness ?? 'bash');
+      const runtime = await loadRuntime(config.runtime ?? 'local');
+      const full: ResolvedAgentConfig = { ...config, model, sampling };
+      resolved[name] = { harness, runtime, config: full };
+      baseAgents[name] = new Agent({
+        name,
+        config: full,
+        model,
+        client,
+        harness,
+        runtime,
+        ...(options.interception ? { interception: options.interception } : {}),
+        ...(options.log ? { log: options.log } : {}),
+      });
+    }
+    definition.validate?.({ options: envOptions, roles: resolved });
+    const config = { ...baseParsed.data, ...raw, ...envOptions };
+    return new Env({ definition, options: envOptions, config, baseAgents, log: options.log ?? (() => {}) });
+  }
+
+  /**
+   * Runs one episode: fresh per-episode agents, `setup` and `run` under the episode timeout,
+   * then `finalize`. Hook exceptions become `EnvError`s on the episode (the partial episode is
+   * kept). Retried whole when an error matches `retries`.
+   */
+  async runEpisode(options: { task: Task; group: { id: string; index: number }; signal?: AbortSignal }): Promise<Episode> {
+    for (let attempt = 0; ; attempt++) {
+      const episode = await this.runEpisodeOnce(options);
+      episode.attempt = attempt;
+      const errors = [...episode.errors, ...episode.traces.filter((t) => !t.ok).flatMap((t) => t.errors)];
+      const retry =
+        !episode.ok &&
+        attempt < this.retries.maxRetries &&
+        errors.some((e) => !this.retries.exclude.includes(e.type) && (this.retries.include.length === 0 || this.retries.include.includes(e.type)));
+      if (!retry || options.signal?.aborted) return episode;
+      this.log(`episode ${episode.id} (task ${options.task.key}) failed: ${errors[0]?.type}; retrying (attempt ${attempt + 1})`);
+      await sleep(Math.min(500 * 2 ** attempt, 30_000) * (0.5 + Math.random()), options.signal);
+    }
+  }
+
+  private async runEpisodeOnce(options: { task: Task; group: { id: string; index: number }; signal?: AbortSignal }): Promise<Episode> {
+    const { task } = options;
+    const episode = new Episode({ env: { id: this.id }, task: task.record, group: options.group });
+    const semaphore = new Semaphore(this.maxConcurrentAgents);
+    const agents = this.episodeAgents(episode, semaphore);
+    let runs = 0;
+    for (const agent of Object.values(agents) as EpisodeAgent[]) agent.onRun = () => runs++;
+    try {
+      await withDeadline({ seconds: this.timeout.episode ?? null, stage: 'episode', ...(options.signal ? { parent: options.signal } : {}) }, async (signal) => {
+        await this.definition.setup?.({ agents, options: this.options });
+        await this.definition.run({ task, agents, options: this.options, episode, signal });
+      });
+      if (runs === 0) throw new EnvError(`env ${this.id} ran no agent`);
+      await withDeadline({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
+        this.definition.finalize?.({ task, episode, options: this.options, agents }),
+      );
+    } catch (error) {
+      episode.recordError(EnvError.is(error) || (error as Error)?.name === 'TimeoutError' ? error : new EnvError(`${this.id}: ${(error as Error)?.message ?? String(error)}`, { cause: error }), 'env');
+    }
+    if (!episode.ok) {
+      // A failed episode marks its clean traces failed, so partial seats never train.
+      for (const trace of episode.traces) if (trace.ok) trace.info.episodeFailed = true;
+    }
+    episode.endedAt = Date.now();
+    return episode;
+  }
+
+  private episodeAgents(episode: Episode, semaphore: Semaphore): Agents<R> {
+    const agents = {} as Record<R, EpisodeAgent>;
+    for (const name of this.roles) agents[name] = new EpisodeAgent(this.baseAgents[name], episode, semaphore);
+    return new Proxy(agents, {
+      get: (target, key) => {
+        if (typeof key === 'string' && !(key in target) && key !== 'then' && key !== 'toJSON') {
+          throw new ConfigError(`env ${this.id} has no role ${JSON.stringify(key)}; roles: ${this.roles.join(', ')}`);
+        }
+        return target[key as R];
+      },
+    }) as Agents<R>;
+  }
+
+  /** Whether a saved episode counts as done on resume. */
+  isComplete(episode: Episode): boolean {
+    return this.definition.complete ? this.definition.complete(episode) : episode.ok;
+  }
+}
+
+/**
+ * An agent inside one episode: stamps its role name and `trainable` on each trace and appends
+ * the trace to the episode when the run returns or the interaction closes.
+ */
+export class EpisodeAgent {
+  readonly name: string;
+  trainable: boolean;
+  /** @internal counts agent runs for the "ran no agent" check. */
+  onRun: () => void = () => {};
+
+  constructor(
+    readonly agent: Agent,
+    private readonly episode: Episode,
+    private readonly semaphore: Semaphore,
+  ) {
+    this.name = agent.name;
+    this.trainable = agent.trainable;
+  }
+
+  private stamp(trace: Trace): void {
+    trace.agent.name = this.name;
+    trace.agent.trainable = this.trainable;
+  }
+
+  async run(task: Task, options: RunOptions = {}): Promise<Trace> {
+    this.onRun();
+    const trace = await this.semaphore.run(() => this.agent.run(task, { ...options, onTrace: (t) => { this.stamp(t); options.onTrace?.(t); } }));
+    this.stamp(trace);
+    this.episode.traces.push(trace);
+    return trace;
+  }
+
+  /** A fresh sandbox from this agent's runtime (the caller stops it). */
+  provision(task?: Task): Promise<Sandbox> {
+    return this.agent.provision(task);
+  }
+
+  /**
+   * A turn-by-turn interaction; the per-episode agent slot is held only while a turn runs.
+   * The trace lands in the episode when the interaction closes (also when opening fails).
+   */
+  async interaction(task: Task, options: RunOptions = {}): Promise<Interaction> {
+    this.onRun();
+    let live: Trace | undefined;
+    let inner: Interaction;
+    try {
+      inner = await this.semaphore.run(() =>
+        this.agent.interaction(task, { ...options, onTrace: (t) => { live = t; this.stamp(t); } }),
+      );
+    } catch (error) {
+      if (live) this.episode.traces.push(live);
+      throw error;
+    }
+    let closed = false;
+    return {
+      trace: inner.trace,
+      turn: (message) => this.semaphore.run(() => inner.turn(message)),
+      close: async () => {
+        const trace = await inner.close();
+        if (!closed) {
+          closed = true;
+          this.stamp(trace);
+          this.episode.traces.push(trace);
+        }
+        return trace;
+      },
+    };
+  }
+}

@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Env } from '../env/env.ts';
+import type { Task } from '../task/task.ts';
+import type { Taskset } from '../task/taskset.ts';
+import type { Episode } from '../trace/episode.ts';
+import { formatSummary, summarize, type EvalSummary } from './summary.ts';
+import { EpisodeWriter, readEpisodes, rewriteEpisodes } from './traces-file.ts';
+
+export interface EvalProgress {
+  done: number;
+  total: number;
+  failed: number;
+  rewardMean: number | null;
+}
+
+export interface RunEvalOptions {
+  env: Env;
+  taskset: Taskset;
+  /** Tasks to run (required for an infinite taskset). */
+  numTasks?: number;
+  /** Episodes per task. */
+  rollouts?: number;
+  /** Episodes at once. */
+  concurrency?: number;
+  /** The run directory (created). Reused as is on resume. */
+  outDir: string;
+  /** Keep complete episodes already in `outDir/traces.jsonl` and run only the rest. */
+  resume?: boolean;
+  /** The resolved config, written to `config.json` (secrets must already be removed). */
+  config?: Record<string, unknown>;
+  model: string;
+  passThreshold?: number;
+  onProgress?: (progress: EvalProgress) => void;
+  log?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface EvalResult {
+  outDir: string;
+  summary: EvalSummary;
+  /** Episodes run in this invocation. */
+  ran: number;
+  /** Episodes kept from an earlier run (resume). */
+  kept: number;
+}
+
+/** `outputs/<env>--<model>--<harness>--<8hex>`, with path-unsafe characters replaced. */
+export function runDirName(options: { env: string; model: string; harness: string }): string {
+  const clean = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
+  return `${clean(options.env)}--${clean(options.model)}--${clean(options.harness)}--${randomBytes(4).toString('hex')}`;
+}
+
+function episodeKey(taskKey: string, index: number): string {
+  return `${taskKey}#${index}`;
+}
+
+/**
+ * Runs `rollouts` episodes of each task with at most `concurrency` at once, appending each
+ * finished episode to `traces.jsonl` as one line. On resume, complete episodes are kept,
+ * torn or failed ones are dropped and re-run, and none is ever duplicated.
+ */
+export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
+  const { env, outDir } = options;
+  const log = options.log ?? (() => {});
+  const rollouts = options.rollouts ?? 1;
+  const concurrency = Math.max(1, options.concurrency ?? 32);
+  if (options.taskset.isInfinite && options.numTasks === undefined) {
+    throw new RangeError(`taskset ${options.taskset.id} is infinite: set numTasks (-n)`);
+  }
+  const tasks: Task[] = (options.numTasks !== undefined ? options.taskset.head(Math.min(options.numTasks, options.taskset.size)) : options.taskset).toArray();
+  mkdirSync(join(outDir, 'logs'), { recursive: true });
+  const tracesPath = join(outDir, 'traces.jsonl');
+  if (options.config) writeFileSync(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
+
+  const kept = new Map<string, Episode>();
+  if (options.resume) {
+    const { episodes, badLines } = readEpisodes(tracesPath);
+    for (const bad of badLines) log(`resume: dropping line ${bad.line} of traces.jsonl (${bad.reason}); it will be re-run`);
+    let dropped = 0;
+    for (const episode of episodes) {
+      const key = episodeKey(episode.task.key, episode.group.index);
+      if (env.isComplete(episode) && !kept.has(key)) kept.set(key, episode);
+      else dropped++;
+    }
+    if (badLines.length || dropped) rewriteEpisodes(tracesPath, [...kept.values()]);
+    log(`resume: keeping ${kept.size} complete episodes, re-running ${dropped} failed or duplicate and ${badLines.length} torn`);
+  }
+
+  const queue: { task: Task; index: number }[] = [];
+  for (const task of tasks) {
+    for (let index = 0; index < rollouts; index++) {
+      if (!kept.has(episodeKey(task.key, index))) queue.push({ task, index });
+    }
+  }
+  const total = kept.size + queue.length;
+  const finished: Episode[] = [...kept.values()];
+  const writer = new EpisodeWriter(tracesPath);
+  const started = Date.now();
+  let failed = finished.filter((e) => !e.ok).length;
+  let rewardSum = 0;
+  let rewardCount = 0;
+  let next = 0;
+  const report = () =>
+    options.onProgress?.({ done: finished.length, total, failed, rewardMean: rewardCount ? rewardSum / rewardCount : null });
+  report();
+  const worker = async () => {
+    while (next < queue.length && !options.signal?.aborted) {
+      const item = queue[next++] as { task: Task; index: number };
+      const episode = await env.runEpisode({
+        task: item.task,
+        group: { id: item.task.key, index: item.index },
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      writer.write(episode);
+      finished.push(episode);
+      if (!episode.ok) {
+        failed++;
+        log(`episode ${episode.id} (task ${item.task.key} #${item.index}) failed: ${[...episode.errors, ...episode.traces.flatMap((t) => t.errors)].map((e) => `${e.type}: ${e.message.slice(0, 200)}`).join(' | ')}`);
+      }
+      const first = episode.traces[0];
+      if (first?.ok) {
+        rewardSum += first.reward;
+        rewardCount++;
+      }
+      report();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(queue.length, 1)) }, worker));
+  } finally {
+    writer.close();
+  }
+  const summary = summarize({
+    episodes: finished,
+    env: env.id,
+    model: options.model,
+    primaryRole: env.roles[0],
+    ...(options.passThreshold !== undefined ? { passThreshold: options.passThreshold } : {}),
+    wallSeconds: (Date.now() - started) / 1000,
+  });
+  writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  log(formatSummary(summary));
+  return { outDir, summary, ran: finished.length - kept.size, kept: kept.size };
+}

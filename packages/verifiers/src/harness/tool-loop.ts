@@ -1,0 +1,85 @@
+import { LimitError, RolloutConcludedError } from '../errors/troupe-error.ts';
+import type { Message, ToolCall, ToolDefinition } from '../model/messages.ts';
+import type { ModelEndpoint } from './harness.ts';
+
+/** A tool our own loops offer to the model. */
+export interface LoopTool {
+  definition: ToolDefinition;
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
+}
+
+export interface ToolLoopOptions {
+  endpoint: ModelEndpoint;
+  /** The conversation so far; new messages are appended to it in place. */
+  messages: Message[];
+  tools: LoopTool[];
+  signal: AbortSignal;
+  /** Safety cap on model calls in one segment (interception limits apply as well). */
+  maxSteps?: number;
+}
+
+export interface ToolLoopResult {
+  /** Messages added in this segment (assistant replies and tool results). */
+  added: Message[];
+  /** True when interception refused to continue (a limit or the rollout ended). */
+  stopped: boolean;
+}
+
+/**
+ * The loop of the built-in harnesses: call the model; run each tool call and append its
+ * result; repeat until a reply has no tool calls. Calls go through `endpoint.direct`, the
+ * same interception handler and recording that HTTP programs use.
+ */
+export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopResult> {
+  const { endpoint, messages, tools, signal } = options;
+  const byName = new Map(tools.map((t) => [t.definition.name, t]));
+  const added: Message[] = [];
+  const maxSteps = options.maxSteps ?? 1000;
+  for (let step = 0; step < maxSteps; step++) {
+    signal.throwIfAborted();
+    let reply: Message;
+    try {
+      const response = await endpoint.direct(
+        {
+          model: endpoint.model,
+          messages: [...messages],
+          ...(tools.length ? { tools: tools.map((t) => t.definition) } : {}),
+          sampling: {},
+        },
+        { signal },
+      );
+      reply = response.message;
+    } catch (error) {
+      if (LimitError.is(error) || RolloutConcludedError.is(error)) return { added, stopped: true };
+      throw error;
+    }
+    messages.push(reply);
+    added.push(reply);
+    const calls = reply.role === 'assistant' ? (reply.toolCalls ?? []) : [];
+    if (calls.length === 0 || tools.length === 0) return { added, stopped: false };
+    for (const call of calls) {
+      const result: Message = { role: 'tool', toolCallId: call.id, content: await runTool(byName, call, signal) };
+      messages.push(result);
+      added.push(result);
+    }
+  }
+  return { added, stopped: true };
+}
+
+async function runTool(byName: Map<string, LoopTool>, call: ToolCall, signal: AbortSignal): Promise<string> {
+  const tool = byName.get(call.name);
+  if (!tool) return `error: unknown tool ${JSON.stringify(call.name)}; available: ${[...byName.keys()].join(', ')}`;
+  let args: unknown;
+  try {
+    args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
+  } catch (error) {
+    return `error: tool arguments are not valid JSON (${(error as Error).message})`;
+  }
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return 'error: tool arguments must be a JSON object';
+  try {
+    return await tool.run(args as Record<string, unknown>, signal);
+  } catch (error) {
+    if (signal.aborted) throw error;
+    return `error: ${(error as Error).message ?? String(error)}`;
+  }
+}
