@@ -1,3 +1,6 @@
 // Test utilities: the scripted model server and conformance suites.
-export {};
+export * from './fault-injection.ts';
+export * from './scripted-model-server.ts';
+export * from './scripted-tokens.ts';
 export * from './sandbox-conformance.ts';
+export * from './harness-conformance.ts';

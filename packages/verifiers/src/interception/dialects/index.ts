@@ -1,0 +1,4 @@
+export * from './chat.ts';
+export * from './dialect.ts';
+export * from './messages.ts';
+export * from './responses.ts';

@@ -1,0 +1,360 @@
+import { z } from 'zod';
+import type { AssistantMessage, ContentPart, Message, ToolDefinition } from '../../model/messages.ts';
+import type { ModelRequest, ModelResponse, Sampling, ToolChoice, Usage } from '../../model/model-client.ts';
+import { openaiErrorBody } from './chat.ts';
+import {
+  inputTokensWithCache,
+  mapEffort,
+  type ParsedWireRequest,
+  parseWire,
+  splitDeltas,
+  sseFrame,
+  type WireDialect,
+  WireRequestError,
+  wireId,
+} from './dialect.ts';
+
+// ---- wire schemas (OpenAI Responses API) -------------------------------------------------------
+
+const ContentItemSchema = z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]);
+
+const MessageItemSchema = z.looseObject({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'assistant', 'system', 'developer']),
+  content: ContentItemSchema,
+});
+const FunctionCallItemSchema = z.looseObject({
+  type: z.literal('function_call'),
+  call_id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+});
+const CustomToolCallItemSchema = z.looseObject({
+  type: z.literal('custom_tool_call'),
+  call_id: z.string(),
+  name: z.string(),
+  input: z.string(),
+});
+const ToolOutputItemSchema = z.looseObject({
+  type: z.enum(['function_call_output', 'custom_tool_call_output']),
+  call_id: z.string(),
+  output: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]),
+});
+const ReasoningItemSchema = z.looseObject({
+  type: z.literal('reasoning'),
+  summary: z.array(z.looseObject({ text: z.string().optional() })).nullish(),
+  content: z.array(z.looseObject({ text: z.string().optional() })).nullish(),
+});
+
+const InputItemSchema = z.union([
+  MessageItemSchema,
+  FunctionCallItemSchema,
+  CustomToolCallItemSchema,
+  ToolOutputItemSchema,
+  ReasoningItemSchema,
+  z.looseObject({ type: z.string() }),
+]);
+
+/** An OpenAI Responses request body. Unknown fields and unknown input items are accepted. */
+export const ResponsesRequestSchema = z.looseObject({
+  model: z.string(),
+  input: z.union([z.string(), z.array(InputItemSchema)]).nullish(),
+  instructions: z.string().nullish(),
+  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
+  tool_choice: z.union([z.string(), z.looseObject({ type: z.string(), name: z.string().optional() })]).nullish(),
+  max_output_tokens: z.number().int().positive().nullish(),
+  reasoning: z.looseObject({ effort: z.string().nullish() }).nullish(),
+  stream: z.boolean().nullish(),
+  previous_response_id: z.string().nullish(),
+});
+export type ResponsesRequest = z.infer<typeof ResponsesRequestSchema>;
+
+// ---- wire request -> neutral --------------------------------------------------------------------
+
+type Part = { type: string; [key: string]: unknown };
+
+function partsText(content: string | Part[]): string {
+  if (typeof content === 'string') return content;
+  const texts: string[] = [];
+  for (const part of content) {
+    if (typeof part.text === 'string') texts.push(part.text);
+    else if (typeof part.refusal === 'string') texts.push(part.refusal);
+  }
+  return texts.join('\n\n');
+}
+
+function userParts(content: string | Part[]): string | ContentPart[] {
+  if (typeof content === 'string') return content;
+  const parts: ContentPart[] = [];
+  for (const part of content) {
+    if (typeof part.text === 'string') parts.push({ type: 'text', text: part.text });
+    else if (part.type === 'input_image' && typeof part.image_url === 'string') parts.push({ type: 'image', url: part.image_url });
+  }
+  return parts;
+}
+
+/**
+ * Translates Responses input items into neutral messages. An assistant text item, reasoning and
+ * the function calls that follow it form one assistant message (as the model produced them).
+ */
+export function responsesInputToNeutral(body: ResponsesRequest): Message[] {
+  const out: Message[] = [];
+  if (body.instructions) out.push({ role: 'system', content: body.instructions });
+  const input = body.input;
+  if (input == null) return out;
+  if (typeof input === 'string') {
+    out.push({ role: 'user', content: input });
+    return out;
+  }
+  let assistant = null as AssistantMessage | null;
+  let pendingReasoning: string[] = [];
+  const openAssistant = (): AssistantMessage => {
+    if (!assistant) {
+      assistant = { role: 'assistant', content: null };
+      out.push(assistant);
+    }
+    if (pendingReasoning.length) {
+      assistant.reasoning = [assistant.reasoning, ...pendingReasoning].filter(Boolean).join('\n\n');
+      pendingReasoning = [];
+    }
+    return assistant;
+  };
+  for (const raw of input) {
+    const item = raw as Part;
+    const type = item.type ?? 'message';
+    if (type === 'message' && typeof item.role === 'string') {
+      const content = item.content as string | Part[];
+      if (item.role === 'assistant') {
+        const message = openAssistant();
+        const text = partsText(content);
+        message.content = message.content ? `${message.content}\n\n${text}` : text;
+        continue;
+      }
+      assistant = null;
+      if (item.role === 'user') out.push({ role: 'user', content: userParts(content) });
+      else out.push({ role: 'system', content: partsText(content) });
+    } else if (type === 'function_call' || type === 'custom_tool_call') {
+      const message = openAssistant();
+      const call = {
+        id: item.call_id as string,
+        name: item.name as string,
+        arguments: (type === 'function_call' ? item.arguments : item.input) as string,
+      };
+      message.toolCalls = [...(message.toolCalls ?? []), call];
+    } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+      assistant = null;
+      out.push({ role: 'tool', toolCallId: item.call_id as string, content: partsText(item.output as string | Part[]) });
+    } else if (type === 'reasoning') {
+      const texts = [...((item.summary as Part[] | null) ?? []), ...((item.content as Part[] | null) ?? [])]
+        .map((p) => p.text)
+        .filter((t): t is string => typeof t === 'string' && t.length > 0);
+      if (assistant && !assistant.toolCalls && assistant.content === null) assistant.reasoning = texts.join('\n\n');
+      else {
+        assistant = null;
+        pendingReasoning.push(...texts);
+      }
+    }
+    // Other item types (web search calls, item references, compaction) carry nothing the model
+    // needs to see again in the neutral form; they are skipped.
+  }
+  return out;
+}
+
+function responsesTools(tools: ResponsesRequest['tools']): ToolDefinition[] | undefined {
+  if (!tools?.length) return undefined;
+  const out: ToolDefinition[] = [];
+  for (const tool of tools) {
+    if (tool.type !== 'function' || typeof tool.name !== 'string') continue;
+    const definition: ToolDefinition = {
+      name: tool.name,
+      parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {} },
+    };
+    if (typeof tool.description === 'string' && tool.description) definition.description = tool.description;
+    out.push(definition);
+  }
+  return out.length ? out : undefined;
+}
+
+function responsesToolChoice(choice: ResponsesRequest['tool_choice']): ToolChoice | undefined {
+  if (choice == null) return undefined;
+  if (typeof choice === 'string') return choice === 'auto' || choice === 'none' || choice === 'required' ? choice : undefined;
+  return choice.type === 'function' && choice.name ? { name: choice.name } : undefined;
+}
+
+// ---- neutral -> wire reply ----------------------------------------------------------------------
+
+function responsesUsage(usage: Usage): Record<string, unknown> {
+  const input = inputTokensWithCache(usage);
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
+    output_tokens: usage.completionTokens,
+    output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
+    total_tokens: input + usage.completionTokens,
+  };
+}
+
+interface OutputPlan {
+  id: string;
+  items: Record<string, unknown>[];
+}
+
+function responseId(response: ModelResponse): string {
+  return response.id.startsWith('resp_') ? response.id : `resp_${response.id || wireId('')}`;
+}
+
+function outputItems(response: ModelResponse): OutputPlan {
+  const id = responseId(response);
+  const items: Record<string, unknown>[] = [];
+  const message = response.message;
+  if (message.reasoning) {
+    items.push({ type: 'reasoning', id: wireId('rs_'), summary: [{ type: 'summary_text', text: message.reasoning }] });
+  }
+  if (message.content) {
+    items.push({
+      type: 'message',
+      id: wireId('msg_'),
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: message.content, annotations: [], logprobs: [] }],
+    });
+  }
+  for (const call of message.toolCalls ?? []) {
+    items.push({
+      type: 'function_call',
+      id: wireId('fc_'),
+      call_id: call.id,
+      name: call.name,
+      arguments: call.arguments,
+      status: 'completed',
+    });
+  }
+  return { id, items };
+}
+
+function responseObject(
+  response: ModelResponse,
+  plan: OutputPlan,
+  status: 'in_progress' | 'completed' | 'incomplete',
+  output: Record<string, unknown>[],
+): Record<string, unknown> {
+  return {
+    id: plan.id,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    error: null,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    model: response.model,
+    output,
+    parallel_tool_calls: true,
+    tool_choice: 'auto',
+    tools: [],
+    usage: status === 'in_progress' ? null : responsesUsage(response.usage),
+  };
+}
+
+function finalStatus(response: ModelResponse): 'completed' | 'incomplete' {
+  return response.finishReason === 'length' ? 'incomplete' : 'completed';
+}
+
+function renderResponsesStream(response: ModelResponse): string[] {
+  const plan = outputItems(response);
+  const frames: string[] = [];
+  let sequence = 0;
+  const emit = (type: string, data: Record<string, unknown>) => frames.push(sseFrame(type, { type, sequence_number: sequence++, ...data }));
+  emit('response.created', { response: responseObject(response, plan, 'in_progress', []) });
+  emit('response.in_progress', { response: responseObject(response, plan, 'in_progress', []) });
+  plan.items.forEach((item, outputIndex) => {
+    const itemId = item.id as string;
+    if (item.type === 'reasoning') {
+      const text = (item.summary as { text: string }[])[0]?.text ?? '';
+      emit('response.output_item.added', { output_index: outputIndex, item: { ...item, summary: [] } });
+      const part = { type: 'summary_text', text: '' };
+      emit('response.reasoning_summary_part.added', { item_id: itemId, output_index: outputIndex, summary_index: 0, part });
+      for (const delta of splitDeltas(text)) {
+        emit('response.reasoning_summary_text.delta', { item_id: itemId, output_index: outputIndex, summary_index: 0, delta });
+      }
+      emit('response.reasoning_summary_text.done', { item_id: itemId, output_index: outputIndex, summary_index: 0, text });
+      emit('response.reasoning_summary_part.done', {
+        item_id: itemId,
+        output_index: outputIndex,
+        summary_index: 0,
+        part: { type: 'summary_text', text },
+      });
+    } else if (item.type === 'message') {
+      const text = (item.content as { text: string }[])[0]?.text ?? '';
+      emit('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
+      const empty = { type: 'output_text', text: '', annotations: [], logprobs: [] };
+      emit('response.content_part.added', { item_id: itemId, output_index: outputIndex, content_index: 0, part: empty });
+      for (const delta of splitDeltas(text)) {
+        emit('response.output_text.delta', { item_id: itemId, output_index: outputIndex, content_index: 0, delta, logprobs: [] });
+      }
+      emit('response.output_text.done', { item_id: itemId, output_index: outputIndex, content_index: 0, text, logprobs: [] });
+      emit('response.content_part.done', {
+        item_id: itemId,
+        output_index: outputIndex,
+        content_index: 0,
+        part: { ...empty, text },
+      });
+    } else {
+      const args = item.arguments as string;
+      emit('response.output_item.added', { output_index: outputIndex, item: { ...item, arguments: '', status: 'in_progress' } });
+      for (const delta of splitDeltas(args, 64)) {
+        emit('response.function_call_arguments.delta', { item_id: itemId, output_index: outputIndex, delta });
+      }
+      emit('response.function_call_arguments.done', { item_id: itemId, output_index: outputIndex, arguments: args });
+    }
+    emit('response.output_item.done', { output_index: outputIndex, item });
+  });
+  const status = finalStatus(response);
+  emit(status === 'completed' ? 'response.completed' : 'response.incomplete', {
+    response: responseObject(response, plan, status, plan.items),
+  });
+  return frames;
+}
+
+/** OpenAI Responses (`POST /v1/responses`): what Codex speaks. */
+export const responsesDialect: WireDialect = {
+  name: 'responses',
+  parseRequest(body: unknown): ParsedWireRequest {
+    const wire = parseWire(ResponsesRequestSchema, body, 'responses request');
+    if (wire.previous_response_id) {
+      throw new WireRequestError('previous_response_id: not supported; send the whole conversation in input (store: false)', {
+        param: 'previous_response_id',
+      });
+    }
+    // The program's temperature / top_p are dropped: the run's sampling decides.
+    const sampling: Sampling = {};
+    if (wire.max_output_tokens != null) sampling.maxTokens = wire.max_output_tokens;
+    const effort = mapEffort(wire.reasoning?.effort);
+    if (effort) sampling.reasoningEffort = effort;
+    const request: ModelRequest = { model: wire.model, messages: responsesInputToNeutral(wire), sampling };
+    const tools = responsesTools(wire.tools);
+    if (tools) request.tools = tools;
+    const toolChoice = responsesToolChoice(wire.tool_choice);
+    if (toolChoice) request.toolChoice = toolChoice;
+    return { request, stream: wire.stream === true, includeUsage: true, logprobs: false, returnTokenIds: false };
+  },
+  renderResponse(response: ModelResponse): unknown {
+    const plan = outputItems(response);
+    const body = responseObject(response, plan, finalStatus(response), plan.items);
+    const text = plan.items
+      .filter((item) => item.type === 'message')
+      .map((item) => (item.content as { text: string }[])[0]?.text ?? '')
+      .join('');
+    return { ...body, output_text: text };
+  },
+  renderStream: renderResponsesStream,
+  errorBody: openaiErrorBody,
+  streamError: (error) => {
+    const body = openaiErrorBody(error) as { error: { message: string; type: string; code: number } };
+    return sseFrame('error', { ...body.error, type: 'error', sequence_number: 0, code: String(body.error.code) });
+  },
+  heartbeat: () =>
+    sseFrame('response.in_progress', {
+      type: 'response.in_progress',
+      sequence_number: 0,
+      response: { id: wireId('resp_'), object: 'response', status: 'in_progress', output: [] },
+    }),
+};

@@ -1,0 +1,126 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { chatDialect } from './dialects/chat.ts';
+import { type DialectName, type WireDialect, WireRequestError } from './dialects/dialect.ts';
+import { messagesDialect } from './dialects/messages.ts';
+import { responsesDialect } from './dialects/responses.ts';
+
+/** The dialect translators by name. */
+export const dialects: Record<DialectName, WireDialect> = {
+  chat: chatDialect,
+  responses: responsesDialect,
+  messages: messagesDialect,
+};
+
+/** What a request path asks for. Any path prefix is accepted (`/run/abc/v1/messages`). */
+export type Route =
+  | { kind: 'model-call'; dialect: WireDialect }
+  | { kind: 'count-tokens'; dialect: WireDialect }
+  | { kind: 'models'; dialect: WireDialect }
+  | { kind: 'not-found'; dialect: WireDialect };
+
+/** Routes on the path's suffix, ignoring the query string (`?beta=true`) and any prefix. */
+export function routeOf(method: string | undefined, url: string | undefined): Route {
+  const raw = url ?? '/';
+  const q = raw.indexOf('?');
+  let path = q === -1 ? raw : raw.slice(0, q);
+  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  if (method === 'POST') {
+    if (path.endsWith('/chat/completions')) return { kind: 'model-call', dialect: chatDialect };
+    if (path.endsWith('/responses')) return { kind: 'model-call', dialect: responsesDialect };
+    if (path.endsWith('/messages/count_tokens')) return { kind: 'count-tokens', dialect: messagesDialect };
+    if (path.endsWith('/messages')) return { kind: 'model-call', dialect: messagesDialect };
+  }
+  if (method === 'GET' && path.endsWith('/models')) return { kind: 'models', dialect: chatDialect };
+  return { kind: 'not-found', dialect: path.includes('/messages') ? messagesDialect : chatDialect };
+}
+
+/** The key a program sent: `Authorization: Bearer <key>` or `x-api-key`. */
+export function secretOf(req: IncomingMessage): string | null {
+  const apiKey = req.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey) return apiKey;
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && auth.length > 7 && auth.slice(0, 7).toLowerCase() === 'bearer ') return auth.slice(7).trim();
+  return null;
+}
+
+/** Reads the whole body, refusing more than `limit` bytes with a 413 `WireRequestError`. */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return Promise.reject(new WireRequestError(`request body exceeds ${limit} bytes`, { status: 413 }));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > limit) {
+        failed = true;
+        chunks.length = 0;
+        reject(new WireRequestError(`request body exceeds ${limit} bytes`, { status: 413 }));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!failed) resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    });
+    req.on('error', (error) => {
+      if (!failed) {
+        failed = true;
+        reject(error);
+      }
+    });
+  });
+}
+
+/** Parses a JSON body; malformed JSON is a 400 `WireRequestError`. */
+export function parseJsonBody(body: Buffer): unknown {
+  if (body.length === 0) throw new WireRequestError('request body is empty (expected JSON)');
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw new WireRequestError(`request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Writes a JSON reply (no-op when the socket is already gone). */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) {
+    if (!res.writableEnded && !res.destroyed) res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Headers of an SSE reply. */
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+} as const;
+
+/** A rough token estimate for `count_tokens` (4 characters per token). */
+export function estimateTokens(value: unknown): number {
+  return Math.max(1, Math.ceil(JSON.stringify(value ?? '').length / 4));
+}
+
+/** The body of `GET /v1/models` for one model, readable as OpenAI and as Anthropic. */
+export function modelsBody(model: string): unknown {
+  return {
+    object: 'list',
+    data: [{ id: model, object: 'model', type: 'model', created: 0, created_at: '1970-01-01T00:00:00Z', owned_by: 'troupe', display_name: model }],
+    has_more: false,
+    first_id: model,
+    last_id: model,
+  };
+}

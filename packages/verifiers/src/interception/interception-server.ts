@@ -1,0 +1,250 @@
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { TroupeError } from '../errors/troupe-error.ts';
+import type { ModelResponse } from '../model/model-client.ts';
+import type { ParsedWireRequest, WireDialect, WireErrorInput } from './dialects/dialect.ts';
+import { WireRequestError } from './dialects/dialect.ts';
+import {
+  estimateTokens,
+  modelsBody,
+  parseJsonBody,
+  readBody,
+  routeOf,
+  SSE_HEADERS,
+  secretOf,
+  sendJson,
+} from './http-wire.ts';
+import type { RolloutSession } from './rollout-session.ts';
+
+/** Options of `InterceptionServer`. */
+export interface InterceptionServerOptions {
+  /** Port on 127.0.0.1; 0 / undefined = an ephemeral port. */
+  port?: number;
+  /** Log lines (errors, refusals); never called on the happy path. */
+  log?: (line: string) => void;
+  /** Largest accepted request body in bytes (default 32 MiB); larger bodies get 413. */
+  maxBodyBytes?: number;
+  /**
+   * A streaming request whose model call takes longer than this starts its SSE reply early and
+   * sends the dialect's keep-alive frame at this interval, so programs with idle timeouts wait
+   * (default 5000 ms; 0 disables).
+   */
+  heartbeatMs?: number;
+  /** How many unregistered secrets are remembered to answer 409 rather than 401 (default 4096). */
+  tombstones?: number;
+}
+
+const NO_RETRY = { 'x-should-retry': 'false' };
+
+/**
+ * The loopback HTTP server programs talk to instead of a model provider. Each rollout registers
+ * its `RolloutSession`; the program gets `${url}/v1` as base URL and the session secret as key.
+ * Speaks OpenAI chat, OpenAI responses and Anthropic messages (streaming and not), translating
+ * each into a `ModelRequest` handled (imposed, limited, recorded) by the session.
+ */
+export class InterceptionServer {
+  private readonly options: InterceptionServerOptions;
+  private readonly server: Server;
+  private readonly sessions = new Map<string, RolloutSession>();
+  private readonly ended = new Set<string>();
+  private readonly sockets = new Set<Socket>();
+  private readonly abort = new AbortController();
+  private readonly maxBodyBytes: number;
+  private readonly heartbeatMs: number;
+  private port = 0;
+
+  constructor(options: InterceptionServerOptions = {}) {
+    this.options = options;
+    this.maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
+    this.heartbeatMs = options.heartbeatMs ?? 5000;
+    this.server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+      this.onRequest(req, res).catch((error: unknown) => {
+        this.options.log?.(`interception: unhandled ${(error as Error)?.stack ?? String(error)}`);
+        if (!res.headersSent) sendJson(res, 500, { error: { message: 'internal error', type: 'server_error' } });
+        else if (!res.writableEnded) res.end();
+      });
+    });
+    this.server.on('connection', (socket: Socket) => {
+      socket.setNoDelay(true);
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    this.server.on('clientError', (_error, socket: Socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+      else socket.destroy();
+    });
+  }
+
+  /** Starts listening on 127.0.0.1 (only). */
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port ?? 0, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  /** `http://127.0.0.1:PORT` (after `start`). */
+  get url(): string {
+    if (!this.port) throw new Error('InterceptionServer: call start() before reading url');
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Registers a rollout; the program uses `baseUrl` with `session.secret` as its key. */
+  register(session: RolloutSession): { baseUrl: string } {
+    const key = keyOf(session.secret);
+    this.ended.delete(key);
+    this.sessions.set(key, session);
+    return { baseUrl: `${this.url}/v1` };
+  }
+
+  /** Removes a rollout; later requests with its secret get 409. */
+  unregister(session: RolloutSession): void {
+    const key = keyOf(session.secret);
+    if (this.sessions.get(key) !== session) return;
+    this.sessions.delete(key);
+    this.ended.add(key);
+    const limit = this.options.tombstones ?? 4096;
+    while (this.ended.size > limit) {
+      const oldest = this.ended.values().next().value;
+      if (oldest === undefined) break;
+      this.ended.delete(oldest);
+    }
+  }
+
+  /** Number of registered rollouts. */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** Stops listening, aborts calls in flight and closes every connection. */
+  async close(): Promise<void> {
+    this.abort.abort(new Error('interception server closed'));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private lookup(secret: string): RolloutSession | 'ended' | null {
+    const key = keyOf(secret);
+    const session = this.sessions.get(key);
+    if (session?.matches(secret)) return session;
+    return this.ended.has(key) ? 'ended' : null;
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const route = routeOf(req.method, req.url);
+    const dialect = route.dialect;
+    if (route.kind === 'not-found') {
+      req.resume();
+      return this.fail(res, dialect, { status: 404, message: `no route for ${req.method} ${req.url}` });
+    }
+    const secret = secretOf(req);
+    const session = secret ? this.lookup(secret) : null;
+    if (session === null) {
+      req.resume();
+      return this.fail(res, dialect, { status: 401, message: 'unknown or missing rollout secret' });
+    }
+    if (session === 'ended' || session.concluded) {
+      req.resume();
+      return this.fail(res, dialect, { status: 409, message: 'this rollout has ended' });
+    }
+    if (route.kind === 'models') {
+      req.resume();
+      return sendJson(res, 200, modelsBody(session.model));
+    }
+    let parsed: ParsedWireRequest;
+    let body: unknown;
+    try {
+      body = parseJsonBody(await readBody(req, this.maxBodyBytes));
+      if (route.kind === 'count-tokens') {
+        const b = (body ?? {}) as Record<string, unknown>;
+        return sendJson(res, 200, { input_tokens: estimateTokens([b.system, b.messages, b.tools]) });
+      }
+      parsed = dialect.parseRequest(body);
+    } catch (error) {
+      return this.fail(res, dialect, wireErrorOf(error), error instanceof WireRequestError && error.status === 413);
+    }
+    const retryCount = Number(req.headers['x-stainless-retry-count'] ?? 0) || 0;
+    const meta = { dialect: dialect.name, retryCount, signal: this.abort.signal };
+    if (!parsed.stream) {
+      let response: ModelResponse;
+      try {
+        response = await session.handle(parsed.request, meta);
+      } catch (error) {
+        return this.fail(res, dialect, wireErrorOf(error));
+      }
+      return sendJson(res, 200, dialect.renderResponse(response, parsed));
+    }
+    await this.stream(res, dialect, parsed, session.handle(parsed.request, meta));
+  }
+
+  /** Streams a reply; if the call is slow, commits the SSE reply early and keeps it alive. */
+  private async stream(
+    res: ServerResponse,
+    dialect: WireDialect,
+    parsed: ParsedWireRequest,
+    call: Promise<ModelResponse>,
+  ): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    let first = true;
+    if (this.heartbeatMs > 0) {
+      timer = setInterval(() => {
+        if (res.destroyed) return;
+        if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+        res.write(dialect.heartbeat(first, parsed));
+        first = false;
+      }, this.heartbeatMs);
+    }
+    let response: ModelResponse;
+    try {
+      response = await call;
+    } catch (error) {
+      if (timer) clearInterval(timer);
+      const wire = wireErrorOf(error);
+      if (!res.headersSent) return this.fail(res, dialect, wire);
+      this.options.log?.(`interception: ${dialect.name} stream failed after start: ${wire.status} ${wire.message}`);
+      if (!res.destroyed) res.end(dialect.streamError(wire));
+      return;
+    }
+    if (timer) clearInterval(timer);
+    if (res.destroyed) return;
+    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+    res.end(dialect.renderStream(response, parsed).join(''));
+  }
+
+  private fail(res: ServerResponse, dialect: WireDialect, error: WireErrorInput, close = false): void {
+    const noRetry = error.status === 400 || error.status === 401 || error.status === 409 || error.status === 413;
+    if (error.status >= 500 || error.status === 409) this.options.log?.(`interception: ${error.status} ${error.message}`);
+    const headers: Record<string, string> = noRetry ? { ...NO_RETRY } : {};
+    if (close) headers.connection = 'close';
+    sendJson(res, error.status, dialect.errorBody(error), headers);
+  }
+}
+
+function keyOf(secret: string): string {
+  return createHash('sha256').update(secret).digest('base64');
+}
+
+/** Maps anything thrown while serving a call to a wire error (status + message). */
+export function wireErrorOf(error: unknown): WireErrorInput {
+  if (error instanceof WireRequestError) return { status: error.status, message: error.message, param: error.param };
+  if (TroupeError.isInstance(error)) {
+    switch (error.name) {
+      case 'LimitError':
+        return { status: 400, message: error.message };
+      case 'RolloutConcludedError':
+        return { status: 409, message: error.message };
+      default: {
+        const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 600 ? error.statusCode : 502;
+        return { status, message: error.message };
+      }
+    }
+  }
+  return { status: 500, message: `internal error: ${(error as Error)?.message ?? String(error)}` };
+}

@@ -1,0 +1,122 @@
+import OpenAI from 'openai';
+import { z } from 'zod';
+import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
+import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../interception/dialects/chat.ts';
+import { type ModelCallOptions, type ModelClient, type ModelRequest, type ModelResponse, SamplingSchema } from './model-client.ts';
+import { isRetryableStatus, type RetryDecision, RetryOptionsSchema, retryAfterMs, withRetry } from './retry.ts';
+
+/** Options of `OpenAICompatibleClient`; everything is injected (never read from the environment). */
+export const OpenAICompatibleClientOptionsSchema = z
+  .object({
+    /** Base URL including `/v1`, e.g. `http://127.0.0.1:8000/v1`. */
+    baseUrl: z.string().url(),
+    apiKey: z.string().min(1),
+    /** Model used when a request names none. */
+    model: z.string().min(1),
+    /** Extra headers on every request. */
+    headers: z.record(z.string(), z.string()).optional(),
+    /** Sampling defaults; a request's own sampling wins. */
+    sampling: SamplingSchema.optional(),
+    retry: RetryOptionsSchema.optional(),
+    /** Timeout of one attempt in milliseconds (default 10 minutes). */
+    timeoutMs: z.number().int().positive().optional(),
+    /** Ask vLLM for prompt / completion token ids (`return_token_ids`; default true). */
+    returnTokenIds: z.boolean().default(true),
+    /** Ask for per-token logprobs (default true). */
+    logprobs: z.boolean().default(true),
+  })
+  .strict();
+export type OpenAICompatibleClientOptions = z.input<typeof OpenAICompatibleClientOptionsSchema>;
+
+/** Why a reply could not be used (a body that is not a chat completion). */
+class MalformedReplyError extends Error {
+  override readonly name = 'MalformedReplyError';
+}
+
+/**
+ * A `ModelClient` for any OpenAI-compatible chat completions server (vLLM, SGLang, OpenAI,
+ * OpenRouter …) on the `openai` SDK. Captures vLLM's token ids and logprobs; retries 408 / 409 /
+ * 429 / 5xx and connection failures itself (the SDK's retries are off) and fails with a
+ * `ProviderError` carrying the status.
+ */
+export class OpenAICompatibleClient implements ModelClient {
+  readonly model: string;
+  private readonly options: z.output<typeof OpenAICompatibleClientOptionsSchema>;
+  private readonly retry: z.output<typeof RetryOptionsSchema>;
+  private readonly sdk: OpenAI;
+
+  constructor(options: OpenAICompatibleClientOptions) {
+    const parsed = OpenAICompatibleClientOptionsSchema.safeParse(options);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ConfigError(`OpenAICompatibleClient: ${issue?.path.join('.') || 'options'}: ${issue?.message}`);
+    }
+    this.options = parsed.data;
+    this.model = parsed.data.model;
+    this.retry = RetryOptionsSchema.parse(parsed.data.retry ?? {});
+    this.sdk = new OpenAI({
+      baseURL: parsed.data.baseUrl,
+      apiKey: parsed.data.apiKey,
+      organization: null,
+      project: null,
+      webhookSecret: null,
+      maxRetries: 0,
+      timeout: parsed.data.timeoutMs ?? 600_000,
+      ...(parsed.data.headers ? { defaultHeaders: parsed.data.headers } : {}),
+    });
+  }
+
+  async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
+    const model = request.model || this.model;
+    const body = chatRequestBody(
+      { ...request, model, sampling: { ...this.options.sampling, ...request.sampling } },
+      { logprobs: this.options.logprobs, returnTokenIds: this.options.returnTokenIds },
+    );
+    let attempts = 0;
+    try {
+      return await withRetry(
+        async () => {
+          attempts++;
+          const reply: unknown = await this.sdk.chat.completions.create(
+            body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
+            options.signal ? { signal: options.signal } : {},
+          );
+          const checked = ChatCompletionSchema.safeParse(reply);
+          if (!checked.success) {
+            const issue = checked.error.issues[0];
+            throw new MalformedReplyError(`reply is not a chat completion: ${issue?.path.join('.')}: ${issue?.message}`);
+          }
+          return chatCompletionToResponse(checked.data, model);
+        },
+        { policy: this.retry, classify, signal: options.signal },
+      );
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      throw toProviderError(error, attempts);
+    }
+  }
+}
+
+function classify(error: unknown): RetryDecision {
+  if (error instanceof OpenAI.APIUserAbortError) return { retry: false };
+  if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
+    if (!isRetryableStatus(error.status)) return { retry: false };
+    const after = retryAfterMs(error.headers ?? null);
+    return after === undefined ? { retry: true } : { retry: true, retryAfterMs: after };
+  }
+  // Connection failures, timeouts, truncated or malformed bodies.
+  return { retry: true };
+}
+
+function toProviderError(error: unknown, attempts: number): ProviderError {
+  const suffix = attempts > 1 ? ` (after ${attempts} attempts)` : '';
+  if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
+    return new ProviderError(`model server answered ${error.status}: ${error.message}${suffix}`, {
+      cause: error,
+      statusCode: error.status,
+    });
+  }
+  const message = (error as Error)?.message ?? String(error);
+  const cause = (error as { cause?: { message?: string } })?.cause?.message;
+  return new ProviderError(`model call failed: ${message}${cause ? ` (${cause})` : ''}${suffix}`, { cause: error, statusCode: 502 });
+}

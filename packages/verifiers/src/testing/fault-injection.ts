@@ -1,0 +1,50 @@
+import { z } from 'zod';
+
+/** The faults the scripted model server can inject. */
+export const FAULT_KINDS = ['500', '503', '429', 'reset', 'timeout', 'truncated', 'malformed', 'stream_cut'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Random fault injection: a seeded fraction `rate` of requests fail with one of `kinds`. */
+export const FaultOptionsSchema = z
+  .object({
+    /** Fraction of requests that fail, in [0, 1]. */
+    rate: z.number().min(0).max(1),
+    /** PRNG seed (the same seed injects the same faults into the same request sequence). */
+    seed: z.number().int().default(1),
+    kinds: z.array(z.enum(FAULT_KINDS)).min(1),
+    /** `retry-after-ms` sent with 429 / 503 (default 10). */
+    retryAfterMs: z.number().int().nonnegative().default(10),
+  })
+  .strict();
+export type FaultOptions = z.input<typeof FaultOptionsSchema>;
+
+/** mulberry32: a small, fast, seeded PRNG in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Draws faults for a request sequence, deterministically from the seed. */
+export class FaultPlan {
+  private readonly random: () => number;
+  readonly options: z.output<typeof FaultOptionsSchema>;
+
+  constructor(options: FaultOptions) {
+    this.options = FaultOptionsSchema.parse(options);
+    this.random = seededRandom(this.options.seed);
+  }
+
+  /** The fault for the next request, or null. */
+  next(): FaultKind | null {
+    const roll = this.random();
+    const pick = this.random();
+    if (roll >= this.options.rate) return null;
+    return this.options.kinds[Math.floor(pick * this.options.kinds.length)] ?? null;
+  }
+}
