@@ -10,6 +10,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
           include: ['packages/**/*.test.ts', 'apps/**/*.test.ts'],
           exclude: [...exclude, '**/*.reliability.test.ts'],
         },
@@ -20,6 +22,7 @@ export default defineConfig({
           include: ['packages/**/*.reliability.test.ts', 'apps/**/*.reliability.test.ts'],
           exclude,
           testTimeout: 600_000,
+          hookTimeout: 600_000,
         },
       },
     ],
