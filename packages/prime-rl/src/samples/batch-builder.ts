@@ -1,0 +1,116 @@
+import type { Episode } from '@troupe/verifiers';
+import { z } from 'zod';
+import { formatIssues } from '../algorithms/format-issues.ts';
+import { ConfigError } from '@troupe/verifiers';
+import { episodesToSamples } from './trace-to-samples.ts';
+import type { TrainingSample } from './training-sample.ts';
+import { filterZeroAdvantages } from './zero-advantage-filter.ts';
+
+/** Config of {@link BatchBuilder}: exactly one of `batchSize` (traces) or `tokenBatchSize` (tokens). */
+export const BatchBuilderConfigSchema = z
+  .strictObject({
+    /** Cut a batch when it holds this many trainable traces (prime-rl `batch_size`). */
+    batchSize: z.number().int().positive().optional(),
+    /** Cut a batch when it holds at least this many tokens (prime-rl `token_batch_size`). */
+    tokenBatchSize: z.number().int().positive().optional(),
+    /** Clear mask bits with advantage 0 and drop samples left with none, after the cut. Default true. */
+    filterZeroAdvantages: z.boolean().default(true),
+  })
+  .refine((config) => (config.batchSize === undefined) !== (config.tokenBatchSize === undefined), {
+    message: 'give exactly one of batchSize (traces) or tokenBatchSize (tokens)',
+    path: ['batchSize'],
+  });
+export type BatchBuilderConfig = z.input<typeof BatchBuilderConfigSchema>;
+
+/** One cut batch of training samples. */
+export interface TrainingBatch {
+  samples: TrainingSample[];
+  /** Trainable traces counted into the batch (including ones whose samples the filter dropped). */
+  numTraces: number;
+  /** Tokens counted into the batch before filtering. */
+  numTokens: number;
+  /** Samples dropped by the zero-advantage filter. */
+  droppedSamples: number;
+  /** Mask bits cleared by the zero-advantage filter. */
+  maskedTokens: number;
+}
+
+/**
+ * Accumulates the samples of scored groups and cuts batches by trace count or token count. The
+ * samples of one trace never split across batches. A batch is cut as soon as it reaches
+ * `batchSize` traces; with `tokenBatchSize`, a trace that would overflow a non-empty batch starts
+ * the next one, so a batch exceeds the budget only when a single trace does.
+ */
+export class BatchBuilder {
+  readonly config: z.output<typeof BatchBuilderConfigSchema>;
+  private samples: TrainingSample[] = [];
+  private traces = 0;
+  private tokens = 0;
+  private readonly scratch: TrainingSample[] = [];
+
+  constructor(config: BatchBuilderConfig) {
+    const parsed = BatchBuilderConfigSchema.safeParse(config);
+    if (!parsed.success) throw new ConfigError(formatIssues(parsed.error, 'batch'));
+    this.config = parsed.data;
+  }
+
+  /** Traces waiting in the open batch. */
+  get pendingTraces(): number {
+    return this.traces;
+  }
+
+  /** Adds the samples of a scored group (or any episodes); returns the batches it completed. */
+  addEpisodes(episodes: readonly Episode[]): TrainingBatch[] {
+    const scratch = this.scratch;
+    scratch.length = 0;
+    episodesToSamples({ episodes, into: scratch });
+    const out = this.addSamples(scratch);
+    scratch.length = 0;
+    return out;
+  }
+
+  /** Adds samples (consecutive samples with the same `traceId` count as one trace). */
+  addSamples(samples: readonly TrainingSample[]): TrainingBatch[] {
+    const out: TrainingBatch[] = [];
+    const { batchSize, tokenBatchSize } = this.config;
+    let i = 0;
+    while (i < samples.length) {
+      const traceId = samples[i]!.traceId;
+      let end = i;
+      let tokens = 0;
+      while (end < samples.length && samples[end]!.traceId === traceId) tokens += samples[end++]!.tokenIds.length;
+      if (tokenBatchSize !== undefined && this.traces > 0 && this.tokens + tokens > tokenBatchSize) out.push(this.cut());
+      for (let k = i; k < end; k++) this.samples.push(samples[k]!);
+      this.traces++;
+      this.tokens += tokens;
+      if (batchSize !== undefined ? this.traces >= batchSize : this.tokens >= tokenBatchSize!) out.push(this.cut());
+      i = end;
+    }
+    return out;
+  }
+
+  /** Cuts whatever is pending (e.g. at the end of a run); null when nothing is. */
+  flush(): TrainingBatch | null {
+    return this.traces > 0 ? this.cut() : null;
+  }
+
+  private cut(): TrainingBatch {
+    const batch: TrainingBatch = {
+      samples: this.samples,
+      numTraces: this.traces,
+      numTokens: this.tokens,
+      droppedSamples: 0,
+      maskedTokens: 0,
+    };
+    if (this.config.filterZeroAdvantages) {
+      const filtered = filterZeroAdvantages(this.samples);
+      batch.samples = filtered.samples;
+      batch.droppedSamples = filtered.droppedSamples;
+      batch.maskedTokens = filtered.maskedTokens;
+    }
+    this.samples = [];
+    this.traces = 0;
+    this.tokens = 0;
+    return batch;
+  }
+}

@@ -1,0 +1,6 @@
+export * from './batch-builder.ts';
+export * from './batch-format.ts';
+export * from './pack-micro-batches.ts';
+export * from './trace-to-samples.ts';
+export * from './training-sample.ts';
+export * from './zero-advantage-filter.ts';

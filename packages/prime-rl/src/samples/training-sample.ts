@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/**
+ * One training sequence: one branch of one trainable trace, per token. The wire unit between the
+ * orchestrator and a trainer (`troupe.batch` files hold one per line).
+ */
+export const TrainingSampleSchema = z
+  .strictObject({
+    /** Token ids of the branch: prompts and completions of its chain of turns, in order. */
+    tokenIds: z.array(z.number().int().nonnegative()),
+    /** True on tokens that train: sampled by the model in this branch (and, after the zero-advantage filter, with A ≠ 0). */
+    mask: z.array(z.boolean()),
+    /** Inference (sampling) logprob per token; 0 on tokens the model did not sample. */
+    logprobs: z.array(z.number()),
+    /** Advantage per token; 0 where the mask is false. */
+    advantages: z.array(z.number()),
+    /** Env id of the episode. */
+    env: z.string(),
+    /** Role (agent name) of the trace. */
+    role: z.string(),
+    /** Id of the trace the branch comes from. */
+    traceId: z.string(),
+    /** Id of the episode the trace belongs to. */
+    episodeId: z.string(),
+    /** Index of the branch within its trace (0 = first). */
+    branch: z.number().int().nonnegative(),
+  })
+  .superRefine((sample, context) => {
+    const length = sample.tokenIds.length;
+    for (const field of ['mask', 'logprobs', 'advantages'] as const) {
+      if (sample[field].length !== length) {
+        context.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `has ${sample[field].length} entries but tokenIds has ${length}`,
+        });
+      }
+    }
+  });
+export type TrainingSample = z.infer<typeof TrainingSampleSchema>;
+
+/** Number of tokens with a mask bit set. */
+export function trainedTokenCount(sample: TrainingSample): number {
+  let count = 0;
+  const mask = sample.mask;
+  for (let i = 0; i < mask.length; i++) if (mask[i]) count++;
+  return count;
+}
