@@ -67,9 +67,9 @@ export class PolicyModel {
     const dh = d / heads;
     if (time > this.config.contextLength) throw new RangeError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
     const flat = tf.oneHot(tf.reshape(tokens, [-1]) as tf.Tensor1D, v).toFloat() as tf.Tensor2D;
-    let x = tf.matMul(flat, this.w('tok_emb') as tf.Tensor2D);
+    let x: tf.Tensor2D = tf.matMul(flat, this.w('tok_emb') as tf.Tensor2D);
     const pos = tf.slice(this.w('pos_emb'), [0, 0], [time, d]);
-    x = tf.reshape(tf.add(tf.reshape(x, [batch, time, d]), pos), [batch * time, d]);
+    x = tf.reshape(tf.add(tf.reshape(x, [batch, time, d]), pos), [batch * time, d]) as tf.Tensor2D;
     const causal = tf.slice(this.causal, [0, 0], [time, time]);
     const split = (m: tf.Tensor2D) => tf.transpose(tf.reshape(m, [batch, time, heads, dh]), [0, 2, 1, 3]) as tf.Tensor4D;
     for (let l = 0; l < this.config.layers; l++) {
@@ -79,10 +79,10 @@ export class PolicyModel {
       const scores = tf.add(tf.mul(tf.matMul(split(q), split(k), false, true), 1 / Math.sqrt(dh)), causal);
       const att = tf.matMul(tf.softmax(scores), split(vv));
       const merged = tf.reshape(tf.transpose(att, [0, 2, 1, 3]), [batch * time, d]) as tf.Tensor2D;
-      x = tf.add(x, dense(merged, this.w(`l${l}.proj.w`) as tf.Tensor2D, this.w(`l${l}.proj.b`) as tf.Tensor1D));
+      x = tf.add<tf.Tensor2D>(x, dense(merged, this.w(`l${l}.proj.w`) as tf.Tensor2D, this.w(`l${l}.proj.b`) as tf.Tensor1D));
       const h2 = layerNorm(x, this.w(`l${l}.ln2.g`) as tf.Tensor1D, this.w(`l${l}.ln2.b`) as tf.Tensor1D);
       const f = tf.relu(dense(h2, this.w(`l${l}.fc1.w`) as tf.Tensor2D, this.w(`l${l}.fc1.b`) as tf.Tensor1D));
-      x = tf.add(x, dense(f, this.w(`l${l}.fc2.w`) as tf.Tensor2D, this.w(`l${l}.fc2.b`) as tf.Tensor1D));
+      x = tf.add<tf.Tensor2D>(x, dense(f, this.w(`l${l}.fc2.w`) as tf.Tensor2D, this.w(`l${l}.fc2.b`) as tf.Tensor1D));
     }
     const hf = layerNorm(x, this.w('lnf.g') as tf.Tensor1D, this.w('lnf.b') as tf.Tensor1D);
     const logits = tf.add(dense(hf, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+
+/** Trainer settings: the prime-rl default loss, a reference-KL regulariser, AdamW. */
+export const TrainerConfigSchema = z
+  .object({
+    /** AdamW learning rate. */
+    lr: z.number().positive().default(3e-3),
+    betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.999]),
+    eps: z.number().positive().default(1e-8),
+    /** Decoupled weight decay on weight matrices (not biases, gains or embeddings). */
+    weightDecay: z.number().min(0).default(0.01),
+    /** Global gradient-norm clip. */
+    maxGradNorm: z.number().positive().default(1.0),
+    /** DPPO trust region: tokens with A>0 and π−μ > high, or A≤0 and π−μ < −low, are masked. */
+    dppoMaskLow: z.number().positive().default(0.2),
+    dppoMaskHigh: z.number().positive().default(0.2),
+    advTau: z.number().default(1.0),
+    /** Weight of log²(π/μ) (the trainer–inference mismatch penalty). */
+    klTau: z.number().min(0).default(1e-3),
+    /**
+     * Weight of KL(π ‖ ρ) per sampled token toward a fixed reference ρ, uniform over the model's
+     * output tokens (magnetic mirror descent; makes the last iterate converge in self-play).
+     * 0 disables it.
+     */
+    refKlTau: z.number().min(0).default(0),
+    /** Sampling temperature the inference logprobs were computed at. */
+    temperature: z.number().positive().default(1),
+  })
+  .strict();
+export type TrainerConfig = z.infer<typeof TrainerConfigSchema>;
+export type TrainerConfigInput = z.input<typeof TrainerConfigSchema>;
+
+/** One training sequence: per-token ids, loss mask, inference logprobs and advantages (aligned with `tokenIds`). */
+export interface TrainRow {
+  tokenIds: readonly number[];
+  /** True on sampled tokens (the ones the loss sees). */
+  mask: readonly boolean[];
+  /** Inference logprob of each token (0 where mask is false). */
+  logprobs: readonly number[];
+  /** Advantage of each token (0 where mask is false). */
+  advantages: readonly number[];
+}
+
+/** Per-step training metrics. */
+export interface TrainMetrics {
+  loss: number;
+  rlLoss: number;
+  refKl: number;
+  entropy: number;
+  /** Mean of r − 1 − log r over loss tokens (k3 estimate of KL(μ ‖ π)). */
+  mismatchKl: number;
+  /** Fraction of loss tokens masked by the trust region. */
+  maskedFraction: number;
+  gradNorm: number;
+  tokens: number;
+  sequences: number;
+  paddedLength: number;
+  /** Estimated FLOPs of the step (forward + backward, matmuls only). */
+  flops: number;
+  ms: number;
+}

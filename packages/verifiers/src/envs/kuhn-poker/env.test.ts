@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { Env } from '../../env/env.ts';
+import { contentText } from '../../model/messages.ts';
+import type { ModelClient, ModelRequest, ModelResponse } from '../../model/model-client.ts';
+import { kuhnDeal, kuhnPayoff } from './game.ts';
+import { type KuhnTraceInfo, kuhnPokerEnv, kuhnTaskset } from './env.ts';
+
+/** A chat client that answers by the seat named in the last user message. */
+function scripted(reply: (seat: 0 | 1, lastUser: string, request: ModelRequest) => string): ModelClient & { requests: ModelRequest[] } {
+  const requests: ModelRequest[] = [];
+  return {
+    model: 'scripted',
+    requests,
+    async complete(request: ModelRequest): Promise<ModelResponse> {
+      requests.push(request);
+      const users = request.messages.filter((m) => m.role === 'user');
+      const allUsers = users.map((m) => contentText(m.content)).join('\n');
+      const seat = /You are Player 1/.test(allUsers) ? 1 : 0;
+      const content = reply(seat, contentText(users.at(-1)?.content), request);
+      return { id: 'x', model: 'scripted', message: { role: 'assistant', content }, finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } };
+    },
+  };
+}
+
+async function play(client: ModelClient, seed: number) {
+  const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker' }, run: { model: 'scripted', client } });
+  const task = kuhnTaskset().at(seed);
+  return env.runEpisode({ task, group: { id: 'g', index: 0 } });
+}
+
+describe('kuhn-poker env', () => {
+  it('plays a hand to showdown with zero-sum payoffs, the deal and history in info', async () => {
+    const client = scripted((seat) => (seat === 0 ? 'I will [bet]' : '[call]'));
+    for (const seed of [0, 1, 2, 3]) {
+      const episode = await play(client, seed);
+      expect(episode.ok).toBe(true);
+      const [p0, p1] = [episode.byAgent.player0?.[0], episode.byAgent.player1?.[0]];
+      const deal = kuhnDeal(seed);
+      const net = kuhnPayoff(deal, ['bet', 'call']);
+      expect(Math.abs(net)).toBe(2);
+      expect(p0?.rewards.payoff?.score).toBe(net);
+      expect(p1?.rewards.payoff?.score).toBe(-net);
+      expect(p0?.metrics.forfeit).toBe(0);
+      const info = p1?.info.kuhn as KuhnTraceInfo;
+      expect(info).toEqual({ seat: 1, card: deal[1], history: ['bet', 'call'], seed, forfeited: false });
+      // The seat saw the rules with its card, then the turn message with its legal actions.
+      const messages = p1?.messages ?? [];
+      expect(messages[0]?.role).toBe('system');
+      expect(contentText(messages[0]?.role === 'system' ? messages[0].content : '')).toContain(`Your card: ${deal[1]}.`);
+      expect(contentText((messages[1] as { content: string }).content)).toBe('Betting so far: bet. You are Player 1. Your legal actions: [fold] or [call].');
+    }
+  });
+
+  it('plays check-bet-fold with player 0 deciding twice in one trace', async () => {
+    const client = scripted((seat, last) => (seat === 1 ? '[bet]' : last.includes('[fold]') ? '[fold]' : '[check]'));
+    const episode = await play(client, 5);
+    const p0 = episode.byAgent.player0?.[0];
+    expect((p0?.info.kuhn as KuhnTraceInfo).history).toEqual(['check', 'bet', 'fold']);
+    expect(p0?.rewards.payoff?.score).toBe(-1);
+    expect(p0?.numTurns).toBe(2);
+    expect(episode.byAgent.player1?.[0]?.rewards.payoff?.score).toBe(1);
+  });
+
+  it('re-asks once after an illegal or ambiguous reply, then forfeits the seat that never names a legal action', async () => {
+    const client = scripted((seat) => (seat === 0 ? '[check] or maybe [bet]' : 'I fold!'));
+    const episode = await play(client, 9);
+    expect(episode.ok).toBe(true);
+    const p0 = episode.byAgent.player0?.[0];
+    // Player 0 was ambiguous twice: it forfeits before player 1 ever plays.
+    expect(p0?.numTurns).toBe(2);
+    expect(contentText((p0?.messages.at(-2) as { content: string }).content)).toMatch(/not a legal move/);
+    expect(p0?.rewards.payoff?.score).toBe(-1);
+    expect(p0?.metrics.forfeit).toBe(1);
+    expect((p0?.info.kuhn as KuhnTraceInfo).forfeited).toBe(true);
+    expect(episode.byAgent.player1?.[0]?.rewards.payoff?.score).toBe(1);
+
+    const client2 = scripted((seat) => (seat === 0 ? '[bet]' : 'I fold!'));
+    const episode2 = await play(client2, 9);
+    const p1 = episode2.byAgent.player1?.[0];
+    expect(p1?.numTurns).toBe(2);
+    expect(p1?.rewards.payoff?.score).toBe(-1);
+    expect(p1?.metrics.forfeit).toBe(1);
+    expect(episode2.byAgent.player0?.[0]?.rewards.payoff?.score).toBe(1);
+    expect(episode2.byAgent.player0?.[0]?.metrics.forfeit).toBe(0);
+  });
+});

@@ -1,0 +1,3 @@
+export * from './env.ts';
+export * from './game.ts';
+export * from './prompts.ts';
