@@ -1,1 +1,4 @@
 export {};
+export * from './algorithms/index.ts';
+export * from './samples/index.ts';
+export * from './metrics/index.ts';
