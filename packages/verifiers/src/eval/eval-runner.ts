@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Env } from '../env/env.ts';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
@@ -15,8 +14,16 @@ export interface EvalProgress {
   rewardMean: number | null;
 }
 
+/** What the eval runner needs of an env (any `Env` fits). */
+export interface EpisodeRunner {
+  readonly id: string;
+  readonly roles: readonly string[];
+  runEpisode(options: { task: Task; group: { id: string; index: number }; signal?: AbortSignal }): Promise<Episode>;
+  isComplete(episode: Episode): boolean;
+}
+
 export interface RunEvalOptions {
-  env: Env;
+  env: EpisodeRunner;
   taskset: Taskset;
   /** Tasks to run (required for an infinite taskset). */
   numTasks?: number;
