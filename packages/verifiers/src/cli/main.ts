@@ -159,13 +159,14 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
   const tasksetRef = (envConfig.taskset as string | { id: string } | undefined) ?? (definition.taskset ? undefined : 'arithmetic');
   const cleanConfig = { ...config, env: envConfig };
   let server: InterceptionServer | undefined;
-  const interception = async () => {
-    if (!server) {
+  let serverStarted: Promise<InterceptionServer> | undefined;
+  // Memoize the start itself: concurrent first episodes must share one started server.
+  const interception = () =>
+    (serverStarted ??= (async () => {
       server = new InterceptionServer();
       await server.start();
-    }
-    return server;
-  };
+      return server;
+    })());
   const outDir = resumeDir ?? join(config.outputs, runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }));
   const logger = validateOnly ? undefined : pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }));
   const log = (line: string) => {
