@@ -394,10 +394,18 @@ export function toJsonl(episodes: Episode[]): string {
 }
 
 /** Writes a run directory: traces.jsonl (optionally with a torn last line), config.json, summary.json, logs/. */
-export async function writeFixtureRun(options: { dir: string; episodes: Episode[]; tornTail?: boolean; config?: Record<string, unknown> }): Promise<string> {
-  const { dir, episodes } = options;
+export async function writeFixtureRun(options: {
+  dir: string;
+  /** The episodes to write, or `jsonl`: ready traces.jsonl text. */
+  episodes?: Episode[];
+  jsonl?: string;
+  tornTail?: boolean;
+  config?: Record<string, unknown>;
+}): Promise<string> {
+  const { dir } = options;
   await mkdir(join(dir, 'logs'), { recursive: true });
-  let jsonl = toJsonl(episodes);
+  let jsonl = options.jsonl ?? toJsonl(options.episodes ?? []);
+  const episodeCount = jsonl.split('\n').filter(Boolean).length;
   if (options.tornTail) jsonl += '{"version":1,"id":"torn-episode","env":{"id":"agentic-judge"},"task":{"key":"sum-to';
   await writeFile(join(dir, 'traces.jsonl'), jsonl);
   const config = options.config ?? {
@@ -410,22 +418,32 @@ export async function writeFixtureRun(options: { dir: string; episodes: Episode[
     agents: { solver: { harness: 'bash', runtime: 'docker' }, judge: { harness: 'bash', trainable: false } },
   };
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  await writeFile(join(dir, 'summary.json'), `${JSON.stringify({ episodes: episodes.length }, null, 2)}\n`);
+  await writeFile(join(dir, 'summary.json'), `${JSON.stringify({ episodes: episodeCount }, null, 2)}\n`);
   await writeFile(join(dir, 'logs', 'eval.log'), 'fixture run\n');
   return dir;
 }
 
-/** Many small episodes (judge, proposer, poker, errors in rotation) for load tests. */
-export function manyEpisodes(options: { count: number }): Episode[] {
-  const out: Episode[] = [];
+/**
+ * traces.jsonl text for a large run: `count` episodes (judge, proposer + 4 solvers, poker in
+ * rotation), built as `prototypes` distinct episodes with the real classes, then repeated under
+ * fresh ids (ids `episode-00000`, `episode-00001`, ...). Optionally `extra` episodes are appended.
+ */
+export function largeRunJsonl(options: { count: number; prototypes?: number; extra?: Episode[] }): string {
+  const placeholder = '__EPISODE_ID__';
+  const protos: string[] = [];
+  const n = Math.min(options.count, options.prototypes ?? 60);
   let clock = BASE_TIME;
-  for (let i = 0; out.length < options.count; i++) {
+  for (let i = 0; i < n; i++) {
     const kind = i % 10;
-    const id = `episode-${String(i).padStart(5, '0')}`;
-    if (kind < 5) out.push(judgeEpisode({ index: i % 50, rollout: Math.floor(i / 50), solved: i % 3 !== 0, start: clock, id }));
-    else if (kind < 7) out.push(proposerEpisode({ index: i, start: clock, id }));
-    else out.push(kuhnEpisode({ index: i, start: clock, id }));
+    let episode: Episode;
+    if (kind < 5) episode = judgeEpisode({ index: i % 50, rollout: Math.floor(i / 10), solved: i % 3 !== 0, start: clock, id: placeholder });
+    else if (kind < 7) episode = proposerEpisode({ index: i, start: clock, id: placeholder });
+    else episode = kuhnEpisode({ index: i, start: clock, id: placeholder });
+    protos.push(JSON.stringify(episode.toJSON()));
     clock += 1000;
   }
-  return out;
+  const lines: string[] = [];
+  for (let i = 0; i < options.count; i++) lines.push(protos[i % n]!.split(placeholder).join(`episode-${String(i).padStart(5, '0')}`));
+  for (const episode of options.extra ?? []) lines.push(JSON.stringify(episode.toJSON()));
+  return `${lines.join('\n')}\n`;
 }

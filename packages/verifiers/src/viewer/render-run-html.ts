@@ -12,9 +12,12 @@ export interface RenderRunHtmlOptions {
   index?: ViewerIndex;
 }
 
-/** JSON made safe inside a `<script type="application/json">` element (no `</script>`, no `<!--`). */
+/**
+ * JSON made safe inside a `<script type="application/json">` element: every `<` becomes `\\u003c`
+ * (still the same JSON), so no `</script>` or `<!--` can end or confuse the element.
+ */
 export function scriptJson(json: string): string {
-  return json.replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return json.includes('<') ? json.replace(/</g, '\\u003c') : json;
 }
 
 function escapeHtml(text: string): string {

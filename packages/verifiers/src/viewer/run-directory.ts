@@ -6,6 +6,7 @@ import { type EpisodeRecord, EpisodeRecordSchema } from '../trace/episode.ts';
 
 /** One episode of a run as the viewer holds it: the validated record and its JSON text. */
 export interface ViewerEpisode {
+  /** The record, validated with EpisodeRecordSchema. */
   record: EpisodeRecord;
   /** The episode's JSON text as stored in traces.jsonl (served and embedded verbatim). */
   json: string;

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import type { Episode } from '../trace/episode.ts';
+import { errorEpisodes, fixtureEpisodes, judgeEpisode, kuhnEpisode, toJsonl } from './fixture-run.ts';
+import { parseTracesJsonl, type ViewerRun } from './run-directory.ts';
+import { buildRunIndex, histogram, ViewerIndexSchema } from './run-index.ts';
+
+function runOf(episodes: Episode[]): ViewerRun {
+  const { episodes: parsed } = parseTracesJsonl({ text: toJsonl(episodes) });
+  return { runDir: '/runs/r', name: 'r', config: { model: 'm' }, summary: null, episodes: parsed, warnings: [] };
+}
+
+describe('buildRunIndex', () => {
+  it('produces an index matching ViewerIndexSchema with one row per episode', () => {
+    const index = buildRunIndex(runOf(fixtureEpisodes()));
+    expect(ViewerIndexSchema.parse(index)).toBeTruthy();
+    expect(index.episodes).toHaveLength(fixtureEpisodes().length);
+    expect(index.roles.map((r) => r.name)).toEqual(['solver', 'judge', 'proposer', 'player0', 'player1']);
+  });
+
+  it('averages rewards per role over ok traces and counts errored traces apart (a failure is not a 0)', () => {
+    const episodes = [
+      judgeEpisode({ index: 0, rollout: 0, solved: true, start: 0 }),
+      judgeEpisode({ index: 0, rollout: 1, solved: false, start: 0 }),
+      judgeEpisode({ index: 0, rollout: 2, solved: true, start: 0 }),
+      ...errorEpisodes(0).slice(0, 2),
+    ];
+    const solver = buildRunIndex(runOf(episodes)).roles.find((r) => r.name === 'solver')!;
+    expect(solver.traces).toBe(5);
+    expect(solver.errored).toBe(2);
+    expect(solver.scored).toBe(3);
+    expect(solver.rewardMean).toBeCloseTo(2 / 3, 12);
+    expect(solver.histogram).toEqual({ min: 0, max: 1, counts: [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2] });
+    expect(solver.rewardParts.find((p) => p.name === 'judge')).toEqual({ name: 'judge', mean: 2 / 3, weight: 1, n: 3 });
+    expect(solver.metrics.find((m) => m.name === 'judge/solved')).toEqual({ name: 'judge/solved', mean: 2 / 3, n: 3 });
+  });
+
+  it('computes pass@k per task over the scored traces of a role with rewards in [0, 1]', () => {
+    // Task sum-to-20: 1 of 4 solved; task sum-to-27: 4 of 4 solved.
+    const episodes = [0, 1, 2, 3].flatMap((rollout) => [
+      judgeEpisode({ index: 0, rollout, solved: rollout === 0, start: 0 }),
+      judgeEpisode({ index: 1, rollout, solved: true, start: 0 }),
+    ]);
+    const solver = buildRunIndex(runOf(episodes)).roles.find((r) => r.name === 'solver')!;
+    expect(solver.passAtK.map((p) => p.k)).toEqual([1, 2, 4]);
+    expect(solver.passAtK[0]!.value).toBeCloseTo((0.25 + 1) / 2, 12);
+    expect(solver.passAtK[1]!.value).toBeCloseTo((0.5 + 1) / 2, 12);
+    expect(solver.passAtK[2]!.value).toBeCloseTo(1, 12);
+  });
+
+  it('gives no pass@k for a role whose rewards leave [0, 1] (poker payoffs)', () => {
+    const index = buildRunIndex(runOf([0, 1, 2, 3, 4, 5].map((i) => kuhnEpisode({ index: i, start: 0 }))));
+    const p0 = index.roles.find((r) => r.name === 'player0')!;
+    const p1 = index.roles.find((r) => r.name === 'player1')!;
+    expect(p0.passAtK).toEqual([]);
+    expect(p0.rewardMean).toBeCloseTo(-p1.rewardMean!, 12);
+  });
+
+  it('counts errors by type with their stages, and stop conditions', () => {
+    const index = buildRunIndex(runOf(errorEpisodes(0)));
+    const byType = Object.fromEntries(index.errors.map((e) => [e.type, e]));
+    expect(Object.keys(byType).sort()).toEqual(['ParseError', 'ProviderError', 'SandboxError', 'TimeoutError']);
+    expect(byType.SandboxError!.stages).toEqual({ boot: 1 });
+    expect(byType.ParseError!.stages).toEqual({ env: 1 });
+    expect(byType.ProviderError!.example).toMatch(/502 Bad Gateway/);
+    expect(index.stopConditions).toEqual({ error: 3, agent_completed: 1 });
+    expect(index.totals.failedCalls).toBe(1);
+    expect(index.totals.okEpisodes).toBe(0);
+  });
+
+  it('fills each row with rewards per role, turns, tokens and search text', () => {
+    const index = buildRunIndex(runOf([judgeEpisode({ index: 0, rollout: 0, solved: true, start: 1000 }), ...errorEpisodes(0)]));
+    const row = index.episodes[0]!;
+    expect(row.rewards).toEqual({ solver: 1, judge: null });
+    // Solver: tool call + answer; judge: re-run, write verdict, done.
+    expect(row.turns).toBe(5);
+    expect(row.tokens).toBeGreaterThan(0);
+    expect(row.ok).toBe(true);
+    expect(row.text).toContain('sum-to-20');
+    const failed = index.episodes.find((r) => r.id === 'error-provider')!;
+    expect(failed.ok).toBe(false);
+    expect(failed.errors).toEqual(['ProviderError']);
+    expect(failed.rewards).toEqual({ solver: null });
+    expect(failed.text).toContain('502 bad gateway');
+  });
+});
+
+describe('histogram', () => {
+  it('uses [0, 1] for unit rewards and the data range otherwise, with max in the last bin', () => {
+    expect(histogram([0, 1, 1], 2)).toEqual({ min: 0, max: 1, counts: [1, 2] });
+    expect(histogram([-2, -1, 1, 2], 4)).toEqual({ min: -2, max: 2, counts: [1, 1, 0, 2] });
+    expect(histogram([3, 3], 2)).toEqual({ min: 2.5, max: 3.5, counts: [0, 2] });
+    expect(histogram([])).toBeNull();
+  });
+});
