@@ -1,0 +1,1 @@
+export * from './claude-code-harness.ts';

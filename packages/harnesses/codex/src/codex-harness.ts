@@ -1,0 +1,125 @@
+import {
+  CliHarness,
+  CliHarnessOptionsSchema,
+  defaultHarnessCacheDir,
+  foldedPrompt,
+  type HarnessInfo,
+  type LaunchPlan,
+  type NpmProgram,
+  type PlanContext,
+  type ProvisionedProgram,
+  parseHarnessOptions,
+  provisionNpmProgram,
+  withV1,
+} from '@troupe/harness-kit';
+import type { HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import { z } from 'zod';
+
+/** The pinned Codex CLI release (measured here: see docs/harnesses.md). */
+export const CODEX_PROGRAM: NpmProgram = { id: 'codex', packageName: '@openai/codex', version: '0.171.0', bin: 'codex', node: 'none' };
+
+/** Name of the environment variable that carries the rollout secret (`env_key` in config.toml). */
+export const CODEX_KEY_ENV = 'TROUPE_INTERCEPTION_KEY';
+
+/** Options of the `codex` harness. */
+export const CodexHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
+  /** npm version of `@openai/codex` (default 0.171.0, the one verified here). */
+  version: z.string().min(1).optional(),
+  /** Extra top-level `config.toml` settings (`-c key=value` on the command line). */
+  config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
+  allowLocal: z.boolean().optional(),
+}).strict();
+export type CodexHarnessOptions = z.infer<typeof CodexHarnessOptionsSchema>;
+
+/** A TOML basic string (JSON string escapes are valid TOML). */
+function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+/**
+ * The `config.toml` that points codex at interception: one `troupe` provider speaking the
+ * Responses API, the key read from `TROUPE_INTERCEPTION_KEY`, retries off, and the two switches
+ * that stop all egress (analytics, plugins).
+ */
+export function codexConfigToml(options: { baseUrl: string; model: string }): string {
+  return [
+    `model = ${tomlString(options.model)}`,
+    'model_provider = "troupe"',
+    '',
+    '[model_providers.troupe]',
+    'name = "troupe"',
+    `base_url = ${tomlString(withV1(options.baseUrl))}`,
+    `env_key = ${tomlString(CODEX_KEY_ENV)}`,
+    'wire_api = "responses"',
+    'request_max_retries = 0',
+    'stream_max_retries = 0',
+    'stream_idle_timeout_ms = 300000',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[features]',
+    'plugins = false',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The Codex CLI in `codex exec` mode, its Responses-API calls sent to interception. Runs with
+ * its own `CODEX_HOME`, no approvals and no inner sandbox (the runtime is the sandbox),
+ * `--ephemeral`, stdin closed (codex waits on an open stdin forever).
+ */
+export class CodexHarness extends CliHarness<ProvisionedProgram> {
+  readonly id = 'codex';
+  readonly capabilities: HarnessCapabilities;
+  readonly info: HarnessInfo;
+  private readonly options: CodexHarnessOptions;
+  private readonly program: NpmProgram;
+
+  constructor(options: CodexHarnessOptions = {}) {
+    super(options);
+    this.options = options;
+    this.program = { ...CODEX_PROGRAM, version: options.version ?? CODEX_PROGRAM.version };
+    this.capabilities = {
+      executesCode: true,
+      needsContainer: !options.allowLocal,
+      supportsMcp: false,
+      supportsResume: false,
+      supportsSkills: false,
+      appendsSystemPrompt: false,
+    };
+    this.info = {
+      id: this.id,
+      program: `${this.program.packageName} ${this.program.version}`,
+      version: this.program.version,
+      dialect: 'responses',
+      verifiedHere: true,
+      verification: 'real CLI against the scripted model behind interception (local sandbox)',
+    };
+  }
+
+  protected install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<ProvisionedProgram> {
+    return provisionNpmProgram({ ...context, program: this.program, cacheDir: this.options.cacheDir ?? defaultHarnessCacheDir() });
+  }
+
+  protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
+    const codexHome = `${scratch}/codex-home`;
+    const argv = [install.binPath, 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--ephemeral'];
+    for (const [key, value] of Object.entries(this.options.config ?? {})) {
+      argv.push('-c', `${key}=${typeof value === 'string' ? tomlString(value) : String(value)}`);
+    }
+    argv.push('--', foldedPrompt(prompt));
+    return {
+      argv,
+      env: { HOME: `${scratch}/home`, CODEX_HOME: codexHome, [CODEX_KEY_ENV]: launch.endpoint.secret },
+      files: [{ path: `${codexHome}/config.toml`, content: codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }) }],
+      ...(install.pathDirs.length ? { pathDirs: install.pathDirs } : {}),
+    };
+  }
+}
+
+/** Builds the harness from untyped options (validated; errors name the field). */
+export function createHarness(options: unknown = {}): CodexHarness {
+  return new CodexHarness(parseHarnessOptions({ harnessId: 'codex', schema: CodexHarnessOptionsSchema, value: options }));
+}

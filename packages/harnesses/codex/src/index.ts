@@ -1,0 +1,1 @@
+export * from './codex-harness.ts';

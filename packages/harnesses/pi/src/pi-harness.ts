@@ -1,0 +1,114 @@
+import {
+  CliHarness,
+  CliHarnessOptionsSchema,
+  defaultHarnessCacheDir,
+  type HarnessInfo,
+  type LaunchPlan,
+  type NpmProgram,
+  type PlanContext,
+  type ProvisionedProgram,
+  parseHarnessOptions,
+  provisionNpmProgram,
+  withoutV1,
+  withV1,
+} from '@troupe/harness-kit';
+import type { Dialect, HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import { z } from 'zod';
+
+/** The pinned pi release (measured here: see docs/harnesses.md). */
+export const PI_PROGRAM: NpmProgram = { id: 'pi', packageName: '@mariozechner/pi-coding-agent', version: '0.73.1', bin: 'pi', node: 'host' };
+
+/** Name of the environment variable that carries the rollout secret (`apiKey` in models.json names it). */
+export const PI_KEY_ENV = 'TROUPE_INTERCEPTION_KEY';
+
+/** Options of the `pi` harness. */
+export const PiHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
+  /** npm version of `@mariozechner/pi-coding-agent` (default 0.73.1, the one verified here). */
+  version: z.string().min(1).optional(),
+  /** The API pi speaks to interception: `chat` (default, trainable), `responses` or `messages`. */
+  transport: z.enum(['chat', 'responses', 'messages']).optional(),
+  /** Tools allowed (`--tools`); default: pi's read, bash, edit, write. */
+  tools: z.array(z.string().min(1)).optional(),
+  /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
+  allowLocal: z.boolean().optional(),
+}).strict();
+export type PiHarnessOptions = z.infer<typeof PiHarnessOptionsSchema>;
+
+const API_OF: Record<Dialect, string> = { chat: 'openai-completions', responses: 'openai-responses', messages: 'anthropic-messages' };
+
+/**
+ * pi's `models.json`: one `troupe` provider at the interception endpoint. `apiKey` names the
+ * environment variable holding the rollout secret, so the secret is never written to disk.
+ */
+export function piModelsJson(options: { baseUrl: string; model: string; transport: Dialect }): string {
+  const baseUrl = options.transport === 'messages' ? withoutV1(options.baseUrl) : withV1(options.baseUrl);
+  const provider: Record<string, unknown> = { baseUrl, api: API_OF[options.transport], apiKey: PI_KEY_ENV, models: [{ id: options.model }] };
+  if (options.transport === 'messages') provider.compat = { supportsEagerToolInputStreaming: false };
+  return `${JSON.stringify({ providers: { troupe: provider } }, null, 2)}\n`;
+}
+
+/** pi's `settings.json` with the agent- and SDK-level retries off (a 5xx otherwise costs ~12 requests). */
+export const PI_SETTINGS_JSON = `${JSON.stringify({ retry: { enabled: false, provider: { maxRetries: 0 } } }, null, 2)}\n`;
+
+/**
+ * pi-coding-agent in print mode (`pi -p`), its calls sent to interception in the chosen dialect
+ * (OpenAI chat by default). Its own agent dir, no session files, offline, stdin closed.
+ */
+export class PiHarness extends CliHarness<ProvisionedProgram> {
+  readonly id = 'pi';
+  readonly capabilities: HarnessCapabilities;
+  readonly info: HarnessInfo;
+  private readonly options: PiHarnessOptions;
+  private readonly program: NpmProgram;
+  private readonly transport: Dialect;
+
+  constructor(options: PiHarnessOptions = {}) {
+    super(options);
+    this.options = options;
+    this.transport = options.transport ?? 'chat';
+    this.program = { ...PI_PROGRAM, version: options.version ?? PI_PROGRAM.version };
+    this.capabilities = {
+      executesCode: true,
+      needsContainer: !options.allowLocal,
+      supportsMcp: false,
+      supportsResume: false,
+      supportsSkills: false,
+      appendsSystemPrompt: true,
+    };
+    this.info = {
+      id: this.id,
+      program: `${this.program.packageName} ${this.program.version}`,
+      version: this.program.version,
+      dialect: this.transport,
+      verifiedHere: true,
+      verification: 'real CLI against the scripted model behind interception (local sandbox)',
+    };
+  }
+
+  protected install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<ProvisionedProgram> {
+    return provisionNpmProgram({ ...context, program: this.program, cacheDir: this.options.cacheDir ?? defaultHarnessCacheDir() });
+  }
+
+  protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
+    const agentDir = `${scratch}/pi-agent`;
+    const argv = [install.binPath, '--provider', 'troupe', '--model', launch.endpoint.model, '--no-session', '--offline', '-p'];
+    if (this.options.tools) argv.push('--tools', this.options.tools.join(','));
+    if (prompt.system) argv.push('--append-system-prompt', prompt.system);
+    // pi reads a leading `@` as a file reference and a leading `-` as a flag.
+    argv.push(/^[@-]/.test(prompt.prompt) ? ` ${prompt.prompt}` : prompt.prompt);
+    return {
+      argv,
+      env: { HOME: `${scratch}/home`, PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: '1', [PI_KEY_ENV]: launch.endpoint.secret },
+      files: [
+        { path: `${agentDir}/models.json`, content: piModelsJson({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model, transport: this.transport }) },
+        { path: `${agentDir}/settings.json`, content: PI_SETTINGS_JSON },
+      ],
+      ...(install.pathDirs.length ? { pathDirs: install.pathDirs } : {}),
+    };
+  }
+}
+
+/** Builds the harness from untyped options (validated; errors name the field). */
+export function createHarness(options: unknown = {}): PiHarness {
+  return new PiHarness(parseHarnessOptions({ harnessId: 'pi', schema: PiHarnessOptionsSchema, value: options }));
+}
