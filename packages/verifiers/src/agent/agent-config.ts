@@ -40,7 +40,12 @@ export const AgentConfigSchema = z
     maxTotalTokens: z.number().int().positive().nullable().optional(),
     /** Seconds per stage; the agent value wins over the task's. */
     timeout: z
-      .object({ setup: seconds.optional(), rollout: seconds.optional(), finalize: seconds.optional(), scoring: seconds.optional() })
+      .object({
+        setup: seconds.optional(),
+        rollout: seconds.optional(),
+        finalize: seconds.optional(),
+        scoring: seconds.optional(),
+      })
       .strict()
       .optional(),
     /** Re-run the whole agent run while an error on the trace matches (by error type). */
@@ -72,7 +77,9 @@ export function deepMerge<T>(base: T, override: unknown): T {
 }
 
 function isPlain(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
+  );
 }
 
 /** Formats the first zod issue as `path: message`. */

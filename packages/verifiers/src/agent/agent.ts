@@ -96,7 +96,9 @@ export class Agent {
         ...(task?.data.workdir ? { workdir: task.data.workdir } : {}),
       });
     } catch (error) {
-      throw SandboxError.is(error) ? error : new SandboxError(`could not create a ${this.runtime.id} sandbox: ${(error as Error).message}`, { cause: error });
+      throw SandboxError.is(error)
+        ? error
+        : new SandboxError(`could not create a ${this.runtime.id} sandbox: ${(error as Error).message}`, { cause: error });
     }
   }
 
@@ -139,7 +141,11 @@ export class Agent {
       const started = Date.now();
       try {
         const result = await withDeadline(
-          { seconds: this.config.timeout?.rollout ?? task.data.timeout?.agent ?? null, stage: 'agent', ...(options.signal ? { parent: options.signal } : {}) },
+          {
+            seconds: this.config.timeout?.rollout ?? task.data.timeout?.agent ?? null,
+            stage: 'agent',
+            ...(options.signal ? { parent: options.signal } : {}),
+          },
           (signal) => this.harness.launch({ ...context, signal }),
         );
         if (result.exitCode !== 0 && trace.stopCondition === null) {
@@ -165,7 +171,12 @@ export class Agent {
     task: Task,
     trace: Trace,
     options: RunOptions,
-  ): Promise<{ sandbox: Sandbox; context: Omit<HarnessLaunchContext, 'signal'>; session: RolloutSession; release: () => Promise<void> } | null> {
+  ): Promise<{
+    sandbox: Sandbox;
+    context: Omit<HarnessLaunchContext, 'signal'>;
+    session: RolloutSession;
+    release: () => Promise<void>;
+  } | null> {
     let sandbox: Sandbox | undefined = options.sandbox;
     const bootStart = Date.now();
     try {
@@ -179,7 +190,11 @@ export class Agent {
     const setupStart = Date.now();
     try {
       await withDeadline(
-        { seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null, stage: 'setup', ...(options.signal ? { parent: options.signal } : {}) },
+        {
+          seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null,
+          stage: 'setup',
+          ...(options.signal ? { parent: options.signal } : {}),
+        },
         async (signal) => {
           await task.setup?.({ task, trace, sandbox });
           await this.harness.setup?.({ sandbox, log: this.log, signal });
@@ -207,7 +222,8 @@ export class Agent {
     let baseUrl = 'in-process://interception/v1';
     let host: InterceptionHost | undefined;
     if (!(this.harness as { inProcess?: boolean }).inProcess) {
-      if (!this.interception) throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
+      if (!this.interception)
+        throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
       host = await this.interception();
       baseUrl = await sandbox.reachHost(host.register(session).baseUrl);
     }
@@ -270,8 +286,9 @@ export class Agent {
     if (trace.ok) {
       const finalizeStart = Date.now();
       try {
-        await withDeadline({ seconds: this.config.timeout?.finalize ?? task.data.timeout?.finalize ?? null, stage: 'finalize' }, async () =>
-          task.finalize?.({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+        await withDeadline(
+          { seconds: this.config.timeout?.finalize ?? task.data.timeout?.finalize ?? null, stage: 'finalize' },
+          async () => task.finalize?.({ task, trace, ...(sandbox ? { sandbox } : {}) }),
         );
       } catch (error) {
         trace.recordError(error, 'finalize');
@@ -281,8 +298,9 @@ export class Agent {
     if (trace.ok) {
       const scoringStart = Date.now();
       try {
-        await withDeadline({ seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' }, () =>
-          scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+        await withDeadline(
+          { seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' },
+          () => scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
         );
       } catch (error) {
         trace.recordError(error, 'scoring');
@@ -384,4 +402,3 @@ function matchesRetry(type: string, retries: { include: string[]; exclude: strin
   if (retries.exclude.includes(type)) return false;
   return retries.include.length === 0 || retries.include.includes(type);
 }
-

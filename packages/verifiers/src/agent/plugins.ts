@@ -54,7 +54,8 @@ async function load<T>(kind: 'harness' | 'runtime', ref: PluginRef, factories: M
     throw error;
   }
   const create = module[kind === 'harness' ? 'createHarness' : 'createRuntime'];
-  if (typeof create !== 'function') throw new ConfigError(`${pkg} does not export create${kind === 'harness' ? 'Harness' : 'Runtime'}()`);
+  if (typeof create !== 'function')
+    throw new ConfigError(`${pkg} does not export create${kind === 'harness' ? 'Harness' : 'Runtime'}()`);
   return (await create(options)) as T;
 }
 

@@ -9,18 +9,26 @@ const root = resolve(import.meta.dirname, '../../../..');
 const cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
 function run(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (d) => (stdout += d));
   child.stderr?.on('data', (d) => (stderr += d));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((res) =>
+    child.on('close', (code) => res({ code, stdout, stderr })),
+  );
   return { child, done };
 }
 
 const episodeLines = (dir: string) =>
   existsSync(join(dir, 'traces.jsonl'))
-    ? readFileSync(join(dir, 'traces.jsonl'), 'utf8').split('\n').filter((l) => l.trim())
+    ? readFileSync(join(dir, 'traces.jsonl'), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim())
     : [];
 
 describe('troupe eval (CLI)', () => {
@@ -45,7 +53,23 @@ describe('troupe eval (CLI)', () => {
 
   it('after SIGKILL mid-run, --resume ends with every episode exactly once', async () => {
     const outputs = mkdtempSync(join(tmpdir(), 'troupe-cli-'));
-    const args = ['eval', '-m', 'scripted-model', '-b', server.baseUrl, '-n', '20', '-r', '2', '-c', '2', '--harness', 'null', '-o', outputs];
+    const args = [
+      'eval',
+      '-m',
+      'scripted-model',
+      '-b',
+      server.baseUrl,
+      '-n',
+      '20',
+      '-r',
+      '2',
+      '-c',
+      '2',
+      '--harness',
+      'null',
+      '-o',
+      outputs,
+    ];
     const first = run(args);
     // Kill it once some (not all) episodes are on disk.
     const deadline = Date.now() + 60_000;

@@ -9,7 +9,12 @@ import { SamplingSchema } from '../model/model-client.ts';
 export const EvalConfigSchema = z
   .object({
     model: z.string().min(1, 'set a model name with -m/--model or `model = "…"`'),
-    client: ClientConfigSchema.default({ type: 'openai', baseUrl: 'http://127.0.0.1:8000/v1', apiKeyVar: 'OPENAI_API_KEY', maxRetries: 3 }),
+    client: ClientConfigSchema.default({
+      type: 'openai',
+      baseUrl: 'http://127.0.0.1:8000/v1',
+      apiKeyVar: 'OPENAI_API_KEY',
+      maxRetries: 3,
+    }),
     sampling: SamplingSchema.default({}),
     /** Tasks to run (required for infinite tasksets). */
     numTasks: z.number().int().positive().optional(),
@@ -21,7 +26,10 @@ export const EvalConfigSchema = z
     outputs: z.string().default('outputs'),
     /** Reward at or above which a sample counts as a pass for pass@k. */
     passThreshold: z.number().default(1),
-    env: z.object({ id: z.string().min(1).default('single-agent') }).loose().default({ id: 'single-agent' }),
+    env: z
+      .object({ id: z.string().min(1).default('single-agent') })
+      .loose()
+      .default({ id: 'single-agent' }),
   })
   .strict();
 export type EvalConfig = z.output<typeof EvalConfigSchema>;
@@ -53,7 +61,8 @@ export function setPath(target: Record<string, unknown>, path: string, value: un
   for (const key of keys.slice(0, -1)) {
     const next = node[key];
     if (next === undefined) node[key] = {};
-    else if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new ConfigError(`--set ${path}: ${key} is not a table`);
+    else if (typeof next !== 'object' || next === null || Array.isArray(next))
+      throw new ConfigError(`--set ${path}: ${key} is not a table`);
     node = node[key] as Record<string, unknown>;
   }
   node[keys[keys.length - 1] as string] = value;

@@ -2,15 +2,15 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
+import type { ClientConfig } from '../agent/agent-config.ts';
 import { Env } from '../env/env.ts';
 import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
+import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { runDirName, runEval } from '../eval/eval-runner.ts';
 import { formatSummary } from '../eval/summary.ts';
-import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import type { ModelClient } from '../model/model-client.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
-import type { ClientConfig } from '../agent/agent-config.ts';
 import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
 import { progressReporter } from './progress.ts';
 
@@ -90,7 +90,8 @@ function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string }
   const int = (name: string, text: string | undefined) => {
     if (text === undefined) return undefined;
     const n = Number(text);
-    if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new ConfigError(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
     return n;
   };
   const num = (name: string, text: string | undefined) => {
@@ -121,7 +122,7 @@ function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string }
   if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {
     (raw.client as Record<string, unknown>).baseUrl = 'http://127.0.0.1:8000/v1';
   }
-  (raw.env as Record<string, unknown> | undefined) ?? (raw.env = {});
+  raw.env ??= {};
   const env = raw.env as Record<string, unknown>;
   env.id ??= 'single-agent';
   const perRole = { harness: values.harness, runtime: values.runtime, maxTurns: int('max-turns', values['max-turns']) };
@@ -156,7 +157,8 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       envConfig[role] = { ...current, ...patch };
     }
   }
-  const tasksetRef = (envConfig.taskset as string | { id: string } | undefined) ?? (definition.taskset ? undefined : 'arithmetic');
+  const tasksetRef =
+    (envConfig.taskset as string | { id: string } | undefined) ?? (definition.taskset ? undefined : 'arithmetic');
   const cleanConfig = { ...config, env: envConfig };
   let server: InterceptionServer | undefined;
   let serverStarted: Promise<InterceptionServer> | undefined;
@@ -167,8 +169,15 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       await server.start();
       return server;
     })());
-  const outDir = resumeDir ?? join(config.outputs, runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }));
-  const logger = validateOnly ? undefined : pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }));
+  const outDir =
+    resumeDir ??
+    join(
+      config.outputs,
+      runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
+    );
+  const logger = validateOnly
+    ? undefined
+    : pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }));
   const log = (line: string) => {
     logger?.info(line);
     if (!process.stderr.isTTY || validateOnly) process.stderr.write(`${line}\n`);
@@ -182,7 +191,9 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
   });
   const taskset = tasksetRef !== undefined ? await loadTaskset(tasksetRef) : await definition.taskset!(env.options);
   if (validateOnly) {
-    process.stdout.write(`${JSON.stringify({ ...cleanConfig, roles: env.roles, taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...cleanConfig, roles: env.roles, taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`,
+    );
     return 0;
   }
   const controller = new AbortController();
@@ -213,7 +224,9 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     });
     progress.done();
     process.stdout.write(`${formatSummary(result.summary)}\n`);
-    process.stdout.write(`\nrun directory: ${resolve(outDir)}\n  traces:  ${join(outDir, 'traces.jsonl')}\n  summary: ${join(outDir, 'summary.json')}\n  view:    troupe view ${outDir}\n`);
+    process.stdout.write(
+      `\nrun directory: ${resolve(outDir)}\n  traces:  ${join(outDir, 'traces.jsonl')}\n  summary: ${join(outDir, 'summary.json')}\n  view:    troupe view ${outDir}\n`,
+    );
     return controller.signal.aborted ? 130 : 0;
   } finally {
     process.off('SIGINT', onSignal);

@@ -14,7 +14,11 @@ function functionClient(answer: (request: ModelRequest, index: number) => Partia
       return {
         id: `r${index}`,
         model: request.model,
-        message: { role: 'assistant', content: reply.content ?? null, ...(reply.toolCalls ? { toolCalls: reply.toolCalls } : {}) },
+        message: {
+          role: 'assistant',
+          content: reply.content ?? null,
+          ...(reply.toolCalls ? { toolCalls: reply.toolCalls } : {}),
+        },
         finishReason: reply.toolCalls?.length ? 'tool_calls' : 'stop',
         usage: { promptTokens: 10, completionTokens: 2 },
         promptTokenIds: [1, 2, 3],
@@ -60,9 +64,9 @@ describe('Env', () => {
 
   it('refuses an unknown env option, naming the field', async () => {
     const client = functionClient(() => ({ content: 'x' }));
-    await expect(Env.create({ definition: twoRoles, config: { id: 'two-roles', wat: 1 }, run: { model: 'm', client } })).rejects.toThrow(
-      /env\.wat/,
-    );
+    await expect(
+      Env.create({ definition: twoRoles, config: { id: 'two-roles', wat: 1 }, run: { model: 'm', client } }),
+    ).rejects.toThrow(/env\.wat/);
     await expect(
       Env.create({ definition: twoRoles, config: { id: 'two-roles', writer: { maxTurns: -1 } }, run: { model: 'm', client } }),
     ).rejects.toThrow(/env\.writer\.maxTurns/);
@@ -79,7 +83,11 @@ describe('Env', () => {
         await (agents as unknown as Record<string, { run: (t: Task) => Promise<unknown> }>).judge?.run(task);
       },
     });
-    const env = await Env.create({ definition: bad, config: { id: 'bad' }, run: { model: 'm', client: functionClient(() => ({ content: 'x' })) } });
+    const env = await Env.create({
+      definition: bad,
+      config: { id: 'bad' },
+      run: { model: 'm', client: functionClient(() => ({ content: 'x' })) },
+    });
     const episode = await env.runEpisode({ task: new Task({ prompt: 'p' }), group: { id: 'g', index: 0 } });
     expect(episode.ok).toBe(false);
     expect(episode.errors[0]?.message).toMatch(/no role "judge"; roles: solver/);
@@ -96,7 +104,11 @@ describe('Env', () => {
         throw new Error('cannot score');
       },
     });
-    const env = await Env.create({ definition: failing, config: { id: 'failing' }, run: { model: 'm', client: functionClient(() => ({ content: 'x' })) } });
+    const env = await Env.create({
+      definition: failing,
+      config: { id: 'failing' },
+      run: { model: 'm', client: functionClient(() => ({ content: 'x' })) },
+    });
     const episode = await env.runEpisode({ task: new Task({ prompt: 'p' }), group: { id: 'g', index: 0 } });
     expect(episode.ok).toBe(false);
     expect(episode.traces).toHaveLength(1);

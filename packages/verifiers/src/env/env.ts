@@ -1,10 +1,5 @@
 import { z } from 'zod';
-import {
-  Agent,
-  type InterceptionHost,
-  type Interaction,
-  type RunOptions,
-} from '../agent/agent.ts';
+import { Agent, type Interaction, type InterceptionHost, type RunOptions } from '../agent/agent.ts';
 import {
   type AgentConfig,
   AgentConfigSchema,
@@ -29,7 +24,10 @@ export const EnvBaseConfigShape = {
   id: z.string().min(1),
   /** A built-in taskset id, a path to a JSONL file, or `{ id, ...options }`. */
   taskset: z.union([z.string(), z.object({ id: z.string() }).loose()]).optional(),
-  timeout: z.object({ episode: z.number().positive().optional(), finalize: z.number().positive().optional() }).strict().optional(),
+  timeout: z
+    .object({ episode: z.number().positive().optional(), finalize: z.number().positive().optional() })
+    .strict()
+    .optional(),
   retries: z
     .object({
       maxRetries: z.number().int().nonnegative().default(0),
@@ -69,7 +67,10 @@ export interface EnvDefinition<R extends string = string, O extends Record<strin
   /** The env's own taskset, used when the config names none. */
   taskset?: (options: O) => Taskset | Promise<Taskset>;
   /** Checks at construction, with the harnesses and runtimes resolved (throw ConfigError). */
-  validate?: (context: { options: O; roles: Record<R, { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }> }) => void;
+  validate?: (context: {
+    options: O;
+    roles: Record<R, { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }>;
+  }) => void;
   /** Per episode, before `run` (e.g. `agents.judge.trainable = false`). */
   setup?: (context: { agents: Agents<R>; options: O }) => void | Promise<void>;
   run: (context: EnvRunContext<R, O>) => Promise<void>;
@@ -225,14 +226,22 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
       const retry =
         !episode.ok &&
         attempt < this.retries.maxRetries &&
-        errors.some((e) => !this.retries.exclude.includes(e.type) && (this.retries.include.length === 0 || this.retries.include.includes(e.type)));
+        errors.some(
+          (e) =>
+            !this.retries.exclude.includes(e.type) &&
+            (this.retries.include.length === 0 || this.retries.include.includes(e.type)),
+        );
       if (!retry || options.signal?.aborted) return episode;
       this.log(`episode ${episode.id} (task ${options.task.key}) failed: ${errors[0]?.type}; retrying (attempt ${attempt + 1})`);
       await sleep(Math.min(500 * 2 ** attempt, 30_000) * (0.5 + Math.random()), options.signal);
     }
   }
 
-  private async runEpisodeOnce(options: { task: Task; group: { id: string; index: number }; signal?: AbortSignal }): Promise<Episode> {
+  private async runEpisodeOnce(options: {
+    task: Task;
+    group: { id: string; index: number };
+    signal?: AbortSignal;
+  }): Promise<Episode> {
     const { task } = options;
     const episode = new Episode({ env: { id: this.id }, task: task.record, group: options.group });
     const semaphore = new Semaphore(this.maxConcurrentAgents);
@@ -240,16 +249,24 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     let runs = 0;
     for (const agent of Object.values(agents) as EpisodeAgent[]) agent.onRun = () => runs++;
     try {
-      await withDeadline({ seconds: this.timeout.episode ?? null, stage: 'episode', ...(options.signal ? { parent: options.signal } : {}) }, async (signal) => {
-        await this.definition.setup?.({ agents, options: this.options });
-        await this.definition.run({ task, agents, options: this.options, episode, signal });
-      });
+      await withDeadline(
+        { seconds: this.timeout.episode ?? null, stage: 'episode', ...(options.signal ? { parent: options.signal } : {}) },
+        async (signal) => {
+          await this.definition.setup?.({ agents, options: this.options });
+          await this.definition.run({ task, agents, options: this.options, episode, signal });
+        },
+      );
       if (runs === 0) throw new EnvError(`env ${this.id} ran no agent`);
       await withDeadline({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
         this.definition.finalize?.({ task, episode, options: this.options, agents }),
       );
     } catch (error) {
-      episode.recordError(EnvError.is(error) || (error as Error)?.name === 'TimeoutError' ? error : new EnvError(`${this.id}: ${(error as Error)?.message ?? String(error)}`, { cause: error }), 'env');
+      episode.recordError(
+        EnvError.is(error) || (error as Error)?.name === 'TimeoutError'
+          ? error
+          : new EnvError(`${this.id}: ${(error as Error)?.message ?? String(error)}`, { cause: error }),
+        'env',
+      );
     }
     if (!episode.ok) {
       // A failed episode marks its clean traces failed, so partial seats never train.
@@ -304,7 +321,15 @@ export class EpisodeAgent {
 
   async run(task: Task, options: RunOptions = {}): Promise<Trace> {
     this.onRun();
-    const trace = await this.semaphore.run(() => this.agent.run(task, { ...options, onTrace: (t) => { this.stamp(t); options.onTrace?.(t); } }));
+    const trace = await this.semaphore.run(() =>
+      this.agent.run(task, {
+        ...options,
+        onTrace: (t) => {
+          this.stamp(t);
+          options.onTrace?.(t);
+        },
+      }),
+    );
     this.stamp(trace);
     this.episode.traces.push(trace);
     return trace;
@@ -325,7 +350,13 @@ export class EpisodeAgent {
     let inner: Interaction;
     try {
       inner = await this.semaphore.run(() =>
-        this.agent.interaction(task, { ...options, onTrace: (t) => { live = t; this.stamp(t); } }),
+        this.agent.interaction(task, {
+          ...options,
+          onTrace: (t) => {
+            live = t;
+            this.stamp(t);
+          },
+        }),
       );
     } catch (error) {
       if (live) this.episode.traces.push(live);

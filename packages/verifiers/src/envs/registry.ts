@@ -52,5 +52,7 @@ export async function loadTaskset(ref: string | { id: string; [key: string]: unk
         : {},
     );
   }
-  throw new ConfigError(`env.taskset ${JSON.stringify(id)} is unknown; known tasksets: ${[...tasksets.keys()].join(', ')} (or a .jsonl path)`);
+  throw new ConfigError(
+    `env.taskset ${JSON.stringify(id)} is unknown; known tasksets: ${[...tasksets.keys()].join(', ')} (or a .jsonl path)`,
+  );
 }

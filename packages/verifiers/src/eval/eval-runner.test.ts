@@ -31,13 +31,28 @@ function solverClient(options: { failEvery?: number } = {}): ModelClient {
   };
 }
 
-const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const lines = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe('runEval', () => {
   it('writes one episode per line with a summary, and the built-in taskset scores correct answers', async () => {
-    const env = await Env.create({ definition: singleAgentEnv, config: { id: 'single-agent', agent: { harness: 'null' } }, run: { model: 'calc', client: solverClient() } });
+    const env = await Env.create({
+      definition: singleAgentEnv,
+      config: { id: 'single-agent', agent: { harness: 'null' } },
+      run: { model: 'calc', client: solverClient() },
+    });
     const outDir = mkdtempSync(join(tmpdir(), 'troupe-eval-'));
-    const result = await runEval({ env, taskset: arithmeticTaskset({ size: 5 }), rollouts: 2, concurrency: 3, outDir, model: 'calc' });
+    const result = await runEval({
+      env,
+      taskset: arithmeticTaskset({ size: 5 }),
+      rollouts: 2,
+      concurrency: 3,
+      outDir,
+      model: 'calc',
+    });
     const episodes = lines(join(outDir, 'traces.jsonl'));
     expect(episodes).toHaveLength(10);
     expect(result.summary.rewardMean).toBe(1);
@@ -47,14 +62,38 @@ describe('runEval', () => {
 
   it('on resume re-runs failed and torn episodes and never duplicates one', async () => {
     const outDir = mkdtempSync(join(tmpdir(), 'troupe-eval-'));
-    const flaky = await Env.create({ definition: singleAgentEnv, config: { id: 'single-agent', agent: { harness: 'null' } }, run: { model: 'calc', client: solverClient({ failEvery: 3 }) } });
-    const first = await runEval({ env: flaky, taskset: arithmeticTaskset({ size: 6 }), rollouts: 1, concurrency: 1, outDir, model: 'calc' });
+    const flaky = await Env.create({
+      definition: singleAgentEnv,
+      config: { id: 'single-agent', agent: { harness: 'null' } },
+      run: { model: 'calc', client: solverClient({ failEvery: 3 }) },
+    });
+    const first = await runEval({
+      env: flaky,
+      taskset: arithmeticTaskset({ size: 6 }),
+      rollouts: 1,
+      concurrency: 1,
+      outDir,
+      model: 'calc',
+    });
     expect(first.summary.episodesFailed).toBe(2);
     expect(first.summary.errorsByType.ProviderError).toBe(2);
     appendFileSync(join(outDir, 'traces.jsonl'), '{"version":1,"id":"torn'); // a crash mid-write
-    const healthy = await Env.create({ definition: singleAgentEnv, config: { id: 'single-agent', agent: { harness: 'null' } }, run: { model: 'calc', client: solverClient() } });
+    const healthy = await Env.create({
+      definition: singleAgentEnv,
+      config: { id: 'single-agent', agent: { harness: 'null' } },
+      run: { model: 'calc', client: solverClient() },
+    });
     const logs: string[] = [];
-    const second = await runEval({ env: healthy, taskset: arithmeticTaskset({ size: 6 }), rollouts: 1, concurrency: 2, outDir, model: 'calc', resume: true, log: (l) => logs.push(l) });
+    const second = await runEval({
+      env: healthy,
+      taskset: arithmeticTaskset({ size: 6 }),
+      rollouts: 1,
+      concurrency: 2,
+      outDir,
+      model: 'calc',
+      resume: true,
+      log: (l) => logs.push(l),
+    });
     expect(second.kept).toBe(4);
     expect(second.ran).toBe(2);
     expect(logs.join('\n')).toMatch(/torn last line/);
@@ -66,9 +105,25 @@ describe('runEval', () => {
   });
 
   it('a failing reward function is an error on the trace, not a silent 0', async () => {
-    const env = await Env.create({ definition: singleAgentEnv, config: { id: 'single-agent', agent: { harness: 'null' } }, run: { model: 'calc', client: solverClient() } });
+    const env = await Env.create({
+      definition: singleAgentEnv,
+      config: { id: 'single-agent', agent: { harness: 'null' } },
+      run: { model: 'calc', client: solverClient() },
+    });
     const taskset = arithmeticTaskset({ size: 1 });
-    const task = taskset.at(0).with({}, { rewards: [{ name: 'broken', fn: () => { throw new Error('no answer field'); } }] });
+    const task = taskset.at(0).with(
+      {},
+      {
+        rewards: [
+          {
+            name: 'broken',
+            fn: () => {
+              throw new Error('no answer field');
+            },
+          },
+        ],
+      },
+    );
     const episode = await env.runEpisode({ task, group: { id: 'g', index: 0 } });
     const trace = episode.traces[0];
     expect(trace?.ok).toBe(false);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
-import { formatSummary, summarize, type EvalSummary } from './summary.ts';
+import { type EvalSummary, formatSummary, summarize } from './summary.ts';
 import { EpisodeWriter, readEpisodes, rewriteEpisodes } from './traces-file.ts';
 
 export interface EvalProgress {
@@ -76,7 +76,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   if (options.taskset.isInfinite && options.numTasks === undefined) {
     throw new RangeError(`taskset ${options.taskset.id} is infinite: set numTasks (-n)`);
   }
-  const tasks: Task[] = (options.numTasks !== undefined ? options.taskset.head(Math.min(options.numTasks, options.taskset.size)) : options.taskset).toArray();
+  const tasks: Task[] = (
+    options.numTasks !== undefined ? options.taskset.head(Math.min(options.numTasks, options.taskset.size)) : options.taskset
+  ).toArray();
   mkdirSync(join(outDir, 'logs'), { recursive: true });
   const tracesPath = join(outDir, 'traces.jsonl');
   if (options.config) writeFileSync(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
@@ -124,7 +126,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
       finished.push(episode);
       if (!episode.ok) {
         failed++;
-        log(`episode ${episode.id} (task ${item.task.key} #${item.index}) failed: ${[...episode.errors, ...episode.traces.flatMap((t) => t.errors)].map((e) => `${e.type}: ${e.message.slice(0, 200)}`).join(' | ')}`);
+        log(
+          `episode ${episode.id} (task ${item.task.key} #${item.index}) failed: ${[...episode.errors, ...episode.traces.flatMap((t) => t.errors)].map((e) => `${e.type}: ${e.message.slice(0, 200)}`).join(' | ')}`,
+        );
       }
       const first = episode.traces[0];
       if (first?.ok) {

@@ -50,7 +50,11 @@ function histogram(values: number[], min: number | null, max: number | null): Ro
   if (min === null || max === null) return [];
   const bins = 10;
   const width = max > min ? (max - min) / bins : 1;
-  const out = Array.from({ length: max > min ? bins : 1 }, (_, i) => ({ from: min + i * width, to: min + (i + 1) * width, count: 0 }));
+  const out = Array.from({ length: max > min ? bins : 1 }, (_, i) => ({
+    from: min + i * width,
+    to: min + (i + 1) * width,
+    count: 0,
+  }));
   for (const v of values) {
     const index = max > min ? Math.min(bins - 1, Math.floor((v - min) / width)) : 0;
     (out[index] as { count: number }).count++;
@@ -145,7 +149,12 @@ export function summarize(options: {
     byRole,
     passAtK: passAtKOut,
     passThreshold: threshold,
-    tokens: { prompt, completion, total: prompt + completion, perEpisode: episodes.length ? (prompt + completion) / episodes.length : 0 },
+    tokens: {
+      prompt,
+      completion,
+      total: prompt + completion,
+      perEpisode: episodes.length ? (prompt + completion) / episodes.length : 0,
+    },
     cost: anyCost ? cost : null,
     errorsByType,
     stopConditions,
@@ -165,12 +174,26 @@ export function formatSummary(summary: EvalSummary): string {
     );
   }
   if (Object.keys(summary.passAtK).length) {
-    lines.push(`  ${Object.entries(summary.passAtK).map(([k, v]) => `${k} ${v.toFixed(3)}`).join('  ')}`);
+    lines.push(
+      `  ${Object.entries(summary.passAtK)
+        .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+        .join('  ')}`,
+    );
   }
-  lines.push(`  tokens ${summary.tokens.total} (prompt ${summary.tokens.prompt}, completion ${summary.tokens.completion})${summary.cost !== null ? `  cost $${summary.cost.toFixed(4)}` : ''}`);
+  lines.push(
+    `  tokens ${summary.tokens.total} (prompt ${summary.tokens.prompt}, completion ${summary.tokens.completion})${summary.cost !== null ? `  cost $${summary.cost.toFixed(4)}` : ''}`,
+  );
   if (Object.keys(summary.errorsByType).length) {
-    lines.push(`  errors: ${Object.entries(summary.errorsByType).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+    lines.push(
+      `  errors: ${Object.entries(summary.errorsByType)
+        .map(([t, n]) => `${t} ${n}`)
+        .join(', ')}`,
+    );
   }
-  lines.push(`  stop conditions: ${Object.entries(summary.stopConditions).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+  lines.push(
+    `  stop conditions: ${Object.entries(summary.stopConditions)
+      .map(([t, n]) => `${t} ${n}`)
+      .join(', ')}`,
+  );
   return lines.join('\n');
 }

@@ -79,7 +79,10 @@ export class BashHarness extends LoopHarness {
         const text = new TextDecoder().decode(await sandbox.readFile(path));
         const count = text.split(before).length - 1;
         if (count !== 1) return `error: \`old\` occurs ${count} times in ${path}; it must occur exactly once`;
-        await sandbox.writeFile(path, text.replace(before, () => after));
+        await sandbox.writeFile(
+          path,
+          text.replace(before, () => after),
+        );
         return `edited ${path}`;
       },
     };

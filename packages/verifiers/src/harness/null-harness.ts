@@ -17,7 +17,12 @@ export abstract class LoopHarness implements Harness {
 
   async launch(context: HarnessLaunchContext): Promise<HarnessResult> {
     const messages = [...context.messages];
-    const result = await runToolLoop({ endpoint: context.endpoint, messages, tools: this.tools(context), signal: context.signal });
+    const result = await runToolLoop({
+      endpoint: context.endpoint,
+      messages,
+      tools: this.tools(context),
+      signal: context.signal,
+    });
     const last = result.added.findLast((m) => m.role === 'assistant');
     return { exitCode: 0, stdout: last?.role === 'assistant' ? (last.content ?? '') : '', stderr: '' };
   }

@@ -39,7 +39,8 @@ async function run<D extends TaskData>(
     const value = await fn.fn(context);
     const map = typeof value === 'number' ? { [fn.name]: value } : value;
     for (const [name, v] of Object.entries(map)) {
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw new TypeError(`returned ${String(v)} for ${name}, not a finite number`);
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        throw new TypeError(`returned ${String(v)} for ${name}, not a finite number`);
     }
     return map;
   } catch (error) {

@@ -14,9 +14,7 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-type Source<D extends TaskData> =
-  | { kind: 'list'; tasks: Task<D>[] }
-  | { kind: 'generator'; make: (index: number) => Task<D> };
+type Source<D extends TaskData> = { kind: 'list'; tasks: Task<D>[] } | { kind: 'generator'; make: (index: number) => Task<D> };
 
 /**
  * A set of tasks of one type: finite (an array, a JSONL file) or infinite (a seeded
@@ -108,7 +106,8 @@ export class Taskset<D extends TaskData = TaskData> {
 
   /** A deterministic shuffle (Fisher–Yates with a fixed seed, default 0). Errors when infinite. */
   shuffle(seed = 0): Taskset<D> {
-    if (this.source.kind !== 'list') throw new ConfigError(`taskset ${this.id} is infinite and cannot be shuffled; take head(n) first`);
+    if (this.source.kind !== 'list')
+      throw new ConfigError(`taskset ${this.id} is infinite and cannot be shuffled; take head(n) first`);
     const tasks = [...this.source.tasks];
     const random = seededRandom(seed);
     for (let i = tasks.length - 1; i > 0; i--) {

@@ -28,7 +28,11 @@ export function arithmeticTaskset(options: { size?: number; seed?: number } = {}
     const c = 2 + Math.floor(random() * 9);
     const op = Math.floor(random() * 3);
     const [text, answer] =
-      op === 0 ? [`${a} + ${b} * ${c}`, a + b * c] : op === 1 ? [`(${a} - ${b}) * ${c}`, (a - b) * c] : [`${a} * ${b} - ${c}`, a * b - c];
+      op === 0
+        ? [`${a} + ${b} * ${c}`, a + b * c]
+        : op === 1
+          ? [`(${a} - ${b}) * ${c}`, (a - b) * c]
+          : [`${a} * ${b} - ${c}`, a * b - c];
     return new Task<ArithmeticTaskData>(
       { idx: i, name: `arithmetic-${base}-${i}`, prompt: `What is ${text}? End your reply with just the final integer.`, answer },
       {

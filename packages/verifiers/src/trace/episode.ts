@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { errorRecord } from '../errors/troupe-error.ts';
 import { addUsage, emptyUsage, type Usage } from '../model/model-client.ts';
 import { Trace } from './trace.ts';
-import { TraceErrorSchema, type TraceError, TraceRecordSchema, TraceTaskSchema } from './trace-schema.ts';
+import { type TraceError, TraceErrorSchema, TraceRecordSchema, TraceTaskSchema } from './trace-schema.ts';
 
 export const EPISODE_VERSION = 1;
 

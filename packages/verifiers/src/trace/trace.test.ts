@@ -12,18 +12,28 @@ describe('Trace', () => {
     trace.recordCall(
       { model: 'm', messages: [user], sampling: {} },
       {
-        id: '1', model: 'm', message: reply, finishReason: 'stop',
+        id: '1',
+        model: 'm',
+        message: reply,
+        finishReason: 'stop',
         usage: { promptTokens: 3, completionTokens: 2 },
-        promptTokenIds: [1, 2, 3], completionTokenIds: [4, 5], completionLogprobs: [-0.1, -0.2],
+        promptTokenIds: [1, 2, 3],
+        completionTokenIds: [4, 5],
+        completionLogprobs: [-0.1, -0.2],
       },
       { dialect: 'chat', startedAt: 0, durationMs: 1 },
     );
     const second = trace.recordCall(
       { model: 'm', messages: [user, reply, { role: 'user', content: 'more' }], sampling: {} },
       {
-        id: '2', model: 'm', message: { role: 'assistant', content: 'ok' }, finishReason: 'stop',
+        id: '2',
+        model: 'm',
+        message: { role: 'assistant', content: 'ok' },
+        finishReason: 'stop',
         usage: { promptTokens: 7, completionTokens: 1 },
-        promptTokenIds: [1, 2, 3, 4, 5, 6, 7], completionTokenIds: [8], completionLogprobs: [-0.3],
+        promptTokenIds: [1, 2, 3, 4, 5, 6, 7],
+        completionTokenIds: [8],
+        completionLogprobs: [-0.3],
       },
       { dialect: 'chat', startedAt: 0, durationMs: 1 },
     );
@@ -42,12 +52,28 @@ describe('Trace', () => {
     const user = { role: 'user' as const, content: 'hi' };
     trace.recordCall(
       { model: 'm', messages: [user], sampling: {} },
-      { id: '1', model: 'm', message: { role: 'assistant', content: 'a' }, finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 }, promptTokenIds: [1], completionTokenIds: [2] },
+      {
+        id: '1',
+        model: 'm',
+        message: { role: 'assistant', content: 'a' },
+        finishReason: 'stop',
+        usage: { promptTokens: 1, completionTokens: 1 },
+        promptTokenIds: [1],
+        completionTokenIds: [2],
+      },
       { dialect: 'chat', startedAt: 0, durationMs: 1 },
     );
     const node = trace.recordCall(
       { model: 'm', messages: [user, { role: 'assistant', content: 'a' }, { role: 'user', content: 'x' }], sampling: {} },
-      { id: '2', model: 'm', message: { role: 'assistant', content: 'b' }, finishReason: 'stop', usage: { promptTokens: 3, completionTokens: 1 }, promptTokenIds: [9, 9, 9], completionTokenIds: [3] },
+      {
+        id: '2',
+        model: 'm',
+        message: { role: 'assistant', content: 'b' },
+        finishReason: 'stop',
+        usage: { promptTokens: 3, completionTokens: 1 },
+        promptTokenIds: [9, 9, 9],
+        completionTokenIds: [3],
+      },
       { dialect: 'chat', startedAt: 0, durationMs: 1 },
     );
     expect(node.tokenParent).toBeNull();
@@ -58,7 +84,13 @@ describe('Trace', () => {
     const trace = makeTrace();
     trace.recordCall(
       { model: 'm', messages: [{ role: 'user', content: 'hi' }], sampling: { temperature: 1 } },
-      { id: '1', model: 'm', message: { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'bash', arguments: '{"cmd":"ls"}' }] }, finishReason: 'tool_calls', usage: { promptTokens: 1, completionTokens: 1 } },
+      {
+        id: '1',
+        model: 'm',
+        message: { role: 'assistant', content: null, toolCalls: [{ id: 'c1', name: 'bash', arguments: '{"cmd":"ls"}' }] },
+        finishReason: 'tool_calls',
+        usage: { promptTokens: 1, completionTokens: 1 },
+      },
       { dialect: 'chat', startedAt: 0, durationMs: 1 },
     );
     trace.recordReward('correct', 1, 0.5);

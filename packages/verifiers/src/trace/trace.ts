@@ -313,7 +313,9 @@ export function messageHash(message: Message): string {
     case 'tool':
       return sha256(canonicalJson({ r: 'tool', id: message.toolCallId, c: message.content.trim() }));
     case 'user':
-      return sha256(canonicalJson({ r: 'user', c: typeof message.content === 'string' ? message.content.trim() : message.content }));
+      return sha256(
+        canonicalJson({ r: 'user', c: typeof message.content === 'string' ? message.content.trim() : message.content }),
+      );
     case 'system':
       return sha256(canonicalJson({ r: 'system', c: message.content.trim() }));
   }
