@@ -1,0 +1,174 @@
+import { Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import type { ExecOptions, ExecResult } from '@troupe/verifiers';
+import { SandboxError } from '@troupe/verifiers';
+import type Docker from 'dockerode';
+
+/** Directory inside the container where each exec records its pid (the leader of its process group). */
+export const EXEC_PID_DIR = '/tmp/.troupe-exec';
+
+/**
+ * Runs `argv` so that it records its pid first: `docker exec` makes every exec its own session
+ * and process-group leader, so that pid is also the group id killed on timeout or abort.
+ */
+export function wrapWithPidFile(argv: string[], pidFile: string): string[] {
+  return ['sh', '-c', `{ mkdir -p ${EXEC_PID_DIR} && echo $$ > "$0"; } 2>/dev/null; exec "$@"`, pidFile, ...argv];
+}
+
+/** Shell command that SIGKILLs the process group recorded in `pidFile`. */
+export function killCommand(pidFile: string): string[] {
+  return ['sh', '-c', `p=$(cat "${pidFile}" 2>/dev/null) && [ -n "$p" ] && [ "$p" != 1 ] && { kill -9 -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; rm -f "${pidFile}"; true`];
+}
+
+class Collector extends Writable {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+  private readonly decoder = new StringDecoder('utf8');
+
+  constructor(
+    private readonly limit: number,
+    private readonly onChunk?: (chunk: string) => void,
+  ) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    if (this.onChunk) {
+      const text = this.decoder.write(chunk);
+      if (text) this.onChunk(text);
+    }
+    const room = this.limit - this.size;
+    if (room < chunk.length) this.truncated = true;
+    if (room > 0) {
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      this.chunks.push(kept);
+      this.size += kept.length;
+    }
+    callback();
+  }
+
+  text(): string {
+    if (this.onChunk) {
+      const rest = this.decoder.end();
+      if (rest) this.onChunk(rest);
+    }
+    return Buffer.concat(this.chunks, this.size).toString('utf8');
+  }
+}
+
+/** What {@link runDockerExec} needs. */
+export interface DockerExecRun {
+  docker: Docker;
+  container: Docker.Container;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  options: ExecOptions;
+  pidFile: string;
+  maxOutputBytes: number;
+  /** How often the exec is inspected while its output streams (to notice a main process that exited). */
+  pollMs?: number;
+  /** How long output may keep streaming after the main process exited (a background child holding stdout). */
+  closeGraceMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One `docker exec` with demultiplexed stdout / stderr, stdin closed unless given, and the exit
+ * code read by polling exec inspect until it stops running. Timeout or abort SIGKILLs the exec's
+ * process group (through a second exec), so a child ignoring SIGTERM and grandchildren die too.
+ */
+export async function runDockerExec(run: DockerExecRun): Promise<ExecResult> {
+  const { options } = run;
+  const started = performance.now();
+  if (options.signal?.aborted) throw options.signal.reason;
+  const hasStdin = options.stdin !== undefined;
+  const exec = await run.container.exec({
+    Cmd: wrapWithPidFile(run.argv, run.pidFile),
+    AttachStdin: hasStdin,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    WorkingDir: run.cwd,
+    Env: Object.entries(run.env).map(([name, value]) => `${name}=${value}`),
+  });
+  const stream = await exec.start({ hijack: true, stdin: hasStdin });
+  const stdout = new Collector(run.maxOutputBytes, options.onStdout);
+  const stderr = new Collector(run.maxOutputBytes, options.onStderr);
+  run.docker.modem.demuxStream(stream, stdout, stderr);
+  if (hasStdin) {
+    stream.write(typeof options.stdin === 'string' ? options.stdin : Buffer.from(options.stdin as Uint8Array));
+    stream.end();
+  }
+
+  let timedOut = false;
+  let aborted = false;
+  let killing: Promise<void> | undefined;
+  const kill = () => {
+    killing ??= (async () => {
+      try {
+        const killer = await run.container.exec({ Cmd: killCommand(run.pidFile), AttachStdout: false, AttachStderr: false });
+        await killer.start({ Detach: true });
+      } catch {
+        // The container may already be gone; stop() removes it anyway.
+      }
+    })();
+    return killing;
+  };
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
+    timedOut = true;
+    void kill();
+  }, options.timeoutMs);
+  const onAbort = () => {
+    aborted = true;
+    void kill();
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+
+  try {
+    const ended = new Promise<void>((resolve) => {
+      stream.once('end', () => resolve());
+      stream.once('close', () => resolve());
+      stream.once('error', () => resolve());
+    });
+    // Inspect while streaming: if the main process exited but a background child keeps the
+    // output open, stop reading after a grace period instead of waiting for the child.
+    let streaming = true;
+    const watcher = (async () => {
+      while (streaming) {
+        await Promise.race([ended, sleep(run.pollMs ?? 500)]);
+        if (!streaming) return;
+        const info = await exec.inspect().catch(() => undefined);
+        if (info && !info.Running) {
+          await Promise.race([ended, sleep(run.closeGraceMs ?? 1000)]);
+          stream.destroy();
+          return;
+        }
+      }
+    })();
+    await ended;
+    streaming = false;
+    await watcher;
+    if (killing) await killing;
+    if (aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
+    let info = await exec.inspect();
+    for (let attempt = 0; info.Running && attempt < 200; attempt++) {
+      await sleep(attempt < 10 ? 10 : 50);
+      info = await exec.inspect();
+    }
+    const result: ExecResult = {
+      exitCode: info.ExitCode ?? (timedOut ? 137 : 1),
+      stdout: stdout.text(),
+      stderr: stderr.text(),
+      timedOut,
+      durationMs: performance.now() - started,
+    };
+    if (stdout.truncated || stderr.truncated) result.truncated = true;
+    return result;
+  } finally {
+    if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+}

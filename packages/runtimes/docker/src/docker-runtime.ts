@@ -1,0 +1,209 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  ConfigError,
+  CreationLimiter,
+  CreationLimitsSchema,
+  type Runtime,
+  type RuntimeCapabilities,
+  type RuntimeLogger,
+  type Sandbox,
+  SandboxError,
+  type SandboxOptions,
+  SandboxOptionsSchema,
+  parseRuntimeOptions,
+  withoutSecrets,
+} from '@troupe/verifiers';
+import Docker from 'dockerode';
+import { z } from 'zod';
+import { DockerSandbox } from './docker-sandbox.ts';
+
+/** Label on every container this runtime creates. */
+export const SANDBOX_LABEL = 'troupe.sandbox';
+/** Label naming the runtime instance (one per `DockerRuntime`). */
+export const RUN_LABEL = 'troupe.run';
+const OWNER_PID_LABEL = 'troupe.owner-pid';
+const OWNER_HOST_LABEL = 'troupe.owner-host';
+
+/** Config of the `docker` runtime. Sandbox options (`image`, `workdir`, …) override the defaults here. */
+export const DockerRuntimeOptionsSchema = z
+  .object({
+    /** Engine socket (default `/var/run/docker.sock`); ignored when a `docker` client is injected. */
+    socketPath: z.string().min(1).optional(),
+    /** Default image (default `troupe-debian:bookworm`, built by tooling/scripts/docker-engine.sh). */
+    image: z.string().min(1).optional(),
+    /** Default working directory inside the container (default `/work`). */
+    workdir: z.string().startsWith('/').optional(),
+    /** Default CPU limit (cores). */
+    cpu: z.number().positive().optional(),
+    /** Default memory limit in MiB. */
+    memoryMb: z.number().positive().optional(),
+    /** Allow network by default (host network); off means `NetworkMode: none`. */
+    network: z.boolean().optional(),
+    /** Environment of every command; names matching /API_KEY|SECRET|TOKEN/i are dropped. */
+    env: z.record(z.string(), z.string()).optional(),
+    /** Labels added to every container. */
+    labels: z.record(z.string(), z.string()).optional(),
+    /** Pull a missing image from its registry before failing (default true). */
+    pull: z.boolean().optional(),
+    /** Remove containers left by dead processes of this host when the first sandbox is created (default true). */
+    sweep: z.boolean().optional(),
+    /** Bytes of stdout and of stderr kept per command (default 64 MiB). */
+    maxOutputBytes: z.number().int().positive().optional(),
+    /** Node binary used to forward host ports into no-network containers (default: this process's). */
+    nodePath: z.string().min(1).optional(),
+    ...CreationLimitsSchema.shape,
+  })
+  .strict();
+export type DockerRuntimeOptions = z.infer<typeof DockerRuntimeOptionsSchema>;
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Sandboxes as Docker containers on `dockerode`: one container per sandbox (kept alive by a
+ * sleeping shell under `docker-init`), labelled, network off unless allowed, removed on stop;
+ * leftovers of dead processes are swept by label.
+ */
+export class DockerRuntime implements Runtime {
+  readonly id = 'docker';
+  readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
+  /** Value of the `troupe.run` label on this runtime's containers. */
+  readonly runId = randomBytes(6).toString('hex');
+  readonly docker: Docker;
+  private readonly options: DockerRuntimeOptions;
+  private readonly limiter: CreationLimiter;
+  private readonly logger: RuntimeLogger | undefined;
+  private readonly sandboxes = new Set<DockerSandbox>();
+  private swept: Promise<unknown> | undefined;
+
+  constructor(options: DockerRuntimeOptions & { docker?: Docker; logger?: RuntimeLogger } = {}) {
+    const { docker, logger, ...rest } = options;
+    this.options = parseRuntimeOptions({ schema: DockerRuntimeOptionsSchema, value: rest, what: 'docker' });
+    this.docker = docker ?? new Docker({ socketPath: this.options.socketPath ?? '/var/run/docker.sock' });
+    this.limiter = new CreationLimiter(this.options);
+    this.logger = logger;
+  }
+
+  /** Sandboxes of this runtime that have not been stopped. */
+  get activeSandboxes(): number {
+    return this.sandboxes.size;
+  }
+
+  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
+    if (this.options.sweep !== false) {
+      this.swept ??= this.sweepLeftovers().catch((error: unknown) => {
+        this.logger?.warn(`docker runtime could not sweep leftovers: ${(error as Error).message}`);
+      });
+      await this.swept;
+    }
+    const slot = await this.limiter.acquire();
+    const id = `docker-${randomBytes(6).toString('hex')}`;
+    const image = sandboxOptions.image ?? this.options.image ?? 'troupe-debian:bookworm';
+    const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/work';
+    const network = sandboxOptions.network ?? this.options.network ?? false;
+    const cpu = sandboxOptions.cpu ?? this.options.cpu;
+    const memoryMb = sandboxOptions.memoryMb ?? this.options.memoryMb;
+    const env = { ...withoutSecrets(this.options.env), ...withoutSecrets(sandboxOptions.env) };
+    const spec: Docker.ContainerCreateOptions = {
+      name: `troupe-${id}`,
+      Image: image,
+      Entrypoint: ['/bin/sh', '-c'],
+      Cmd: ['trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
+      WorkingDir: workdir,
+      Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
+      Labels: {
+        ...this.options.labels,
+        ...sandboxOptions.labels,
+        [SANDBOX_LABEL]: '1',
+        [RUN_LABEL]: this.runId,
+        'troupe.sandbox-id': id,
+        [OWNER_PID_LABEL]: String(process.pid),
+        [OWNER_HOST_LABEL]: hostname(),
+      },
+      AttachStdin: false,
+      AttachStdout: false,
+      AttachStderr: false,
+      OpenStdin: false,
+      Tty: false,
+      HostConfig: {
+        Init: true,
+        NetworkMode: network ? 'host' : 'none',
+        AutoRemove: false,
+        ...(cpu !== undefined && { NanoCpus: Math.round(cpu * 1e9) }),
+        ...(memoryMb !== undefined && { Memory: Math.round(memoryMb * 1024 * 1024) }),
+      },
+    };
+    let container: Docker.Container | undefined;
+    try {
+      container = await this.createContainer(spec);
+      await container.start();
+      const sandbox: DockerSandbox = new DockerSandbox({
+        docker: this.docker,
+        container,
+        id,
+        workdir,
+        hostNetwork: network,
+        maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
+        slot,
+        nodePath: this.options.nodePath ?? process.execPath,
+        onStopped: () => this.sandboxes.delete(sandbox),
+      });
+      this.sandboxes.add(sandbox);
+      return sandbox;
+    } catch (error) {
+      slot.release();
+      await container?.remove({ force: true }).catch(() => undefined);
+      if (error instanceof SandboxError || error instanceof ConfigError) throw error;
+      throw new SandboxError(`docker sandbox could not be created from image ${image}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  private async createContainer(spec: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+    try {
+      return await this.docker.createContainer(spec);
+    } catch (error) {
+      const missingImage = (error as { statusCode?: number }).statusCode === 404 && /image/i.test((error as Error).message);
+      if (!missingImage || this.options.pull === false) throw error;
+      this.logger?.warn(`docker runtime: pulling missing image ${spec.Image}`);
+      const stream = await this.docker.pull(spec.Image as string);
+      await new Promise<void>((resolve, reject) => this.docker.modem.followProgress(stream, (pullError: Error | null) => (pullError ? reject(pullError) : resolve())));
+      return await this.docker.createContainer(spec);
+    }
+  }
+
+  /** Removes containers labelled `troupe.sandbox` whose owning process on this host is gone. */
+  async sweepLeftovers(): Promise<string[]> {
+    const containers = await this.docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${OWNER_HOST_LABEL}=${hostname()}`] } });
+    const removed: string[] = [];
+    await Promise.all(
+      containers
+        .filter((info) => {
+          const pid = Number(info.Labels?.[OWNER_PID_LABEL]);
+          return Number.isInteger(pid) && pid > 0 && !processExists(pid);
+        })
+        .map(async (info) => {
+          await this.docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined);
+          removed.push(info.Id);
+        }),
+    );
+    return removed;
+  }
+
+  /** Stops every sandbox this runtime still has. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+  }
+}
+
+/** Makes a {@link DockerRuntime}. */
+export function createDockerRuntime(options: DockerRuntimeOptions & { docker?: Docker; logger?: RuntimeLogger } = {}): DockerRuntime {
+  return new DockerRuntime(options);
+}

@@ -1,0 +1,222 @@
+import { mkdir, stat } from 'node:fs/promises';
+import { dirname, posix } from 'node:path';
+import type { CreationSlot, ExecOptions, ExecResult, Sandbox } from '@troupe/verifiers';
+import { SandboxError } from '@troupe/verifiers';
+import type Docker from 'dockerode';
+import { EXEC_PID_DIR, runDockerExec } from './docker-exec.ts';
+import { HostForwarder } from './host-forwarder.ts';
+import { extractToHost, packFile, packHostPath, readFirstEntry } from './tar-archive.ts';
+
+/** What a {@link DockerSandbox} is made from (the runtime creates and starts the container). */
+export interface DockerSandboxInit {
+  docker: Docker;
+  container: Docker.Container;
+  id: string;
+  workdir: string;
+  /** Host network (`network: true`): host loopback URLs work unchanged. */
+  hostNetwork: boolean;
+  maxOutputBytes: number;
+  slot: CreationSlot;
+  /** The Node binary run (in the container's network namespace) to forward host ports. */
+  nodePath: string;
+  onStopped: () => void;
+}
+
+const MAX_SYMLINK_HOPS = 8;
+
+function isNotFound(error: unknown): boolean {
+  return (error as { statusCode?: number }).statusCode === 404;
+}
+
+/** A container kept alive by a sleeping shell; commands are `docker exec`s, files go through the archive API. */
+export class DockerSandbox implements Sandbox {
+  readonly runtime = 'docker';
+  readonly id: string;
+  readonly workdir: string;
+  private readonly docker: Docker;
+  private readonly container: Docker.Container;
+  private readonly init: DockerSandboxInit;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+  private execCount = 0;
+  private forwarder: HostForwarder | undefined;
+
+  constructor(init: DockerSandboxInit) {
+    this.init = init;
+    this.docker = init.docker;
+    this.container = init.container;
+    this.id = init.id;
+    this.workdir = init.workdir;
+  }
+
+  /** The container id. */
+  get containerId(): string {
+    return this.container.id;
+  }
+
+  private assertRunning(operation: string): void {
+    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
+  }
+
+  private resolve(path: string): string {
+    if (typeof path !== 'string' || path.length === 0) throw new SandboxError('empty sandbox path');
+    if (path.includes('\0')) throw new SandboxError(`sandbox path contains a NUL byte: ${JSON.stringify(path)}`);
+    return posix.resolve(this.workdir, path);
+  }
+
+  private async wrap<T>(operation: string, action: () => Promise<T>): Promise<T> {
+    this.assertRunning(operation);
+    try {
+      return await action();
+    } catch (error) {
+      if (error instanceof SandboxError) throw error;
+      if (this.stopped) throw new SandboxError(`sandbox ${this.id} was stopped during ${operation}`, { cause: error });
+      const alive = await this.alive();
+      const message = (error as Error).message ?? String(error);
+      throw new SandboxError(`${operation} failed in docker sandbox ${this.id}${alive ? '' : ' (container is not running)'}: ${message}`, { cause: error });
+    }
+  }
+
+  exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const argv = typeof command === 'string' ? ['sh', '-c', command] : command;
+    if (argv.length === 0) return Promise.reject(new SandboxError('exec needs a command (empty argv)'));
+    const sequence = ++this.execCount;
+    return this.wrap('exec', async () => {
+      const result = await runDockerExec({
+        docker: this.docker,
+        container: this.container,
+        argv,
+        cwd: options.cwd === undefined ? this.workdir : this.resolve(options.cwd),
+        env: options.env ?? {},
+        options,
+        pidFile: `${EXEC_PID_DIR}/${sequence}.pid`,
+        maxOutputBytes: this.init.maxOutputBytes,
+      });
+      // An exec whose working directory does not exist fails before the wrapper runs.
+      if (result.exitCode === 126 && /no such file or directory/i.test(result.stdout + result.stderr) && options.cwd !== undefined) {
+        throw new SandboxError(`exec cwd is not a directory in sandbox ${this.id}: ${options.cwd}`);
+      }
+      return result;
+    });
+  }
+
+  readFile(path: string): Promise<Uint8Array> {
+    return this.wrap('readFile', async () => {
+      let target = this.resolve(path);
+      for (let hop = 0; hop <= MAX_SYMLINK_HOPS; hop++) {
+        let archive: NodeJS.ReadableStream;
+        try {
+          archive = await this.container.getArchive({ path: target });
+        } catch (error) {
+          if (isNotFound(error)) throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: no such file`, { cause: error });
+          throw error;
+        }
+        const { header, data } = await readFirstEntry(archive);
+        if (header.type === 'file') return new Uint8Array(data);
+        if (header.type === 'symlink' && header.linkname) {
+          target = posix.resolve(posix.dirname(target), header.linkname);
+          continue;
+        }
+        throw new SandboxError(`not a regular file in sandbox ${this.id}: ${path}`);
+      }
+      throw new SandboxError(`too many symlinks reading ${path} in sandbox ${this.id}`);
+    });
+  }
+
+  writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    return this.wrap('writeFile', async () => {
+      const target = this.resolve(path);
+      if (target === '/') throw new SandboxError(`cannot write the sandbox root: ${path}`);
+      const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+      await this.putArchive(posix.dirname(target), () => packFile({ name: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 }));
+    });
+  }
+
+  upload(hostPath: string, sandboxPath: string): Promise<void> {
+    return this.wrap('upload', async () => {
+      await stat(hostPath).catch((error: unknown) => {
+        throw new SandboxError(`upload source does not exist on the host: ${hostPath}`, { cause: error });
+      });
+      const target = this.resolve(sandboxPath);
+      if (target === '/') throw new SandboxError(`cannot upload onto the sandbox root: ${sandboxPath}`);
+      await this.putArchive(posix.dirname(target), () => packHostPath({ hostPath, name: posix.basename(target) }));
+    });
+  }
+
+  download(sandboxPath: string, hostPath: string): Promise<void> {
+    return this.wrap('download', async () => {
+      const source = this.resolve(sandboxPath);
+      let archive: NodeJS.ReadableStream;
+      try {
+        archive = await this.container.getArchive({ path: source });
+      } catch (error) {
+        if (isNotFound(error)) throw new SandboxError(`cannot download ${sandboxPath} from sandbox ${this.id}: it does not exist`, { cause: error });
+        throw error;
+      }
+      await mkdir(dirname(hostPath), { recursive: true });
+      await extractToHost({ archive, topName: source === '/' ? '.' : posix.basename(source), hostPath });
+    });
+  }
+
+  /** Puts an archive into `directory`, creating the directory first when it does not exist. */
+  private async putArchive(directory: string, makeArchive: () => NodeJS.ReadableStream): Promise<void> {
+    try {
+      await this.container.putArchive(makeArchive(), { path: directory });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      const made = await this.exec(['mkdir', '-p', directory]);
+      if (made.exitCode !== 0) throw new SandboxError(`cannot create ${directory} in sandbox ${this.id}: ${made.stderr.trim()}`);
+      await this.container.putArchive(makeArchive(), { path: directory });
+    }
+  }
+
+  async alive(): Promise<boolean> {
+    if (this.stopped) return false;
+    try {
+      const info = await this.container.inspect();
+      return info.State.Running === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * With `network: true` (host network) the URL is unchanged. Without network, the host port is
+   * forwarded into the container's own loopback (see {@link HostForwarder}), so the same
+   * `http://127.0.0.1:<port>` works inside and nothing else is reachable.
+   */
+  async reachHost(hostUrl: string): Promise<string> {
+    this.assertRunning('reachHost');
+    const url = new URL(hostUrl);
+    if (this.init.hostNetwork) return hostUrl;
+    const loopback = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
+    if (!loopback) throw new SandboxError(`sandbox ${this.id} has no network: ${url.host} is unreachable (create it with network: true)`);
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if (!this.forwarder) {
+      const info = await this.container.inspect();
+      if (!info.State.Pid) throw new SandboxError(`sandbox ${this.id} has no running process to forward into`);
+      this.forwarder = new HostForwarder({ containerPid: info.State.Pid, nodePath: this.init.nodePath });
+    }
+    await this.forwarder.forward({ hostName: url.hostname === 'localhost' ? '127.0.0.1' : url.hostname.replace(/^\[|\]$/g, ''), port });
+    url.hostname = '127.0.0.1';
+    return url.toString().replace(/\/$/, hostUrl.endsWith('/') ? '/' : '');
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.stopNow();
+    return this.stopping;
+  }
+
+  private async stopNow(): Promise<void> {
+    this.stopped = true;
+    try {
+      await this.forwarder?.close();
+      await this.container.remove({ force: true, v: true }).catch((error: unknown) => {
+        if (!isNotFound(error) && (error as { statusCode?: number }).statusCode !== 409) throw error;
+      });
+    } finally {
+      this.init.slot.release();
+      this.init.onStopped();
+    }
+  }
+}
