@@ -149,7 +149,12 @@ export class Agent {
           (signal) => this.harness.launch({ ...context, signal }),
         );
         if (result.exitCode !== 0 && trace.stopCondition === null) {
-          await this.recordExitFailure(trace, sandbox, result, context);
+          // A program that exits because its model calls failed: the provider error is the cause.
+          if (prepared.session.providerError) trace.recordError(prepared.session.providerError, 'agent');
+          else await this.recordExitFailure(trace, sandbox, result, context);
+        } else if (trace.ok && !(await sandbox.alive().catch(() => false))) {
+          // The program finished, but its sandbox did not survive the run (directory removed, container gone).
+          trace.recordError(new SandboxError(`sandbox ${sandbox.id} died while ${this.harness.id} ran`), 'agent');
         }
       } catch (error) {
         if (trace.stopCondition === null || trace.stopCondition === 'agent_completed') {
