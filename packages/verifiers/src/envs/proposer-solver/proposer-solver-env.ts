@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { defineEnv } from '../../env/env.ts';
+import { EnvError } from '../../errors/troupe-error.ts';
+import { Task } from '../../task/task.ts';
+import type { Trace } from '../../trace/trace.ts';
+import { lastInteger } from '../../tasksets/arithmetic.ts';
+import { type Proposal, parseProposal } from './proposal-parser.ts';
+import { proposerSolverSeeds } from './seed-topics.ts';
+
+/** Options of `proposer-solver` (keys of `[env]`). */
+export const ProposerSolverOptionsSchema = z
+  .object({
+    /** Solvers per proposed problem (they run concurrently). */
+    n: z.number().int().positive().default(4),
+    /** Whether the proposer's traces train. */
+    trainProposer: z.boolean().default(true),
+    /** Whether the solvers' traces train. */
+    trainSolver: z.boolean().default(true),
+  })
+  .strict();
+export type ProposerSolverOptions = z.output<typeof ProposerSolverOptionsSchema>;
+
+/** Appended to the proposed problem for each solver. */
+export const SOLVE_SUFFIX = 'End your reply with just the final integer.';
+
+export interface SolveTaskData extends Record<string, unknown> {
+  prompt: string;
+  answer: number;
+}
+
+/** The task each solver gets: the problem, reward `correct` = the last integer of the reply equals the answer. */
+export function solveTask(options: { proposal: Proposal; from: Task; proposerTrace: string }): Task<SolveTaskData> {
+  const { proposal, from } = options;
+  return new Task<SolveTaskData>(
+    {
+      name: `solve:${from.key}`,
+      prompt: `${proposal.problem}\n\n${SOLVE_SUFFIX}`,
+      answer: proposal.answer,
+      info: { ...(from.data.info ?? {}), proposerTrace: options.proposerTrace },
+    },
+    {
+      key: `solve:${from.key}`,
+      type: 'solve',
+      rewards: [{ name: 'correct', fn: ({ task, trace }) => (lastInteger(trace.lastReply) === task.data.answer ? 1 : 0) }],
+    },
+  );
+}
+
+function failure(trace: Trace): string {
+  const error = trace.errors.at(-1);
+  return error ? `${error.type}: ${error.message}` : 'not ok';
+}
+
+/**
+ * `proposer-solver`: a proposer invents a problem with an integer answer from a seed topic (and
+ * verifies it with code); `n` solvers attempt it concurrently. Solvers earn `correct`; the
+ * proposer earns `learnability` = 4p(1−p) with p = `solve_rate`, peaking when half solve it.
+ */
+export const proposerSolverEnv = defineEnv({
+  id: 'proposer-solver',
+  description: 'A proposer invents an integer-answer problem; n solvers attempt it; learnability = 4p(1-p).',
+  roles: { proposer: {}, solver: {} },
+  options: ProposerSolverOptionsSchema as unknown as z.ZodType<ProposerSolverOptions>,
+  // The proposer runs alone, then all n solvers at once.
+  maxConcurrentAgents: null,
+  taskset: () => proposerSolverSeeds(),
+  setup({ agents, options }) {
+    agents.proposer.trainable = options.trainProposer;
+    agents.solver.trainable = options.trainSolver;
+  },
+  async run({ task, agents, options, signal }) {
+    const proposing = task.with(
+      {},
+      {
+        finalize: async (context) => {
+          await task.finalize?.(context);
+          context.trace.info.proposal = parseProposal(context.trace.lastReply);
+        },
+      },
+    );
+    const proposed = await agents.proposer.run(proposing, { signal });
+    if (!proposed.ok) throw new EnvError(`the proposer failed (${failure(proposed)}), so no problem was posed`);
+    const proposal = proposed.info.proposal as Proposal;
+    const solving = solveTask({ proposal, from: task, proposerTrace: proposed.id });
+    await Promise.all(Array.from({ length: options.n }, () => agents.solver.run(solving, { signal })));
+  },
+  finalize({ episode }) {
+    const proposer = episode.traces.find((t) => t.agent.name === 'proposer');
+    if (!proposer) return;
+    const solvers = episode.traces.filter((t) => t.agent.name === 'solver');
+    const scores = solvers.map((t) => t.rewards.correct?.score);
+    if (solvers.length === 0 || solvers.some((t) => !t.ok) || scores.some((s) => s === undefined)) {
+      // A solver failed: the solve rate is unknown, not 0.
+      proposer.recordMetric('solve_rate', null);
+      proposer.rewards.learnability = null;
+      return;
+    }
+    const rate = (scores as number[]).reduce((a, b) => a + b, 0) / scores.length;
+    proposer.recordMetric('solve_rate', rate);
+    proposer.recordReward('learnability', 4 * rate * (1 - rate));
+  },
+});
