@@ -281,28 +281,27 @@
   // ---- run summary -------------------------------------------------------------------------------
 
   function histogramSvg(hist, color) {
-    const width = 240;
-    const height = 64;
+    const width = 300;
+    const height = 56;
     const max = Math.max(1, ...hist.counts);
     const n = hist.counts.length;
     const barW = width / n;
-    const svg = s('svg', { class: 'hist', viewBox: `0 0 ${width} ${height + 14}`, width, height: height + 14, role: 'img' });
-    svg.append(s('line', { x1: 0, x2: width, y1: height + 0.5, y2: height + 0.5, class: 'axis' }));
+    const svg = s('svg', { class: 'hist', viewBox: `0 0 ${width} ${height + 1}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': 'reward histogram' });
     hist.counts.forEach((c, i) => {
       const lo = hist.min + ((hist.max - hist.min) * i) / n;
       const hi = hist.min + ((hist.max - hist.min) * (i + 1)) / n;
-      const barH = c ? Math.max(2, (c / max) * (height - 4)) : 0;
-      const rect = s('rect', { x: i * barW + 1, y: height - barH, width: Math.max(1, barW - 2), height: barH, rx: 1.5, fill: color });
+      const barH = c ? Math.max(2, (c / max) * (height - 2)) : 0;
+      const rect = s('rect', { x: i * barW + 1.5, y: height - barH, width: Math.max(1, barW - 3), height: barH, rx: 2, fill: color });
       rect.append(s('title', {}, document.createTextNode(`${fmt.num(lo)} – ${fmt.num(hi)}: ${c}`)));
       svg.append(rect);
     });
-    const label = (x, text, anchor) => {
-      const t = s('text', { x, y: height + 12, 'text-anchor': anchor, class: 'hist-label' });
-      t.textContent = text;
-      return t;
-    };
-    svg.append(label(0, fmt.num(hist.min), 'start'), label(width, fmt.num(hist.max), 'end'));
-    return svg;
+    svg.append(s('line', { x1: 0, x2: width, y1: height + 0.5, y2: height + 0.5, class: 'axis' }));
+    return h(
+      'div',
+      { class: 'hist-wrap' },
+      svg,
+      h('div', { class: 'hist-axis' }, h('span', { text: fmt.num(hist.min) }), h('span', { class: 'muted', text: 'reward distribution' }), h('span', { text: fmt.num(hist.max) })),
+    );
   }
 
   function barList(entries, total, cls) {
@@ -352,7 +351,7 @@
           h('div', { class: 'muted small', text: `${fmt.int(role.scored)} scored of ${fmt.int(role.traces)} traces` }),
           role.errored ? h('div', { class: 'small err-text', text: `${fmt.int(role.errored)} errored (not counted)` }) : null,
         ),
-        role.histogram ? histogramSvg(role.histogram, color) : h('div', { class: 'muted small', text: 'no scored traces' }),
+        role.histogram ? histogramSvg(role.histogram, color) : h('div', { class: 'muted small no-hist', text: 'not scored: no rewards recorded' }),
       ),
       role.passAtK.length
         ? h('div', { class: 'chips' }, h('span', { class: 'chips-label', text: 'pass@k' }), role.passAtK.map((p) => h('span', { class: 'chip', title: `over ${p.tasks} tasks (reward = 1 passes)` }, h('b', { text: `@${p.k}` }), ` ${fmt.pct(p.value)}`)))
@@ -365,9 +364,11 @@
         : null,
       h(
         'div',
-        { class: 'role-foot' },
-        h('div', { class: 'small' }, h('span', { class: 'muted', text: 'tokens ' }), `${fmt.tokens(role.tokens.prompt)} in · ${fmt.tokens(role.tokens.completion)} out`, role.tokens.cost ? ` · ${fmt.cost(role.tokens.cost)}` : ''),
-        h('div', { class: 'small' }, h('span', { class: 'muted', text: 'turns ' }), `${fmt.num(role.turnsMean, 1)} / trace`),
+        { class: 'role-foot small' },
+        h('span', { class: 'muted', text: 'tokens ' }),
+        `${fmt.tokens(role.tokens.prompt)} in · ${fmt.tokens(role.tokens.completion)} out${role.tokens.cost ? ` · ${fmt.cost(role.tokens.cost)}` : ''}`,
+        h('span', { class: 'muted', text: ' · turns ' }),
+        `${fmt.num(role.turnsMean, 1)} / trace`,
       ),
       barList(stops, role.traces, 'stop'),
     );
