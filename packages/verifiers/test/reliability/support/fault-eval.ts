@@ -51,7 +51,7 @@ export interface FaultEvalResult {
   maxRequestsPerTask: number;
   maxRetries: number;
   poisonedTasks: number[];
-  /** Failed tasks that were neither poisoned nor out of budget on random faults. */
+  /** Failed tasks whose error does not say the retry budget was spent. */
   unexplainedFailures: number[];
   /** Ok episodes whose reward is not 1. */
   wrongRewards: number;
@@ -129,8 +129,8 @@ export async function runFaultEval(options: FaultEvalOptions): Promise<FaultEval
         ok: boolean;
         task: { key: string };
         group: { index: number };
-        errors: { type: string }[];
-        traces: { ok: boolean; rewards: Record<string, { score: number } | null>; errors: { type: string; statusCode?: number }[] }[];
+        errors: { type: string; message: string }[];
+        traces: { ok: boolean; rewards: Record<string, { score: number } | null>; errors: { type: string; message: string; statusCode?: number }[] }[];
       },
   );
   const requestsPerTask = new Map<number, { total: number; faulted: number }>();
@@ -159,9 +159,10 @@ export async function runFaultEval(options: FaultEvalOptions): Promise<FaultEval
     const label = error ? `${error.type}${'statusCode' in error && error.statusCode ? ` ${error.statusCode}` : ''}` : 'none';
     errorsByType[label] = (errorsByType[label] ?? 0) + 1;
     if (error?.type !== 'ProviderError') nonProviderErrors.push(`${episode.task.key}: ${JSON.stringify(error)}`);
-    const counts = requestsPerTask.get(index);
-    const exhausted = counts !== undefined && counts.total === maxRetries + 1 && counts.faulted === counts.total;
-    if (!poisonedTasks.includes(index) && !exhausted) unexplainedFailures.push(index);
+    // A failure must have spent the whole budget: every attempt failed (an injected fault, or a
+    // client-side timeout on a loaded machine) and the error says so.
+    const exhausted = error?.message.includes(`(after ${maxRetries + 1} attempts)`) ?? false;
+    if (!exhausted) unexplainedFailures.push(index);
   }
   return {
     outDir,
