@@ -10,10 +10,15 @@ type TasksetLoader = (options: Record<string, unknown>) => Taskset | Promise<Tas
 const envs = new Map<string, EnvLoader>([
   ['single-agent', async () => (await import('./single-agent/single-agent-env.ts')).singleAgentEnv as never],
   ['best-of-n', async () => (await import('./best-of-n/best-of-n-env.ts')).bestOfNEnv as never],
+  ['agentic-judge', async () => (await import('./agentic-judge/agentic-judge-env.ts')).agenticJudgeEnv as never],
+  ['shared-agentic-judge', async () => (await import('./agentic-judge/agentic-judge-env.ts')).sharedAgenticJudgeEnv as never],
+  ['proposer-solver', async () => (await import('./proposer-solver/proposer-solver-env.ts')).proposerSolverEnv as never],
+  ['user-sim', async () => (await import('./user-sim/user-sim-env.ts')).userSimEnv as never],
 ]);
 
 const tasksets = new Map<string, TasksetLoader>([
   ['arithmetic', (options) => arithmeticTaskset(options as { size?: number; seed?: number })],
+  ['proposer-solver-seeds', async () => (await import('./proposer-solver/seed-topics.ts')).proposerSolverSeeds()],
 ]);
 
 /** Makes an env id available to `troupe eval --env <id>`. */
