@@ -1,1 +1,1 @@
-export {};
+export * from './e2b-runtime.ts';

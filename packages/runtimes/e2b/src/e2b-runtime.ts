@@ -1,0 +1,241 @@
+import { posix } from 'node:path';
+import {
+  type CreationSlot,
+  CreationLimiter,
+  CreationLimitsSchema,
+  type ExecOptions,
+  type ExecResult,
+  type Runtime,
+  type RuntimeCapabilities,
+  type Sandbox,
+  SandboxError,
+  type SandboxOptions,
+  SandboxOptionsSchema,
+  downloadTree,
+  parseRuntimeOptions,
+  shellJoin,
+  uploadTree,
+  withoutSecrets,
+} from '@troupe/verifiers';
+import { type CommandHandle, CommandExitError, Sandbox as E2BSandboxClient } from 'e2b';
+import { z } from 'zod';
+
+/** Config of the `e2b` runtime. The API key is injected by the caller (never read from the environment here). */
+export const E2BRuntimeOptionsSchema = z
+  .object({
+    apiKey: z.string().min(1),
+    /** Sandbox template (default `base`); a sandbox's `image` option overrides it. */
+    template: z.string().min(1).optional(),
+    /** Override of the control-plane URL (default: E2B's). */
+    apiUrl: z.string().url().optional(),
+    /** Override of the in-sandbox (envd) URL, for tests and self-hosting. */
+    sandboxUrl: z.string().url().optional(),
+    domain: z.string().optional(),
+    /** Sandbox lifetime on E2B's side in ms (default 1 h); `stop()` kills it earlier. */
+    lifetimeMs: z.number().int().positive().optional(),
+    /** Per-request timeout of the SDK in ms. */
+    requestTimeoutMs: z.number().int().positive().optional(),
+    /** User commands run as (default `user`, E2B's default). */
+    user: z.string().optional(),
+    /** Working directory (default `/home/user`). */
+    workdir: z.string().startsWith('/').optional(),
+    ...CreationLimitsSchema.shape,
+  })
+  .strict();
+export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
+
+function sandboxError(operation: string, id: string, error: unknown): SandboxError {
+  if (error instanceof SandboxError) return error;
+  return new SandboxError(`${operation} failed in e2b sandbox ${id}: ${(error as Error).message ?? String(error)}`, { cause: error });
+}
+
+/** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */
+export class E2BSandbox implements Sandbox {
+  readonly runtime = 'e2b';
+  readonly id: string;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(
+    private readonly client: E2BSandboxClient,
+    readonly workdir: string,
+    private readonly user: string | undefined,
+    private readonly slot: CreationSlot,
+  ) {
+    this.id = client.sandboxId;
+  }
+
+  private assertRunning(operation: string): void {
+    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
+  }
+
+  private resolve(path: string): string {
+    if (!path) throw new SandboxError('empty sandbox path');
+    return posix.resolve(this.workdir, path);
+  }
+
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertRunning('exec');
+    if (options.signal?.aborted) throw options.signal.reason;
+    const line = typeof command === 'string' ? command : shellJoin(command);
+    const started = performance.now();
+    let handle: CommandHandle;
+    try {
+      handle = await this.client.commands.run(line, {
+        background: true,
+        cwd: options.cwd === undefined ? this.workdir : this.resolve(options.cwd),
+        ...(options.env && { envs: options.env }),
+        ...(this.user && { user: this.user }),
+        ...(options.onStdout && { onStdout: options.onStdout }),
+        ...(options.onStderr && { onStderr: options.onStderr }),
+        stdin: options.stdin !== undefined,
+        timeoutMs: 0,
+      });
+    } catch (error) {
+      throw sandboxError('exec', this.id, error);
+    }
+    if (options.stdin !== undefined) {
+      const data = typeof options.stdin === 'string' ? options.stdin : Buffer.from(options.stdin).toString('utf8');
+      await this.client.commands.sendStdin(handle.pid, data);
+      await this.client.commands.closeStdin(handle.pid);
+    }
+    let timedOut = false;
+    let aborted = false;
+    const kill = () => void handle.kill().catch(() => undefined);
+    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, options.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      kill();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const result = await handle.wait().catch((error: unknown) => {
+        if (error instanceof CommandExitError) return { exitCode: error.exitCode, stdout: error.stdout, stderr: error.stderr };
+        if (timedOut || aborted) return { exitCode: 137, stdout: handle.stdout, stderr: handle.stderr };
+        throw sandboxError('exec', this.id, error);
+      });
+      if (aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
+      return {
+        exitCode: timedOut && result.exitCode === 0 ? 137 : result.exitCode,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        timedOut,
+        durationMs: performance.now() - started,
+      };
+    } finally {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    this.assertRunning('readFile');
+    try {
+      return await this.client.files.read(this.resolve(path), { format: 'bytes', ...(this.user && { user: this.user }) });
+    } catch (error) {
+      throw sandboxError(`readFile ${path}`, this.id, error);
+    }
+  }
+
+  async writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    this.assertRunning('writeFile');
+    const target = this.resolve(path);
+    try {
+      const body = typeof data === 'string' ? data : new Blob([new Uint8Array(data)]);
+      await this.client.files.write(target, body, this.user ? { user: this.user } : undefined);
+    } catch (error) {
+      throw sandboxError(`writeFile ${path}`, this.id, error);
+    }
+    if (options.mode !== undefined) {
+      const changed = await this.exec(['chmod', options.mode.toString(8), target]);
+      if (changed.exitCode !== 0) throw new SandboxError(`chmod ${path} failed in e2b sandbox ${this.id}: ${changed.stderr.trim()}`);
+    }
+  }
+
+  upload(hostPath: string, sandboxPath: string): Promise<void> {
+    return uploadTree({ sandbox: this, hostPath, sandboxPath: this.resolve(sandboxPath) });
+  }
+
+  download(sandboxPath: string, hostPath: string): Promise<void> {
+    return downloadTree({ sandbox: this, sandboxPath: this.resolve(sandboxPath), hostPath });
+  }
+
+  async alive(): Promise<boolean> {
+    if (this.stopped) return false;
+    return this.client.isRunning().catch(() => false);
+  }
+
+  /** E2B sandboxes are remote: a host loopback URL is not reachable from them. */
+  async reachHost(hostUrl: string): Promise<string> {
+    const url = new URL(hostUrl);
+    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+      throw new SandboxError(`e2b sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`);
+    }
+    return hostUrl;
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      try {
+        await this.client.kill();
+      } catch (error) {
+        throw sandboxError('stop', this.id, error);
+      } finally {
+        this.slot.release();
+      }
+    })();
+    return this.stopping;
+  }
+}
+
+/** Sandboxes on E2B (`e2b` SDK): create from a template, commands and files over envd, killed on stop. */
+export class E2BRuntime implements Runtime {
+  readonly id = 'e2b';
+  readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
+  private readonly options: E2BRuntimeOptions;
+  private readonly limiter: CreationLimiter;
+  private readonly sandboxes = new Set<E2BSandbox>();
+
+  constructor(options: E2BRuntimeOptions) {
+    this.options = parseRuntimeOptions({ schema: E2BRuntimeOptionsSchema, value: options, what: 'e2b' });
+    this.limiter = new CreationLimiter(this.options);
+  }
+
+  private connection() {
+    const { apiKey, apiUrl, sandboxUrl, domain, requestTimeoutMs } = this.options;
+    return { apiKey, ...(apiUrl && { apiUrl }), ...(sandboxUrl && { sandboxUrl }), ...(domain && { domain }), ...(requestTimeoutMs && { requestTimeoutMs }) };
+  }
+
+  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
+    const slot = await this.limiter.acquire();
+    try {
+      const client = await E2BSandboxClient.create(sandboxOptions.image ?? this.options.template ?? 'base', {
+        ...this.connection(),
+        metadata: { 'troupe.sandbox': '1', ...sandboxOptions.labels },
+        envs: withoutSecrets(sandboxOptions.env),
+        allowInternetAccess: sandboxOptions.network ?? false,
+        timeoutMs: this.options.lifetimeMs ?? 3_600_000,
+      });
+      const sandbox = new E2BSandbox(client, sandboxOptions.workdir ?? this.options.workdir ?? '/home/user', this.options.user, {
+        release: () => {
+          this.sandboxes.delete(sandbox);
+          slot.release();
+        },
+      });
+      this.sandboxes.add(sandbox);
+      return sandbox;
+    } catch (error) {
+      slot.release();
+      throw sandboxError('create', 'new', error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+  }
+}
