@@ -135,7 +135,8 @@ function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string }
 
 /** Builds an OpenAI-compatible client; the API key is read here, at the CLI layer, and nowhere else. */
 function makeClient(config: ClientConfig, model: string): ModelClient {
-  const apiKey = config.apiKeyVar ? process.env[config.apiKeyVar] : undefined;
+  // `-b URL` builds a client table without apiKeyVar: the documented default still applies.
+  const apiKey = process.env[config.apiKeyVar ?? 'OPENAI_API_KEY'];
   return new OpenAICompatibleClient({
     baseUrl: config.baseUrl,
     apiKey: apiKey ?? 'EMPTY',
