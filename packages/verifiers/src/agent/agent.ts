@@ -268,9 +268,9 @@ export class Agent {
     result: { exitCode: number; stdout: string; stderr: string },
     context: Omit<HarnessLaunchContext, 'signal'>,
   ): Promise<void> {
-    void context;
     const alive = await sandbox.alive().catch(() => false);
-    const tail = `${result.stdout}\n${result.stderr}`.trim().slice(-2000);
+    // A program may print its own key (env dumps, debug logs): the rollout secret never lands on the trace.
+    const tail = `${result.stdout}\n${result.stderr}`.split(context.endpoint.secret).join('[rollout secret]').trim().slice(-2000);
     trace.recordError(
       alive
         ? new HarnessError(`${this.harness.id} exited with code ${result.exitCode}: ${tail}`)
