@@ -148,7 +148,9 @@ export class LocalSandbox implements Sandbox {
   async writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
     this.assertRunning('writeFile');
     const real = await this.paths.real(path);
-    await mkdir(dirname(real), { recursive: true });
+    await mkdir(dirname(real), { recursive: true }).catch((error: unknown) => {
+      throw new SandboxError(`cannot write ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
+    });
     // The parent may have been created through a path checked above; check again after mkdir.
     const parent = await realpath(dirname(real));
     if (!this.paths.contains(parent)) throw new SandboxError(`path escapes the sandbox: ${path}`);
