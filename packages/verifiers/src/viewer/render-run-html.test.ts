@@ -1,14 +1,24 @@
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { Episode } from '../trace/episode.ts';
 import { Trace } from '../trace/trace.ts';
 import { fixtureEpisodes, toJsonl } from './fixture-run.ts';
-import { renderRunHtml, scriptJson } from './render-run-html.ts';
+import { packEpisodes, renderRunHtml, scriptJson } from './render-run-html.ts';
 import { parseTracesJsonl, type ViewerRun } from './run-directory.ts';
 import { ViewerIndexSchema } from './run-index.ts';
 
 function runOf(episodes: Episode[]): ViewerRun {
   const { episodes: parsed } = parseTracesJsonl({ text: toJsonl(episodes) });
   return { runDir: '/runs/r', name: 'my-run', config: { model: 'm' }, summary: { passAtK: 0.5 }, episodes: parsed, warnings: ['a warning'] };
+}
+
+/** The embedded episodes, inflated from their gzip + base64 chunks. */
+function embeddedEpisodes(html: string): unknown[] {
+  const out: unknown[] = [];
+  for (const match of html.matchAll(/<script type="text\/plain" id="chunk-\d+">(.*?)<\/script>/gs)) {
+    for (const line of gunzipSync(Buffer.from(match[1]!, 'base64')).toString('utf8').split('\n')) out.push(JSON.parse(line));
+  }
+  return out;
 }
 
 function jsonScript(html: string, id: string): unknown {
@@ -36,13 +46,13 @@ describe('renderRunHtml', () => {
     expect(index.run.name).toBe('my-run');
     expect(index.run.warnings).toEqual(['a warning']);
     expect(index.episodes).toHaveLength(run.episodes.length);
-    run.episodes.forEach((episode, i) => expect(jsonScript(html, `ep-${i}`)).toEqual(JSON.parse(episode.json)));
-    expect(jsonScript(html, 'troupe-mode')).toEqual({ episodes: 'embedded' });
+    expect(embeddedEpisodes(html)).toEqual(run.episodes.map((e) => JSON.parse(e.json)));
+    expect(jsonScript(html, 'troupe-mode')).toEqual({ episodes: 'embedded', encoding: 'gzip-base64-jsonl', chunks: [run.episodes.length] });
   });
 
   it('leaves episodes out when they are fetched from the server', () => {
     const html = renderRunHtml(runOf(fixtureEpisodes()), { embedEpisodes: false });
-    expect(html).not.toContain('id="ep-0"');
+    expect(html).not.toContain('id="chunk-0"');
     expect(jsonScript(html, 'troupe-mode')).toEqual({ episodes: 'fetch' });
     expect(html).toContain("connect-src 'self'");
   });
@@ -56,7 +66,22 @@ describe('renderRunHtml', () => {
     const html = renderRunHtml({ ...runOf([episode]), name: '</title><script>x</script>' });
     expect(html.match(/<\/script>/g)).toHaveLength(4); // mode, index, app, one episode
     expect(html).toContain('<title>&#60;/title&#62;&#60;script&#62;x&#60;/script&#62; · troupe</title>');
-    expect((jsonScript(html, 'ep-0') as { task: { key: string } }).task.key).toBe(task.key);
+    expect((embeddedEpisodes(html)[0] as { task: { key: string } }).task.key).toBe(task.key);
+  });
+});
+
+describe('packEpisodes', () => {
+  it('packs consecutive episodes into chunks of at most 64, keeping their order', () => {
+    const jsons = Array.from({ length: 150 }, (_, i) => JSON.stringify({ i }));
+    const { chunks, counts } = packEpisodes(jsons);
+    expect(counts).toEqual([64, 64, 22]);
+    const lines = chunks.flatMap((c) => gunzipSync(Buffer.from(c, 'base64')).toString('utf8').split('\n'));
+    expect(lines).toEqual(jsons);
+  });
+
+  it('starts a new chunk before one grows past 512 KiB of JSON', () => {
+    const big = JSON.stringify({ text: 'x'.repeat(300 * 1024) });
+    expect(packEpisodes([big, big, '{}']).counts).toEqual([1, 2]);
   });
 });
 

@@ -1,11 +1,42 @@
+import { gzipSync } from 'node:zlib';
 import { clientAssets } from './client-assets.ts';
 import type { ViewerRun } from './run-directory.ts';
 import { buildRunIndex, type ViewerIndex } from './run-index.ts';
 
+/** Episodes are embedded in chunks of at most this many episodes or (about) this many bytes of JSON. */
+const CHUNK_EPISODES = 64;
+const CHUNK_BYTES = 512 * 1024;
+
+/**
+ * Packs episode JSON lines into gzip + base64 chunks (consecutive episodes, in file order). The page
+ * inflates a chunk with the browser's DecompressionStream only when one of its episodes is opened,
+ * so a 10,000-episode report stays small and parses fast.
+ */
+export function packEpisodes(jsons: string[]): { chunks: string[]; counts: number[] } {
+  const chunks: string[] = [];
+  const counts: number[] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  const flush = () => {
+    if (current.length === 0) return;
+    chunks.push(gzipSync(current.join('\n')).toString('base64'));
+    counts.push(current.length);
+    current = [];
+    bytes = 0;
+  };
+  for (const json of jsons) {
+    if (current.length && (current.length >= CHUNK_EPISODES || bytes + json.length > CHUNK_BYTES)) flush();
+    current.push(json);
+    bytes += json.length;
+  }
+  flush();
+  return { chunks, counts };
+}
+
 export interface RenderRunHtmlOptions {
   /**
-   * Embed every episode's record in the page (default true): the page is then complete and works
-   * offline. When false, the page fetches `api/episodes/<id>` from the server that served it.
+   * Embed every episode's record in the page (default true, gzip-compressed in chunks): the page is
+   * then complete and works offline. When false, the page fetches `api/episodes/<id>` from the server that served it.
    */
   embedEpisodes?: boolean;
   /** A precomputed index of the run (saves recomputing it per request). */
@@ -33,6 +64,7 @@ export function renderRunHtml(run: ViewerRun, options: RenderRunHtmlOptions = {}
   const embed = options.embedEpisodes ?? true;
   const index = options.index ?? buildRunIndex(run);
   const { script, styles } = clientAssets();
+  const packed = embed ? packEpisodes(run.episodes.map((e) => e.json)) : null;
   const csp = [
     "default-src 'none'",
     "script-src 'unsafe-inline'",
@@ -49,15 +81,12 @@ export function renderRunHtml(run: ViewerRun, options: RenderRunHtmlOptions = {}
     '<meta name="generator" content="troupe view">\n',
     `<title>${escapeHtml(run.name)} · troupe</title>\n`,
     `<style>\n${styles}\n</style>\n</head>\n<body>\n<div id="app"></div>\n`,
-    `<script type="application/json" id="troupe-mode">${scriptJson(JSON.stringify({ episodes: embed ? 'embedded' : 'fetch' }))}</script>\n`,
+    `<script type="application/json" id="troupe-mode">${scriptJson(JSON.stringify(embed ? { episodes: 'embedded', encoding: 'gzip-base64-jsonl', chunks: packed!.counts } : { episodes: 'fetch' }))}</script>\n`,
     `<script type="application/json" id="troupe-index">${scriptJson(JSON.stringify(index))}</script>\n`,
     `<script>\n${script}\n</script>\n`,
   ];
-  if (embed) {
-    run.episodes.forEach((episode, i) => {
-      parts.push(`<script type="application/json" id="ep-${i}">${scriptJson(episode.json)}</script>\n`);
-    });
-  }
+  // Base64 has no `<`, so a chunk cannot end its element early.
+  packed?.chunks.forEach((chunk, k) => parts.push(`<script type="text/plain" id="chunk-${k}">${chunk}</script>\n`));
   parts.push('</body>\n</html>\n');
   return parts.join('');
 }

@@ -293,7 +293,7 @@ function episodeRow(i: number, episode: EpisodeRecord, roles: Map<string, RoleAc
     const list = roleRewards.get(trace.agent.name);
     rewards[trace.agent.name] = list ? list.reduce((a, b) => a + b, 0) / list.length : null;
   }
-  const taskText = JSON.stringify(episode.task.data).slice(0, 400);
+  const taskText = JSON.stringify(episode.task.data).slice(0, 200);
   return {
     i,
     id: episode.id,

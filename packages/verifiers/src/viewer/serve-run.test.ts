@@ -42,7 +42,7 @@ describe('serveRun', () => {
     expect(page.status).toBe(200);
     expect(page.type).toMatch(/^text\/html/);
     expect(page.body).toContain('id="troupe-index"');
-    expect(page.body).not.toContain('id="ep-0"');
+    expect(page.body).not.toContain('id="chunk-0"');
   });
 
   it('serves one episode record by id, and 404 for an unknown id', async () => {

@@ -129,9 +129,7 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
     await page.waitForSelector('.run-view:not([hidden])');
     // The README's screenshot: the same episode opened from the unfiltered table.
     await page.click('button.clear');
-    await page.evaluate(() => {
-      location.hash = 'episode=judge-0-1';
-    });
+    await page.evaluate("location.hash = 'episode=judge-0-1'");
     await page.waitForSelector('body[data-episode="judge-0-1"] .trace-column[data-agent="judge"] .msg');
     await page.screenshot({ path: join(IMAGES, 'episode-view.png') });
     await page.close();

@@ -9,7 +9,15 @@
   window.__troupe = { timings };
 
   const index = JSON.parse(document.getElementById('troupe-index').textContent);
-  const mode = JSON.parse(document.getElementById('troupe-mode').textContent).episodes;
+  const modeInfo = JSON.parse(document.getElementById('troupe-mode').textContent);
+  const mode = modeInfo.episodes;
+  // Embedded episodes come in gzip + base64 chunks of consecutive episodes; chunkStarts[k] = first row.
+  const chunkStarts = [];
+  let chunkFirst = 0;
+  for (const count of modeInfo.chunks || []) {
+    chunkStarts.push(chunkFirst);
+    chunkFirst += count;
+  }
   timings.indexParseMs = performance.now() - t0;
   const rowsById = new Map(index.episodes.map((row) => [row.id, row]));
   const roleNames = index.roles.map((role) => role.name);
@@ -123,17 +131,50 @@
     else document.addEventListener('DOMContentLoaded', () => resolve(), { once: true });
   });
 
+  const chunkCache = new Map();
+
+  /** Inflates chunk k (base64 → gzip → JSON lines), keeping the few most recent ones. */
+  function readChunk(k) {
+    if (chunkCache.has(k)) return chunkCache.get(k);
+    const promise = (async () => {
+      let el = document.getElementById(`chunk-${k}`);
+      if (!el) {
+        await documentReady;
+        el = document.getElementById(`chunk-${k}`);
+      }
+      if (!el) throw new Error(`episode chunk ${k} is not embedded in this page`);
+      const binary = atob(el.textContent.trim());
+      const bytes = new Uint8Array(binary.length);
+      for (let j = 0; j < binary.length; j++) bytes[j] = binary.charCodeAt(j);
+      const text = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text();
+      return text.split('\n');
+    })();
+    chunkCache.set(k, promise);
+    promise.catch(() => chunkCache.delete(k));
+    if (chunkCache.size > 6) chunkCache.delete(chunkCache.keys().next().value);
+    return promise;
+  }
+
+  function chunkOf(i) {
+    let lo = 0;
+    let hi = chunkStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (chunkStarts[mid] <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
   async function loadEpisode(row) {
     if (episodeCache.has(row.id)) return episodeCache.get(row.id);
     let record;
     if (mode === 'embedded') {
-      let el = document.getElementById(`ep-${row.i}`);
-      if (!el) {
-        await documentReady;
-        el = document.getElementById(`ep-${row.i}`);
-      }
-      if (!el) throw new Error(`episode ${row.id} is not embedded in this page`);
-      record = JSON.parse(el.textContent);
+      const k = chunkOf(row.i);
+      const lines = await readChunk(k);
+      const line = lines[row.i - chunkStarts[k]];
+      if (line === undefined) throw new Error(`episode ${row.id} is not embedded in this page`);
+      record = JSON.parse(line);
     } else {
       const response = await fetch(`api/episodes/${encodeURIComponent(row.id)}`);
       if (!response.ok) throw new Error(`GET api/episodes/${row.id}: HTTP ${response.status}`);
@@ -1047,5 +1088,6 @@
   refreshTable();
   route();
   timings.firstRenderMs = performance.now() - t0;
+  performance.mark('troupe:ready');
   document.body.dataset.ready = '1';
 })();
