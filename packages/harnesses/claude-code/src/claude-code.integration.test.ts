@@ -36,11 +36,11 @@ describe('claude_code against the real CLI', () => {
     expect(outcome.toolResult).toBe('(Bash completed with no output)');
     expect(outcome.run.trace.lastReply).toBe('done');
     expect(JSON.stringify(outcome.run.trace.toJSON())).not.toContain(outcome.run.secret);
-  });
+  }, 300_000);
 
   it('passes the harness conformance checks', async (context) => {
     if (unavailable) context.skip(unavailable);
     const checks = await runHarnessConformance({ harness, failureExit: true });
     expect(checks.filter((c) => !c.ok)).toEqual([]);
-  });
+  }, 300_000);
 });

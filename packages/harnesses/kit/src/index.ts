@@ -7,3 +7,4 @@ export * from './prompt.ts';
 export * from './sandbox-files.ts';
 export * from './shell.ts';
 export * from './shell-tool-scenario.ts';
+export * from './sandbox-program.ts';

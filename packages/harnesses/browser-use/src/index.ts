@@ -1,0 +1,1 @@
+export * from './browser-use-harness.ts';

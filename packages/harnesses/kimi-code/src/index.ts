@@ -1,0 +1,1 @@
+export * from './kimi-code-harness.ts';

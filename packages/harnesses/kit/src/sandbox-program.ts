@@ -1,0 +1,76 @@
+import type { HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import { CliHarness, type HarnessInfo, type LaunchPlan, type PlanContext } from './cli-harness.ts';
+import { runInstallScript } from './install-script.ts';
+
+/** Where programs installed inside a sandbox live (uv tools, vendor binaries). */
+export const SANDBOX_TOOL_ROOT = '/var/tmp/troupe/tools';
+
+/** Installs uv when missing (the Python original does the same), into `/var/tmp/troupe/tools/bin`. */
+export const ENSURE_UV = [
+  `export PATH="${SANDBOX_TOOL_ROOT}/bin:$PATH"`,
+  `if ! command -v uv >/dev/null 2>&1; then curl -LsSf https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=${SANDBOX_TOOL_ROOT}/bin UV_NO_MODIFY_PATH=1 sh; fi`,
+].join('\n');
+
+/** `uv tool install` of a pinned package into the shared tool root. */
+export function uvToolInstall(spec: string, options: { python?: string; with?: string[] } = {}): string {
+  const extra = (options.with ?? []).map((w) => ` --with ${JSON.stringify(w)}`).join('');
+  return `${ENSURE_UV}\nUV_TOOL_DIR=${SANDBOX_TOOL_ROOT}/uv UV_TOOL_BIN_DIR=${SANDBOX_TOOL_ROOT}/bin uv tool install --python ${options.python ?? '3.12'}${extra} ${JSON.stringify(spec)}`;
+}
+
+/** A program installed by a script inside the sandbox (PyPI via uv, a vendor installer). */
+export interface SandboxProgramSpec {
+  id: string;
+  info: HarnessInfo;
+  capabilities: HarnessCapabilities;
+  /** The install script (`sh`, `set -e`); runs once per sandbox under a lock. */
+  installScript: string;
+  /** Plans one run (config files, env, argv). `PATH` gets `/var/tmp/troupe/tools/bin` first. */
+  plan: (context: PlanContext<void>) => LaunchPlan;
+}
+
+/**
+ * A harness whose program is installed inside the sandbox by a script (no host cache: PyPI and
+ * vendor downloads happen in the sandbox, where the runtime's network policy applies).
+ */
+export class SandboxProgramHarness extends CliHarness<void> {
+  readonly id: string;
+  readonly capabilities: HarnessCapabilities;
+  readonly info: HarnessInfo;
+  private readonly spec: SandboxProgramSpec;
+
+  constructor(spec: SandboxProgramSpec, common: ConstructorParameters<typeof CliHarness>[0] = {}) {
+    super(common);
+    this.spec = spec;
+    this.id = spec.id;
+    this.capabilities = spec.capabilities;
+    this.info = spec.info;
+  }
+
+  protected async install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<void> {
+    await runInstallScript({
+      sandbox: context.sandbox,
+      script: this.spec.installScript,
+      marker: `${SANDBOX_TOOL_ROOT}/.installed-${this.spec.id}-${this.spec.info.version}`,
+      log: context.log,
+      signal: context.signal,
+    });
+  }
+
+  protected plan(context: PlanContext<void>): LaunchPlan {
+    const plan = this.spec.plan(context);
+    return { ...plan, pathDirs: [`${SANDBOX_TOOL_ROOT}/bin`, ...(plan.pathDirs ?? [])] };
+  }
+}
+
+/** Capabilities of a container-only program that runs code (the usual external harness). */
+export function containerCapabilities(overrides: Partial<HarnessCapabilities> = {}): HarnessCapabilities {
+  return {
+    executesCode: true,
+    needsContainer: true,
+    supportsMcp: false,
+    supportsResume: false,
+    supportsSkills: false,
+    appendsSystemPrompt: false,
+    ...overrides,
+  };
+}

@@ -1,0 +1,1 @@
+export * from './mini-swe-agent-harness.ts';

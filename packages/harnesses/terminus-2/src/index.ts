@@ -1,0 +1,1 @@
+export * from './terminus-2-harness.ts';
