@@ -1,1 +1,1 @@
-export {};
+export * from './daytona-runtime.ts';

@@ -1,0 +1,230 @@
+import { posix } from 'node:path';
+import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
+import {
+  type CreationSlot,
+  CreationLimiter,
+  CreationLimitsSchema,
+  type ExecOptions,
+  type ExecResult,
+  type Runtime,
+  type RuntimeCapabilities,
+  type Sandbox,
+  SandboxError,
+  type SandboxOptions,
+  SandboxOptionsSchema,
+  downloadTree,
+  parseRuntimeOptions,
+  shellJoin,
+  shellQuote,
+  uploadTree,
+  withoutSecrets,
+} from '@troupe/verifiers';
+import { z } from 'zod';
+
+/** Config of the `daytona` runtime. The API key is injected by the caller. */
+export const DaytonaRuntimeOptionsSchema = z
+  .object({
+    apiKey: z.string().min(1),
+    /** Control-plane URL (default `https://app.daytona.io/api`). */
+    apiUrl: z.string().url().optional(),
+    /** Region target (`us`, `eu`). */
+    target: z.string().optional(),
+    /** Snapshot sandboxes start from (a sandbox's `image` option overrides it). */
+    snapshot: z.string().optional(),
+    /** Working directory (default `/home/daytona`). */
+    workdir: z.string().startsWith('/').optional(),
+    /** Minutes of inactivity before Daytona stops a sandbox (default 15). */
+    autoStopMinutes: z.number().int().nonnegative().optional(),
+    /** Seconds to wait for a sandbox to start (default 120). */
+    createTimeoutSeconds: z.number().int().positive().optional(),
+    ...CreationLimitsSchema.shape,
+  })
+  .strict();
+export type DaytonaRuntimeOptions = z.infer<typeof DaytonaRuntimeOptionsSchema>;
+
+function sandboxError(operation: string, id: string, error: unknown): SandboxError {
+  if (error instanceof SandboxError) return error;
+  return new SandboxError(`${operation} failed in daytona sandbox ${id}: ${(error as Error).message ?? String(error)}`, { cause: error });
+}
+
+const STDERR_DIR = '/tmp/.troupe-stderr';
+
+/**
+ * One Daytona sandbox. Commands go through the toolbox's `process/execute` (which merges the
+ * streams), so each command redirects its stderr to a file that is read back and removed:
+ * stdout and stderr stay apart.
+ */
+export class DaytonaSandbox implements Sandbox {
+  readonly runtime = 'daytona';
+  readonly id: string;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+  private sequence = 0;
+
+  constructor(
+    private readonly client: DaytonaSandboxClient,
+    readonly workdir: string,
+    private readonly slot: CreationSlot,
+  ) {
+    this.id = client.id;
+  }
+
+  private assertRunning(operation: string): void {
+    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
+  }
+
+  private resolve(path: string): string {
+    if (!path) throw new SandboxError('empty sandbox path');
+    return posix.resolve(this.workdir, path);
+  }
+
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertRunning('exec');
+    if (options.signal?.aborted) throw options.signal.reason;
+    const line = typeof command === 'string' ? command : shellJoin(command);
+    const number = ++this.sequence;
+    const stderrFile = `${STDERR_DIR}/${number}`;
+    const stdinFile = `${STDERR_DIR}/${number}.in`;
+    if (options.stdin !== undefined) await this.writeFile(stdinFile, options.stdin);
+    const input = options.stdin !== undefined ? stdinFile : '/dev/null';
+    const wrapped = `mkdir -p ${STDERR_DIR}; sh -c ${shellQuote(line)} < ${input} 2> ${stderrFile}`;
+    const cwd = options.cwd === undefined ? this.workdir : this.resolve(options.cwd);
+    const started = performance.now();
+    const timeoutSeconds = options.timeoutMs === undefined ? 0 : Math.max(1, Math.ceil(options.timeoutMs / 1000));
+    const request = this.client.process.executeCommand(`sh -c ${shellQuote(wrapped)}`, cwd, options.env, timeoutSeconds);
+    const aborted = new Promise<never>((_, reject) => {
+      options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true });
+    });
+    let response: Awaited<typeof request>;
+    try {
+      response = await (options.signal ? Promise.race([request, aborted]) : request);
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      throw sandboxError('exec', this.id, error);
+    }
+    const durationMs = performance.now() - started;
+    const stderr = await this.readFile(stderrFile).then((bytes) => Buffer.from(bytes).toString('utf8'), () => '');
+    void this.client.process.executeCommand(`rm -f ${stderrFile} ${stdinFile}`).catch(() => undefined);
+    const timedOut = options.timeoutMs !== undefined && (response.exitCode === -1 || (response.exitCode !== 0 && durationMs >= options.timeoutMs));
+    options.onStdout?.(response.result);
+    if (stderr) options.onStderr?.(stderr);
+    return { exitCode: response.exitCode === -1 ? 137 : response.exitCode, stdout: response.result, stderr, timedOut, durationMs };
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    this.assertRunning('readFile');
+    try {
+      return new Uint8Array(await this.client.fs.downloadFile(this.resolve(path)));
+    } catch (error) {
+      throw sandboxError(`readFile ${path}`, this.id, error);
+    }
+  }
+
+  async writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    this.assertRunning('writeFile');
+    const target = this.resolve(path);
+    try {
+      await this.client.fs.uploadFile(Buffer.from(data), target);
+      if (options.mode !== undefined) await this.client.fs.setFilePermissions(target, { mode: options.mode.toString(8) });
+    } catch (error) {
+      throw sandboxError(`writeFile ${path}`, this.id, error);
+    }
+  }
+
+  upload(hostPath: string, sandboxPath: string): Promise<void> {
+    return uploadTree({ sandbox: this, hostPath, sandboxPath: this.resolve(sandboxPath) });
+  }
+
+  download(sandboxPath: string, hostPath: string): Promise<void> {
+    return downloadTree({ sandbox: this, sandboxPath: this.resolve(sandboxPath), hostPath });
+  }
+
+  async alive(): Promise<boolean> {
+    if (this.stopped) return false;
+    try {
+      await this.client.refreshData();
+      return this.client.state === 'started';
+    } catch {
+      return false;
+    }
+  }
+
+  /** Daytona sandboxes are remote: a host loopback URL is not reachable from them. */
+  async reachHost(hostUrl: string): Promise<string> {
+    const url = new URL(hostUrl);
+    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+      throw new SandboxError(`daytona sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`);
+    }
+    return hostUrl;
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      try {
+        await this.client.delete();
+      } catch (error) {
+        throw sandboxError('stop', this.id, error);
+      } finally {
+        this.slot.release();
+      }
+    })();
+    return this.stopping;
+  }
+}
+
+/** Sandboxes on Daytona (`@daytonaio/sdk`): labelled, network blocked unless allowed, deleted on stop. */
+export class DaytonaRuntime implements Runtime {
+  readonly id = 'daytona';
+  readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
+  private readonly options: DaytonaRuntimeOptions;
+  private readonly client: Daytona;
+  private readonly limiter: CreationLimiter;
+  private readonly sandboxes = new Set<DaytonaSandbox>();
+
+  constructor(options: DaytonaRuntimeOptions) {
+    this.options = parseRuntimeOptions({ schema: DaytonaRuntimeOptionsSchema, value: options, what: 'daytona' });
+    this.client = new Daytona({
+      apiKey: this.options.apiKey,
+      apiUrl: this.options.apiUrl ?? 'https://app.daytona.io/api',
+      ...(this.options.target && { target: this.options.target }),
+    });
+    this.limiter = new CreationLimiter(this.options);
+  }
+
+  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
+    const slot = await this.limiter.acquire();
+    try {
+      const common = {
+        envVars: withoutSecrets(sandboxOptions.env),
+        labels: { 'troupe.sandbox': '1', ...sandboxOptions.labels },
+        networkBlockAll: !(sandboxOptions.network ?? false),
+        autoStopInterval: this.options.autoStopMinutes ?? 15,
+      };
+      const resources =
+        sandboxOptions.cpu !== undefined || sandboxOptions.memoryMb !== undefined
+          ? { resources: { ...(sandboxOptions.cpu !== undefined && { cpu: Math.ceil(sandboxOptions.cpu) }), ...(sandboxOptions.memoryMb !== undefined && { memory: Math.ceil(sandboxOptions.memoryMb / 1024) }) } }
+          : {};
+      const params = sandboxOptions.image
+        ? { ...common, image: sandboxOptions.image, ...resources }
+        : { ...common, ...(this.options.snapshot && { snapshot: this.options.snapshot }) };
+      const client = await this.client.create(params, { timeout: this.options.createTimeoutSeconds ?? 120 });
+      const sandbox = new DaytonaSandbox(client, sandboxOptions.workdir ?? this.options.workdir ?? '/home/daytona', {
+        release: () => {
+          this.sandboxes.delete(sandbox);
+          slot.release();
+        },
+      });
+      this.sandboxes.add(sandbox);
+      return sandbox;
+    } catch (error) {
+      slot.release();
+      throw sandboxError('create', 'new', error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+  }
+}
