@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../agent/agent-config.ts';
+import { registerRuntime } from '../../agent/plugins.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
 import { Env } from '../../env/env.ts';
 import type { ModelRequest } from '../../model/model-client.ts';
 import { Task } from '../../task/task.ts';
@@ -96,6 +98,9 @@ function judgeSuite(runtime: AgentConfig['runtime'] | undefined) {
     expect(solver.rewards.file_exists).toEqual({ score: 1, weight: 0 });
     expect(solver.reward).toBe(1);
     expect(judge?.info.verdict).toMatchObject({ score: 1, verdicts: [{ name: 'solved', verdict: 'yes' }] });
+    const runtimeId = typeof runtime === 'string' ? runtime : 'local';
+    expect(solver.agent.runtime).toBe(runtimeId);
+    expect(judge?.info.sandbox).toMatchObject({ runtime: runtimeId });
   });
 
   it('ignores a verdict the solver planted: the judge that writes none errors its own trace', async () => {
@@ -114,6 +119,24 @@ function judgeSuite(runtime: AgentConfig['runtime'] | undefined) {
     expect(judge?.errors[0]?.message).toMatch(/wrote no verdict/);
     expect(solver.rewards.judge).toBeNull();
     expect(solver.metrics['judge/solved']).toBeNull();
+  });
+
+  it('unlinks symlinks planted at the verdict and trace paths instead of writing through them', async () => {
+    const episode = await runEpisode({
+      definition: sharedAgenticJudgeEnv,
+      task: answerTask(),
+      solver: solverRunning(
+        'echo original > precious.txt && mkdir -p "$SANDBOX_ROOT/tmp" && ln -sf "$PWD/precious.txt" "$SANDBOX_ROOT/tmp/trace.json" && ln -sf "$PWD/precious.txt" "$SANDBOX_ROOT/tmp/verdict.json"',
+      ),
+      // The judge reports whether the solver's file survived the trace being written.
+      judge: judgeRunning(
+        (path) =>
+          `if [ "$(cat precious.txt)" = original ] && [ ! -L ${path.replace(/verdict\.json$/, 'trace.json')} ]; then v=yes; else v=no; fi; printf '{"verdicts":[{"name":"solved","reason":"precious.txt still reads original","verdict":"%s"}]}' "$v" > ${path}`,
+      ),
+      runtime,
+    });
+    expect(episode.errors).toEqual([]);
+    expect(byRole(episode).solver.metrics['judge/solved']).toBe(1);
   });
 }
 
@@ -295,7 +318,31 @@ describe('agentic-judge on the local runtime', () => {
   });
 });
 
-const dockerHost = process.env.TROUPE_DOCKER_HOST;
-describe.skipIf(!dockerHost)('agentic-judge in Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
-  judgeSuite({ id: 'docker', host: dockerHost ?? '' });
+/**
+ * The same suite with both agents on the `docker` runtime (the judge runs the `bash` harness in a
+ * container). Needs an engine: `tooling/scripts/docker-engine.sh start`, then TROUPE_DOCKER_HOST.
+ */
+const dockerSocket = process.env.TROUPE_DOCKER_HOST?.replace(/^unix:\/\//, '');
+describe.skipIf(!dockerSocket)('agentic-judge in Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
+  beforeAll(async () => {
+    // Not a dependency of @troupe/verifiers (it depends on us): loaded by path, only here.
+    const dockerPackage = new URL('../../../../runtimes/docker/src/index.ts', import.meta.url).pathname;
+    const { DockerRuntime } = (await import(/* @vite-ignore */ dockerPackage)) as { DockerRuntime: new (options: Record<string, unknown>) => Runtime };
+    registerRuntime('docker', () => new DockerRuntime({ socketPath: dockerSocket, image: process.env.TROUPE_DOCKER_IMAGE ?? 'troupe-busybox:latest' }));
+  });
+  judgeSuite('docker');
+
+  it('keeps the isolated judge out of the solver container: only declared artifacts cross', async () => {
+    const check = (path: string) =>
+      `if [ "$(cat answer.txt)" = 42 ] && [ ! -e scratch.txt ]; then v=yes; else v=no; fi; printf '{"verdicts":[{"name":"solved","reason":"checked answer.txt","verdict":"%s"}]}' "$v" > ${path}`;
+    const episode = await runEpisode({
+      task: answerTask(),
+      solver: solverRunning('echo 42 > answer.txt && echo notes > scratch.txt'),
+      judge: judgeRunning(check),
+      runtime: 'docker',
+    });
+    expect(episode.errors).toEqual([]);
+    expect(byRole(episode).solver.metrics['judge/solved']).toBe(1);
+    expect(byRole(episode).judge?.info.artifacts).toEqual({ restored: ['answer.txt'], missing: [] });
+  });
 });

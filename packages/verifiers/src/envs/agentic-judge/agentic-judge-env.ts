@@ -91,6 +91,8 @@ function judgeTask(options: {
       setup: async ({ sandbox, trace }) => {
         if (!sandbox) throw new EnvError('the judge task needs a sandbox');
         trace.info.mode = options.mode;
+        // The judge runs in a sandbox of the solver's runtime, whatever its own role config says.
+        trace.info.sandbox = { runtime: sandbox.runtime, id: sandbox.id };
         if (options.artifacts) trace.info.artifacts = options.artifacts;
         await prepareJudgeWorkspace({ sandbox, paths, traceJson });
       },
