@@ -65,6 +65,15 @@ describe('BatchBuilder', () => {
     expect(batch!.samples[0]!.advantages).toEqual([0, 0, 0.5]);
   });
 
+  it('cuts scored episodes by token count, moving a trace that would overflow into the next batch', () => {
+    const traces = [1, 2, 3].map((i) => makeTrace({ id: `t${i}`, turns: [{ prompt: [1, 2], completion: [3, 4] }] }));
+    for (const trace of traces) assignAdvantages(trace, 1);
+    const builder = new BatchBuilder({ tokenBatchSize: 10 });
+    const batches = builder.addEpisodes([makeEpisode({ traces })]);
+    expect(batches.map((b) => b.samples.map((s) => s.traceId))).toEqual([['t1', 't2']]);
+    expect(builder.flush()?.samples.map((s) => s.traceId)).toEqual(['t3']);
+  });
+
   it('refuses a config with both or neither budget, naming the field', () => {
     expect(() => new BatchBuilder({})).toThrow(/batch\.batchSize: give exactly one/);
     expect(() => new BatchBuilder({ batchSize: 2, tokenBatchSize: 3 })).toThrow(/exactly one/);

@@ -2,9 +2,11 @@ import type { Episode } from '@troupe/verifiers';
 import { z } from 'zod';
 import { formatIssues } from '../algorithms/format-issues.ts';
 import { ConfigError } from '@troupe/verifiers';
-import { episodesToSamples } from './trace-to-samples.ts';
+import { appendTraceSamples } from './trace-to-samples.ts';
 import type { TrainingSample } from './training-sample.ts';
 import { filterZeroAdvantages } from './zero-advantage-filter.ts';
+
+const NO_BATCHES: readonly TrainingBatch[] = Object.freeze([]);
 
 /** Config of {@link BatchBuilder}: exactly one of `batchSize` (traces) or `tokenBatchSize` (tokens). */
 export const BatchBuilderConfigSchema = z
@@ -46,7 +48,6 @@ export class BatchBuilder {
   private samples: TrainingSample[] = [];
   private traces = 0;
   private tokens = 0;
-  private readonly scratch: TrainingSample[] = [];
 
   constructor(config: BatchBuilderConfig) {
     const parsed = BatchBuilderConfigSchema.safeParse(config);
@@ -60,13 +61,30 @@ export class BatchBuilder {
   }
 
   /** Adds the samples of a scored group (or any episodes); returns the batches it completed. */
-  addEpisodes(episodes: readonly Episode[]): TrainingBatch[] {
-    const scratch = this.scratch;
-    scratch.length = 0;
-    episodesToSamples({ episodes, into: scratch });
-    const out = this.addSamples(scratch);
-    scratch.length = 0;
-    return out;
+  addEpisodes(episodes: readonly Episode[]): readonly TrainingBatch[] {
+    let out: TrainingBatch[] | null = null;
+    const { batchSize, tokenBatchSize } = this.config;
+    for (let e = 0; e < episodes.length; e++) {
+      const episode = episodes[e]!;
+      const traces = episode.traces;
+      for (let t = 0; t < traces.length; t++) {
+        const start = this.samples.length;
+        appendTraceSamples(traces[t]!, episode.env.id, episode.id, this.samples);
+        const end = this.samples.length;
+        if (end === start) continue;
+        let tokens = 0;
+        for (let k = start; k < end; k++) tokens += this.samples[k]!.tokenIds.length;
+        if (tokenBatchSize !== undefined && this.traces > 0 && this.tokens + tokens > tokenBatchSize) {
+          const moved = this.samples.splice(start, end - start);
+          (out ??= []).push(this.cut());
+          for (const sample of moved) this.samples.push(sample);
+        }
+        this.traces++;
+        this.tokens += tokens;
+        if (batchSize !== undefined ? this.traces >= batchSize : this.tokens >= tokenBatchSize!) (out ??= []).push(this.cut());
+      }
+    }
+    return out ?? NO_BATCHES;
   }
 
   /** Adds samples (consecutive samples with the same `traceId` count as one trace). */

@@ -30,7 +30,11 @@ export function traceToSamples(options: TraceToSamplesOptions): TrainingSample[]
   return out;
 }
 
-function appendTraceSamples(trace: Trace, env: string, episodeId: string, out: TrainingSample[]): void {
+/**
+ * Appends the samples of one trace to `out` (positional, for hot loops; see {@link traceToSamples}).
+ * @internal
+ */
+export function appendTraceSamples(trace: Trace, env: string, episodeId: string, out: TrainingSample[]): void {
   if (!isTrainableTrace(trace)) return;
   const nodes = trace.nodes;
   // Fast path: a single token node is one branch.

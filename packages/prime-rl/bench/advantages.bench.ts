@@ -1,0 +1,246 @@
+/**
+ * pnpm bench:advantages — time to score AND build training samples for 1,000,000 single-token
+ * traces in groups of 16, for each built-in algorithm, against a plain loop that only sums the
+ * rewards over the same traces (the memory-bound floor), in one run.
+ *
+ * The traces are built before timing (reported separately as `buildMs`). Each measurement is the
+ * median of REPEATS runs after one warm-up. The timed path per group is: `scoreGroup(episodes)`,
+ * then `BatchBuilder.addEpisodes` (trace → TrainingSample, batch cut every 4096 traces, the
+ * zero-advantage filter on). The last stdout line is one JSON object.
+ */
+import { availableParallelism, loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Episode, Trace } from '@troupe/verifiers';
+import type { Algorithm } from '../src/algorithms/algorithm.ts';
+import { createAlgorithm } from '../src/algorithms/registry.ts';
+import { traceReward } from '../src/algorithms/trainable-traces.ts';
+import { BatchBuilder } from '../src/samples/batch-builder.ts';
+import { packMicroBatches } from '../src/samples/pack-micro-batches.ts';
+import type { TrainingSample } from '../src/samples/training-sample.ts';
+
+const tracesFlag = process.argv.indexOf('--traces');
+/** Number of traces (default 1,000,000; `--traces N` for a quicker look, a multiple of 16). */
+const NUM_TRACES = tracesFlag > 0 ? Number(process.argv[tracesFlag + 1]) : 1_000_000;
+const GROUP_SIZE = 16;
+const EPISODES_PER_HIERARCHICAL_GROUP = 4; // 1 proposer + 3 solvers each: 16 traces per group
+const REPEATS = 3;
+const ENV = 'bench';
+
+/** Deterministic PRNG (mulberry32) so every run scores the same rewards. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function buildData() {
+  const next = random(42);
+  const task = { key: 'k', hash: 'h', data: {} };
+  const proposer = { name: 'proposer', trainable: true };
+  const solver = { name: 'solver', trainable: true };
+  const message = { role: 'assistant' as const, content: 'x' };
+  const traces: Trace[] = new Array(NUM_TRACES);
+  for (let i = 0; i < NUM_TRACES; i++) {
+    const trace = new Trace({ id: `t${i}`, task, agent: i % 4 === 0 ? proposer : solver });
+    trace.nodes.push({
+      id: 0,
+      parent: null,
+      message,
+      sampled: true,
+      timestamp: 0,
+      tokenIds: [i % 50_000],
+      mask: [true],
+      logprobs: [-0.5],
+      tokenParent: null,
+    });
+    trace.rewards.correct = { score: next() < 0.5 ? 1 : 0, weight: 1 };
+    traces[i] = trace;
+  }
+  // Flat view: groups of 16 one-trace episodes (grpo, rae, max-rl and the floor).
+  // Hierarchical view of the same traces: groups of 4 episodes × (1 proposer + 3 solvers).
+  const flat: Episode[][] = [];
+  const hierarchical: Episode[][] = [];
+  for (let g = 0; g < NUM_TRACES / GROUP_SIZE; g++) {
+    const groupId = `g${g}`;
+    const flatGroup: Episode[] = [];
+    const hierarchicalGroup: Episode[] = [];
+    for (let e = 0; e < GROUP_SIZE; e++) {
+      const episode = new Episode({ id: `f${g}.${e}`, env: { id: ENV }, task, group: { id: groupId, index: e } });
+      episode.traces.push(traces[g * GROUP_SIZE + e]!);
+      flatGroup.push(episode);
+    }
+    const perEpisode = GROUP_SIZE / EPISODES_PER_HIERARCHICAL_GROUP;
+    for (let e = 0; e < EPISODES_PER_HIERARCHICAL_GROUP; e++) {
+      const episode = new Episode({ id: `h${g}.${e}`, env: { id: ENV }, task, group: { id: groupId, index: e } });
+      for (let t = 0; t < perEpisode; t++) episode.traces.push(traces[g * GROUP_SIZE + e * perEpisode + t]!);
+      hierarchicalGroup.push(episode);
+    }
+    flat.push(flatGroup);
+    hierarchical.push(hierarchicalGroup);
+  }
+  return { traces, flat, hierarchical };
+}
+
+/** CPU time of this process (user + system, all threads, GC included) in ms. */
+function cpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function floor(groups: readonly Episode[][]): { ms: number; cpuMs: number; sum: number } {
+  const start = performance.now();
+  const cpuStart = cpuMs();
+  let sum = 0;
+  for (let g = 0; g < groups.length; g++) {
+    const episodes = groups[g]!;
+    for (let e = 0; e < episodes.length; e++) {
+      const traces = episodes[e]!.traces;
+      for (let t = 0; t < traces.length; t++) sum += traceReward(traces[t]!);
+    }
+  }
+  return { ms: performance.now() - start, cpuMs: cpuMs() - cpuStart, sum };
+}
+
+interface Run {
+  ms: number;
+  cpuMs: number;
+  samples: number;
+  droppedSamples: number;
+  kept: TrainingSample[];
+}
+
+function scoreAndSample(algorithm: Algorithm, groups: readonly Episode[][], keep: boolean): Run {
+  const builder = new BatchBuilder({ batchSize: 4096 });
+  const kept: TrainingSample[] = [];
+  let samples = 0;
+  let droppedSamples = 0;
+  const start = performance.now();
+  const cpuStart = cpuMs();
+  for (let g = 0; g < groups.length; g++) {
+    const episodes = groups[g]!;
+    algorithm.scoreGroup(episodes);
+    const batches = builder.addEpisodes(episodes);
+    for (let b = 0; b < batches.length; b++) {
+      const batch = batches[b]!;
+      samples += batch.samples.length;
+      droppedSamples += batch.droppedSamples;
+      if (keep) for (const sample of batch.samples) kept.push(sample);
+    }
+  }
+  const last = builder.flush();
+  if (last) {
+    samples += last.samples.length;
+    droppedSamples += last.droppedSamples;
+    if (keep) kept.push(...last.samples);
+  }
+  return { ms: performance.now() - start, cpuMs: cpuMs() - cpuStart, samples, droppedSamples, kept };
+}
+
+const heapBefore = process.memoryUsage().heapUsed;
+const buildStart = performance.now();
+const data = buildData();
+const buildMs = performance.now() - buildStart;
+const heapMb = (process.memoryUsage().heapUsed - heapBefore) / 1e6;
+
+floor(data.flat); // warm-up
+const floorRuns = Array.from({ length: REPEATS }, () => floor(data.flat));
+const baseline = { ms: median(floorRuns.map((r) => r.ms)), cpuMs: median(floorRuns.map((r) => r.cpuMs)) };
+
+const algorithms = [
+  { name: 'grpo', config: { type: 'grpo' }, groups: data.flat },
+  { name: 'hierarchical-grpo', config: { type: 'hierarchical-grpo', episodeAgents: ['solver'] }, groups: data.hierarchical },
+  { name: 'rae', config: { type: 'rae' }, groups: data.flat },
+  { name: 'max-rl', config: { type: 'max-rl' }, groups: data.flat },
+] as const;
+
+interface Result {
+  ms: number;
+  cpuMs: number;
+  ratio: number;
+  cpuRatio: number;
+  nsPerTrace: number;
+  samples: number;
+  droppedSamples: number;
+}
+const results: Record<string, Result> = {};
+let packMs = 0;
+let microBatches = 0;
+for (const { name, config, groups } of algorithms) {
+  scoreAndSample(createAlgorithm(config), groups, false); // warm-up
+  const runs: Run[] = [];
+  for (let r = 0; r < REPEATS; r++) runs.push(scoreAndSample(createAlgorithm(config), groups, name === 'grpo' && r === 0));
+  const ms = median(runs.map((run) => run.ms));
+  const cpu = median(runs.map((run) => run.cpuMs));
+  results[name] = {
+    ms,
+    cpuMs: cpu,
+    ratio: ms / baseline.ms,
+    cpuRatio: cpu / baseline.cpuMs,
+    nsPerTrace: (ms * 1e6) / NUM_TRACES,
+    samples: runs[0]!.samples,
+    droppedSamples: runs[0]!.droppedSamples,
+  };
+  if (name === 'grpo') {
+    const start = performance.now();
+    microBatches = packMicroBatches({ samples: runs[0]!.kept, microBatchLength: 2048 }).microBatches.length;
+    packMs = performance.now() - start;
+    runs[0]!.kept.length = 0;
+  }
+}
+
+const row = (cells: string[]) => cells.map((cell, i) => cell.padEnd([36, 11, 10, 9, 11, 10][i] ?? 0)).join('');
+const lines = [
+  `traces: ${NUM_TRACES.toLocaleString('en')} single-token, groups of ${GROUP_SIZE}; median of ${REPEATS} runs; load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores`,
+  `build traces+episodes (untimed setup): ${buildMs.toFixed(0)} ms, ~${heapMb.toFixed(0)} MB heap`,
+  '',
+  row(['path', 'wall ms', 'ns/trace', '× floor', 'cpu ms', '× floor', 'samples']),
+  row(['floor: sum rewards', baseline.ms.toFixed(1), ((baseline.ms * 1e6) / NUM_TRACES).toFixed(1), '1.0', baseline.cpuMs.toFixed(1), '1.0', '-']),
+];
+for (const [name, r] of Object.entries(results)) {
+  lines.push(
+    row([`${name}: score + samples`, r.ms.toFixed(1), r.nsPerTrace.toFixed(1), r.ratio.toFixed(1), r.cpuMs.toFixed(1), r.cpuRatio.toFixed(1), String(r.samples)]),
+  );
+}
+lines.push(
+  '',
+  `FFD packing of grpo's ${results.grpo!.samples} samples into 2048-token micro-batches: ${packMs.toFixed(0)} ms (${microBatches} micro-batches)`,
+);
+console.log(lines.join('\n'));
+
+const slowest = Object.entries(results).reduce((a, b) => (b[1].ms > a[1].ms ? b : a));
+const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+console.log(
+  JSON.stringify({
+    name: 'advantages.score-and-sample.slowest-algorithm',
+    value: round(slowest[1].ms),
+    unit: 'ms',
+    baseline: round(baseline.ms),
+    ratio: round(slowest[1].ms / baseline.ms),
+    slowest: slowest[0],
+    cpuMs: round(slowest[1].cpuMs),
+    baselineCpuMs: round(baseline.cpuMs),
+    cpuRatio: round(slowest[1].cpuRatio),
+    traces: NUM_TRACES,
+    groupSize: GROUP_SIZE,
+    repeats: REPEATS,
+    loadAverage: round(loadavg()[0]!, 1),
+    buildMs: round(buildMs, 1),
+    packMs: round(packMs, 1),
+    algorithms: Object.fromEntries(
+      Object.entries(results).map(([name, r]) => [
+        name,
+        { ms: round(r.ms), ratio: round(r.ratio), cpuMs: round(r.cpuMs), cpuRatio: round(r.cpuRatio), nsPerTrace: round(r.nsPerTrace, 1), samples: r.samples },
+      ]),
+    ),
+  }),
+);
