@@ -103,7 +103,7 @@ describe('InterceptionServer', () => {
       .create({ ...chatBody('two'), stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)
       .then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((error as OpenAI.APIError).message).toContain('rollout stopped: max_turns');
+    expect((error as Error).message).toContain('rollout stopped: max_turns');
     expect(r.trace.stopCondition).toBe('max_turns');
     expect(r.model.calls).toBe(1);
   });

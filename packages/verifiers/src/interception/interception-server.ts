@@ -80,7 +80,7 @@ export class InterceptionServer {
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.options.port ?? 0, '127.0.0.1', () => {
+      this.server.listen(this.options.port ?? 0, '127.0.0.1', 4096, () => {
         this.server.off('error', reject);
         this.port = (this.server.address() as AddressInfo).port;
         resolve();

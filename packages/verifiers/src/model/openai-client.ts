@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../interception/dialects/chat.ts';
 import { type ModelCallOptions, type ModelClient, type ModelRequest, type ModelResponse, SamplingSchema } from './model-client.ts';
+import { createBufferedFetch } from './buffered-fetch.ts';
 import { isRetryableStatus, type RetryDecision, RetryOptionsSchema, retryAfterMs, withRetry } from './retry.ts';
 
 /** Options of `OpenAICompatibleClient`; everything is injected (never read from the environment). */
@@ -24,6 +25,8 @@ export const OpenAICompatibleClientOptionsSchema = z
     returnTokenIds: z.boolean().default(true),
     /** Ask for per-token logprobs (default true). */
     logprobs: z.boolean().default(true),
+    /** The fetch the SDK uses (default: a buffered keep-alive `node:http` fetch shared by all clients). */
+    fetch: z.custom<typeof fetch>((value) => typeof value === 'function', 'expected a fetch function').optional(),
   })
   .strict();
 export type OpenAICompatibleClientOptions = z.input<typeof OpenAICompatibleClientOptionsSchema>;
@@ -62,6 +65,7 @@ export class OpenAICompatibleClient implements ModelClient {
       webhookSecret: null,
       maxRetries: 0,
       timeout: parsed.data.timeoutMs ?? 600_000,
+      fetch: parsed.data.fetch ?? defaultFetch(),
       ...(parsed.data.headers ? { defaultHeaders: parsed.data.headers } : {}),
     });
   }
@@ -95,6 +99,12 @@ export class OpenAICompatibleClient implements ModelClient {
       throw toProviderError(error, attempts);
     }
   }
+}
+
+let sharedFetch: typeof fetch | undefined;
+function defaultFetch(): typeof fetch {
+  sharedFetch ??= createBufferedFetch();
+  return sharedFetch;
 }
 
 function classify(error: unknown): RetryDecision {

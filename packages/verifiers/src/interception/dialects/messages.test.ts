@@ -40,13 +40,15 @@ describe('Anthropic messages dialect through interception', () => {
       runModel: 'policy-7b',
       sampling: { temperature: 0.7 },
     });
-    const reply = await program.messages.create({
+    // A program temperature (older SDKs and other programs send one) must not reach the model.
+    const body = {
       model: 'claude-opus-4-8',
       max_tokens: 32000,
       temperature: 0,
-      system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
-      messages: [{ role: 'user', content: 'hi' }],
-    }, { timeout: 60_000 });
+      system: [{ type: 'text' as const, text: 'You are Claude Code.', cache_control: { type: 'ephemeral' as const } }],
+      messages: [{ role: 'user' as const, content: 'hi' }],
+    };
+    const reply = await program.messages.create(body as Anthropic.MessageCreateParamsNonStreaming, { timeout: 60_000 });
     expect(reply.content).toEqual([{ type: 'text', text: 'Hello there.' }]);
     expect(reply.stop_reason).toBe('end_turn');
     expect(reply.usage).toMatchObject({ input_tokens: 20, output_tokens: 3, cache_read_input_tokens: 5 });
@@ -156,6 +158,32 @@ describe('Anthropic messages dialect through interception', () => {
     expect(rollout.trace.numTurns).toBe(2);
     const sampledCall = rollout.trace.node(rollout.trace.calls[0]!.node!);
     expect(rollout.trace.path(rollout.trace.calls[1]!.node!)).toContain(sampledCall.id);
+  });
+
+  it('keeps token ids and logprobs on the trace when an Anthropic-speaking program runs against a vLLM-shaped model', async () => {
+    const { rollout, program } = await start({
+      script: [{ toolCalls: [{ id: 'toolu_T', name: 'Bash', arguments: '{"command":"ls"}' }] }, 'All done.'],
+      vllmTokens: true,
+    });
+    const first = await program.messages.create({ model: 'm', max_tokens: 100, tools: [bashTool], messages: [{ role: 'user', content: 'look' }] });
+    await program.messages
+      .stream({
+        model: 'm',
+        max_tokens: 100,
+        tools: [bashTool],
+        messages: [
+          { role: 'user', content: 'look' },
+          { role: 'assistant', content: first.content },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_T', content: 'a.txt' }] },
+        ],
+      })
+      .finalMessage();
+    const [a, b] = rollout.trace.calls.map((call) => rollout.trace.node(call.node!));
+    expect(a?.tokenIds?.length).toBeGreaterThan(0);
+    expect(a?.logprobs).toHaveLength(a!.mask!.filter(Boolean).length);
+    // The second turn's prompt extends the first turn's prompt + completion: one token sequence.
+    expect(b?.tokenParent).toBe(a?.id);
+    expect(b?.mask?.filter(Boolean).length).toBeGreaterThan(0);
   });
 
   it('answers count_tokens with an estimate and lists the session model', async () => {

@@ -1,0 +1,193 @@
+/**
+ * bench:interception — the latency the interception server adds to one model call.
+ *
+ * The same sequential calls go, interleaved one by one, (a) from the `openai` SDK straight to the
+ * scripted model server and (b) from the SDK through InterceptionServer → RolloutSession →
+ * OpenAICompatibleClient → the same scripted server. Overhead = quantile(b) − quantile(a).
+ * A new rollout session is registered every 25 calls, as rollouts would.
+ *
+ * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500]
+ * The last stdout line is one JSON object.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { InterceptionServer } from '../src/interception/interception-server.ts';
+import { RolloutSession } from '../src/interception/rollout-session.ts';
+import { OpenAICompatibleClient } from '../src/model/openai-client.ts';
+import { ScriptedModelServer } from '../src/testing/scripted-model-server.ts';
+import { Trace } from '../src/trace/trace.ts';
+
+const calls = Number(process.argv[2] ?? 2000);
+const streamCalls = Number(process.argv[3] ?? 500);
+const warmup = 200;
+const SESSION_CALLS = 25;
+
+const model = await ScriptedModelServer.start({
+  script: (_request, { callIndex }) => ({
+    content: `Reply number ${callIndex}: the answer is ${callIndex % 97}. I checked it twice.`,
+    usage: { promptTokens: 60, completionTokens: 16 },
+  }),
+  keepLog: false,
+});
+const interception = new InterceptionServer();
+await interception.start();
+const client = new OpenAICompatibleClient({ baseUrl: model.baseUrl, apiKey: 'sk-bench', model: 'policy' });
+
+let session: RolloutSession | null = null;
+let sessionCalls = 0;
+function currentSecret(): string {
+  if (!session || sessionCalls >= SESSION_CALLS) {
+    if (session) interception.unregister(session);
+    const trace = new Trace({ task: { key: 'bench', hash: 'h', data: {} }, agent: { name: 'bench', trainable: true } });
+    session = new RolloutSession({ trace, client, model: 'policy' });
+    interception.register(session);
+    sessionCalls = 0;
+  }
+  sessionCalls++;
+  return session.secret;
+}
+
+const system = 'You are a careful assistant. Answer the arithmetic question and explain briefly. '.repeat(8);
+const messagesFor = (i: number): OpenAI.ChatCompletionMessageParam[] => [
+  { role: 'system', content: system },
+  { role: 'user', content: `Question ${i}: what is ${i} + ${i % 13}?` },
+];
+
+const direct = new OpenAI({ baseURL: model.baseUrl, apiKey: 'sk-bench', maxRetries: 0 });
+const directAnthropic = new Anthropic({ baseURL: model.url, apiKey: 'sk-bench', maxRetries: 0 });
+// One program client per rollout, as a program would hold one.
+const programs = new Map<string, { openai: OpenAI; anthropic: Anthropic }>();
+function programFor(secret: string) {
+  let program = programs.get(secret);
+  if (!program) {
+    programs.clear();
+    program = {
+      openai: new OpenAI({ baseURL: `${interception.url}/v1`, apiKey: secret, maxRetries: 0 }),
+      anthropic: new Anthropic({ baseURL: interception.url, apiKey: secret, maxRetries: 0 }),
+    };
+    programs.set(secret, program);
+  }
+  return program;
+}
+const viaInterception = (secret: string) => programFor(secret).openai;
+const viaInterceptionAnthropic = (secret: string) => programFor(secret).anthropic;
+
+type Kind = 'chat' | 'chat-stream' | 'messages-stream';
+
+/** CPU time (user + system, ms) spent by this process during each call: the load-independent cost. */
+const cpu = { direct: [] as number[], intercepted: [] as number[] };
+
+async function call(kind: Kind, i: number, intercepted: boolean): Promise<number> {
+  const cpuStart = process.cpuUsage();
+  const elapsed = await timedCall(kind, i, intercepted);
+  const used = process.cpuUsage(cpuStart);
+  (intercepted ? cpu.intercepted : cpu.direct).push((used.user + used.system) / 1000);
+  return elapsed;
+}
+
+async function timedCall(kind: Kind, i: number, intercepted: boolean): Promise<number> {
+  const started = performance.now();
+  if (kind === 'chat') {
+    const sdk = intercepted ? viaInterception(currentSecret()) : direct;
+    const reply = await sdk.chat.completions.create({ model: 'm', messages: messagesFor(i) });
+    if (!reply.choices[0]?.message.content) throw new Error('empty reply');
+  } else if (kind === 'chat-stream') {
+    const sdk = intercepted ? viaInterception(currentSecret()) : direct;
+    const stream = await sdk.chat.completions.create({ model: 'm', messages: messagesFor(i), stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    if (!text) throw new Error('empty stream');
+  } else {
+    const sdk = intercepted ? viaInterceptionAnthropic(currentSecret()) : directAnthropic;
+    const stream = await sdk.messages.create({
+      model: 'm',
+      max_tokens: 256,
+      stream: true,
+      system,
+      messages: [{ role: 'user', content: `Question ${i}: what is ${i} + ${i % 13}?` }],
+    });
+    let text = '';
+    for await (const event of stream) if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
+    if (!text) throw new Error('empty stream');
+  }
+  return performance.now() - started;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (!sorted.length) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[index] as number;
+}
+
+interface Measured {
+  kind: Kind;
+  direct: { p50: number; p99: number };
+  intercepted: { p50: number; p99: number };
+  overheadP50: number;
+  overheadP99: number;
+  cpuOverheadP50: number;
+}
+
+async function measure(kind: Kind, n: number): Promise<Measured> {
+  for (let i = 0; i < Math.min(warmup, n); i++) {
+    await call(kind, i, false);
+    await call(kind, i, true);
+  }
+  cpu.direct.length = 0;
+  cpu.intercepted.length = 0;
+  const directTimes: number[] = [];
+  const interceptedTimes: number[] = [];
+  for (let i = 0; i < n; i++) {
+    // Interleaved, alternating which goes first, so machine load hits both sides alike.
+    if (i % 2 === 0) {
+      directTimes.push(await call(kind, i, false));
+      interceptedTimes.push(await call(kind, i, true));
+    } else {
+      interceptedTimes.push(await call(kind, i, true));
+      directTimes.push(await call(kind, i, false));
+    }
+  }
+  directTimes.sort((a, b) => a - b);
+  interceptedTimes.sort((a, b) => a - b);
+  const d = { p50: quantile(directTimes, 0.5), p99: quantile(directTimes, 0.99) };
+  const t = { p50: quantile(interceptedTimes, 0.5), p99: quantile(interceptedTimes, 0.99) };
+  const cpuDirect = cpu.direct.sort((a, b) => a - b);
+  const cpuIntercepted = cpu.intercepted.sort((a, b) => a - b);
+  const cpuOverheadP50 = quantile(cpuIntercepted, 0.5) - quantile(cpuDirect, 0.5);
+  const result = { kind, direct: d, intercepted: t, overheadP50: t.p50 - d.p50, overheadP99: t.p99 - d.p99, cpuOverheadP50 };
+  const f = (x: number) => x.toFixed(3).padStart(8);
+  console.log(
+    `${kind.padEnd(16)} n=${n}  direct p50 ${f(d.p50)} ms  p99 ${f(d.p99)} ms | intercepted p50 ${f(t.p50)} ms  p99 ${f(t.p99)} ms | overhead p50 ${f(result.overheadP50)} ms  p99 ${f(result.overheadP99)} ms | cpu/call p50 direct ${f(quantile(cpuDirect, 0.5))} ms intercepted ${f(quantile(cpuIntercepted, 0.5))} ms`,
+  );
+  return result;
+}
+
+try {
+  const chat = await measure('chat', calls);
+  const chatStream = streamCalls > 0 ? await measure('chat-stream', streamCalls) : null;
+  const messagesStream = streamCalls > 0 ? await measure('messages-stream', streamCalls) : null;
+  const round = (x: number) => Math.round(x * 1000) / 1000;
+  console.log(
+    JSON.stringify({
+      name: 'interception_overhead_p50',
+      value: round(chat.overheadP50),
+      unit: 'ms',
+      baseline: round(chat.direct.p50),
+      ratio: round(chat.intercepted.p50 / chat.direct.p50),
+      overhead_p50_ms: round(chat.overheadP50),
+      overhead_p99_ms: round(chat.overheadP99),
+      direct_p50_ms: round(chat.direct.p50),
+      direct_p99_ms: round(chat.direct.p99),
+      intercepted_p50_ms: round(chat.intercepted.p50),
+      intercepted_p99_ms: round(chat.intercepted.p99),
+      calls,
+      cpu_overhead_p50_ms: round(chat.cpuOverheadP50),
+      chat_stream_overhead_p50_ms: chatStream ? round(chatStream.overheadP50) : null,
+      messages_stream_overhead_p50_ms: messagesStream ? round(messagesStream.overheadP50) : null,
+      goal_p50_ms: 1,
+    }),
+  );
+} finally {
+  await interception.close();
+  await model.close();
+}
