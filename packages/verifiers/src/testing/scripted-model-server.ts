@@ -123,7 +123,8 @@ export class ScriptedModelServer {
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.options.port ?? 0, '127.0.0.1', () => {
+      // A deep accept queue: a burst of concurrent clients must not overflow it (overflow → ECONNRESET).
+      this.server.listen({ port: this.options.port ?? 0, host: '127.0.0.1', backlog: 4096 }, () => {
         this.server.off('error', reject);
         this.port = (this.server.address() as AddressInfo).port;
         resolve();
