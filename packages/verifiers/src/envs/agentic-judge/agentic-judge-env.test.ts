@@ -1,22 +1,23 @@
-import { mkdtempSync, readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../agent/agent-config.ts';
 import { registerRuntime } from '../../agent/plugins.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
 import { Env } from '../../env/env.ts';
 import type { ModelRequest } from '../../model/model-client.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
 import { Task } from '../../task/task.ts';
 import { type ScriptedClient, type ScriptedReply, scriptedClient } from '../../testing/scripted-model-server.ts';
-import { type Episode } from '../../trace/episode.ts';
+import type { Episode } from '../../trace/episode.ts';
 import { agenticJudgeEnv, sharedAgenticJudgeEnv } from './agentic-judge-env.ts';
 
 /** What one role does on its n-th model call (n = assistant messages already in the request). */
 type Role = (request: ModelRequest, turn: number) => ScriptedReply | string;
 
 const bash = (command: string): ScriptedReply => ({ toolCalls: [{ name: 'bash', arguments: { command } }] });
-const promptOf = (request: ModelRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+const promptOf = (request: ModelRequest) =>
+  request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 const verdictPathOf = (request: ModelRequest) => /write the file (\S+) containing/.exec(promptOf(request))?.[1] ?? 'NO-PATH';
 const toolOutputs = (request: ModelRequest) => request.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
 
@@ -25,7 +26,11 @@ const judgeRunning =
   (command: (verdictPath: string) => string): Role =>
   (request, turn) =>
     turn === 0 ? bash(command(verdictPathOf(request))) : 'Verdict written.';
-const writeVerdict = (answer: string) => judgeRunning((path) => `printf '%s' '${JSON.stringify({ verdicts: [{ name: 'solved', reason: 'I ran it and checked the output.', verdict: answer }] })}' > ${path}`);
+const writeVerdict = (answer: string) =>
+  judgeRunning(
+    (path) =>
+      `printf '%s' '${JSON.stringify({ verdicts: [{ name: 'solved', reason: 'I ran it and checked the output.', verdict: answer }] })}' > ${path}`,
+  );
 
 /** A solver that runs `command` in its sandbox, then claims success. */
 const solverRunning =
@@ -86,7 +91,12 @@ function byRole(episode: Episode) {
 /** The same checks on every runtime the judge supports. */
 function judgeSuite(runtime: AgentConfig['runtime'] | undefined) {
   it('turns the verdict into judge/<name> metrics and a judge reward on the solver; the judge never trains', async () => {
-    const episode = await runEpisode({ task: answerTask(), solver: solverRunning('echo 42 > answer.txt'), judge: writeVerdict('yes'), runtime });
+    const episode = await runEpisode({
+      task: answerTask(),
+      solver: solverRunning('echo 42 > answer.txt'),
+      judge: writeVerdict('yes'),
+      runtime,
+    });
     expect(episode.errors).toEqual([]);
     const { solver, judge } = byRole(episode);
     expect(judge?.ok).toBe(true);
@@ -108,7 +118,9 @@ function judgeSuite(runtime: AgentConfig['runtime'] | undefined) {
     const episode = await runEpisode({
       definition: sharedAgenticJudgeEnv,
       task: answerTask(),
-      solver: solverRunning(`mkdir -p "$SANDBOX_ROOT/tmp" && printf '%s' '${planted}' > "$SANDBOX_ROOT/tmp/verdict.json" && echo 41 > answer.txt`),
+      solver: solverRunning(
+        `mkdir -p "$SANDBOX_ROOT/tmp" && printf '%s' '${planted}' > "$SANDBOX_ROOT/tmp/verdict.json" && echo 41 > answer.txt`,
+      ),
       judge: judgeRunning(() => 'cat answer.txt'),
       runtime,
     });
@@ -151,7 +163,12 @@ describe('agentic-judge on the local runtime', () => {
     expect(byRole(isolated).solver.metrics['judge/solved']).toBe(1);
     expect(byRole(isolated).judge?.info.artifacts).toEqual({ restored: ['answer.txt'], missing: [] });
     // The shared judge sees the solver's scratch file too.
-    const shared = await runEpisode({ definition: sharedAgenticJudgeEnv, task: answerTask(), solver, judge: judgeRunning(check) });
+    const shared = await runEpisode({
+      definition: sharedAgenticJudgeEnv,
+      task: answerTask(),
+      solver,
+      judge: judgeRunning(check),
+    });
     expect(byRole(shared).solver.metrics['judge/solved']).toBe(0);
     expect(byRole(shared).solver.rewards.judge).toEqual({ score: 0, weight: 1 });
   });
@@ -211,7 +228,11 @@ describe('agentic-judge on the local runtime', () => {
     const outside = mkdtempSync(join(tmpdir(), 'judge-link-'));
     const target = join(outside, 'verdict.json');
     writeFileSync(target, JSON.stringify({ verdicts: [{ name: 'solved', reason: 'r', verdict: 'yes' }] }));
-    const episode = await runEpisode({ task: answerTask(), solver: solverRunning('echo 42 > answer.txt'), judge: judgeRunning((path) => `ln -s ${target} ${path}`) });
+    const episode = await runEpisode({
+      task: answerTask(),
+      solver: solverRunning('echo 42 > answer.txt'),
+      judge: judgeRunning((path) => `ln -s ${target} ${path}`),
+    });
     const { solver, judge } = byRole(episode);
     expect(judge?.errors[0]).toMatchObject({ type: 'ParseError' });
     expect(judge?.errors[0]?.message).toMatch(/symlink/);
@@ -220,10 +241,17 @@ describe('agentic-judge on the local runtime', () => {
 
   it.each([
     ['not JSON', 'echo "the solver did well" >'],
-    ['an unknown criterion', `printf '%s' '{"verdicts":[{"name":"solved","reason":"r","verdict":"yes"},{"name":"style","reason":"r","verdict":"yes"}]}' >`],
+    [
+      'an unknown criterion',
+      `printf '%s' '{"verdicts":[{"name":"solved","reason":"r","verdict":"yes"},{"name":"style","reason":"r","verdict":"yes"}]}' >`,
+    ],
     ['an answer outside the choices', `printf '%s' '{"verdicts":[{"name":"solved","reason":"r","verdict":"maybe"}]}' >`],
   ])('errors the judge trace on a malformed verdict (%s), never scoring 0', async (_, command) => {
-    const episode = await runEpisode({ task: answerTask(), solver: solverRunning('echo 42 > answer.txt'), judge: judgeRunning((path) => `${command} ${path}`) });
+    const episode = await runEpisode({
+      task: answerTask(),
+      solver: solverRunning('echo 42 > answer.txt'),
+      judge: judgeRunning((path) => `${command} ${path}`),
+    });
     const { solver, judge } = byRole(episode);
     expect(episode.ok).toBe(false);
     expect(judge?.errors[0]).toMatchObject({ type: 'ParseError', stage: 'finalize' });
@@ -289,7 +317,11 @@ describe('agentic-judge on the local runtime', () => {
   });
 
   it('fails the episode without judging when the solver is not ok', async () => {
-    const episode = await runEpisode({ task: answerTask(), solver: () => ({ error: { status: 400, message: 'bad request' } }), judge: writeVerdict('yes') });
+    const episode = await runEpisode({
+      task: answerTask(),
+      solver: () => ({ error: { status: 400, message: 'bad request' } }),
+      judge: writeVerdict('yes'),
+    });
     expect(episode.ok).toBe(false);
     expect(episode.traces.map((t) => t.agent.name)).toEqual(['solver']);
     expect(episode.errors[0]?.message).toMatch(/the solver failed \(ProviderError/);
@@ -297,7 +329,11 @@ describe('agentic-judge on the local runtime', () => {
 
   it('refuses at construction a judge harness that cannot execute code', async () => {
     await expect(
-      Env.create({ definition: agenticJudgeEnv, config: { id: 'agentic-judge', judge: { harness: 'null' } }, run: { model: 'm', client: model.client } }),
+      Env.create({
+        definition: agenticJudgeEnv,
+        config: { id: 'agentic-judge', judge: { harness: 'null' } },
+        run: { model: 'm', client: model.client },
+      }),
     ).rejects.toThrow(/cannot execute code.*plugged judge instead/);
   });
 
@@ -312,7 +348,11 @@ describe('agentic-judge on the local runtime', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rubric-file-'));
     mkdirSync(join(dir, 'sub'));
     await expect(
-      Env.create({ definition: agenticJudgeEnv, config: { id: 'agentic-judge', rubric: join(dir, 'missing.json') }, run: { model: 'm', client: model.client } }),
+      Env.create({
+        definition: agenticJudgeEnv,
+        config: { id: 'agentic-judge', rubric: join(dir, 'missing.json') },
+        run: { model: 'm', client: model.client },
+      }),
     ).rejects.toThrow(/env\.rubric.*cannot read/);
     expect(existsSync(join(dir, 'missing.json'))).toBe(false);
   });
@@ -327,8 +367,13 @@ describe.skipIf(!dockerSocket)('agentic-judge in Docker sandboxes (TROUPE_DOCKER
   beforeAll(async () => {
     // Not a dependency of @troupe/verifiers (it depends on us): loaded by path, only here.
     const dockerPackage = new URL('../../../../runtimes/docker/src/index.ts', import.meta.url).pathname;
-    const { DockerRuntime } = (await import(/* @vite-ignore */ dockerPackage)) as { DockerRuntime: new (options: Record<string, unknown>) => Runtime };
-    registerRuntime('docker', () => new DockerRuntime({ socketPath: dockerSocket, image: process.env.TROUPE_DOCKER_IMAGE ?? 'troupe-busybox:latest' }));
+    const { DockerRuntime } = (await import(/* @vite-ignore */ dockerPackage)) as {
+      DockerRuntime: new (options: Record<string, unknown>) => Runtime;
+    };
+    registerRuntime(
+      'docker',
+      () => new DockerRuntime({ socketPath: dockerSocket, image: process.env.TROUPE_DOCKER_IMAGE ?? 'troupe-busybox:latest' }),
+    );
   });
   judgeSuite('docker');
 

@@ -8,7 +8,15 @@ import type { Trace } from '../../trace/trace.ts';
 import { type ArtifactReport, restoreArtifacts } from './artifacts.ts';
 import { type JudgeMode, judgePrompt } from './judge-prompt.ts';
 import { type JudgePaths, judgePaths, prepareJudgeWorkspace, readVerdictFile } from './judge-workspace.ts';
-import { DEFAULT_RUBRIC, judgeScore, loadRubricFile, parseVerdicts, type Rubric, RubricSchema, type ScoredVerdict } from './rubric.ts';
+import {
+  DEFAULT_RUBRIC,
+  judgeScore,
+  loadRubricFile,
+  parseVerdicts,
+  type Rubric,
+  RubricSchema,
+  type ScoredVerdict,
+} from './rubric.ts';
 
 /** Inline text, or `{ path }` to a file read at construction. */
 const TextOrFileSchema = z.union([z.string(), z.object({ path: z.string().min(1) }).strict()]).transform((value, context) => {
@@ -83,7 +91,11 @@ function judgeTask(options: {
       ...(task.data.image ? { image: task.data.image } : {}),
       ...(task.data.workdir ? { workdir: task.data.workdir } : {}),
       ...(task.data.timeout ? { timeout: task.data.timeout } : {}),
-      info: { judged: { task: task.key, trace: solution.id }, mode: options.mode, ...(options.artifacts ? { artifacts: options.artifacts } : {}) },
+      info: {
+        judged: { task: task.key, trace: solution.id },
+        mode: options.mode,
+        ...(options.artifacts ? { artifacts: options.artifacts } : {}),
+      },
     },
     {
       key: `judge:${task.key}`,
@@ -114,7 +126,10 @@ function describeFailure(trace: Trace): string {
   return error ? `${error.type}: ${error.message}` : 'not ok';
 }
 
-function definition(id: 'agentic-judge' | 'shared-agentic-judge', mode: JudgeMode): EnvDefinition<'solver' | 'judge', AgenticJudgeOptions> {
+function definition(
+  id: 'agentic-judge' | 'shared-agentic-judge',
+  mode: JudgeMode,
+): EnvDefinition<'solver' | 'judge', AgenticJudgeOptions> {
   return defineEnv({
     id,
     description:
@@ -156,7 +171,15 @@ function definition(id: 'agentic-judge' | 'shared-agentic-judge', mode: JudgeMod
           await solverBox.stop();
         }
         const paths = await judgePaths(judgeBox);
-        const judging = judgeTask({ task, solution, config: options, mode, paths, workdir: judgeBox.workdir, ...(artifacts ? { artifacts } : {}) });
+        const judging = judgeTask({
+          task,
+          solution,
+          config: options,
+          mode,
+          paths,
+          workdir: judgeBox.workdir,
+          ...(artifacts ? { artifacts } : {}),
+        });
         await agents.judge.run(judging, { sandbox: judgeBox });
       } finally {
         await solverBox.stop();

@@ -21,7 +21,11 @@ export interface ArtifactReport {
  * not fatal: the judge is told, and judges the solver by it. `/logs/artifacts` is always tried
  * and silently skipped when absent.
  */
-export async function restoreArtifacts(options: { from: Sandbox; to: Sandbox; declared: readonly string[] }): Promise<ArtifactReport> {
+export async function restoreArtifacts(options: {
+  from: Sandbox;
+  to: Sandbox;
+  declared: readonly string[];
+}): Promise<ArtifactReport> {
   const paths = [...new Set([...options.declared, DEFAULT_ARTIFACTS_DIR])];
   const report: ArtifactReport = { restored: [], missing: [] };
   const host = await mkdtemp(join(tmpdir(), 'troupe-artifacts-'));
@@ -38,7 +42,9 @@ export async function restoreArtifacts(options: { from: Sandbox; to: Sandbox; de
       try {
         await options.to.upload(local, path);
       } catch (error) {
-        throw new SandboxError(`could not restore artifact ${path} into the judge's sandbox: ${(error as Error).message}`, { cause: error });
+        throw new SandboxError(`could not restore artifact ${path} into the judge's sandbox: ${(error as Error).message}`, {
+          cause: error,
+        });
       }
       report.restored.push(path);
     }

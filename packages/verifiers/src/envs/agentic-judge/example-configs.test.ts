@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../../model/model-client.ts';
-import { type ScriptedModelServer, type ScriptedReply, ScriptedModelServer as Server } from '../../testing/scripted-model-server.ts';
+import {
+  type ScriptedModelServer,
+  type ScriptedReply,
+  ScriptedModelServer as Server,
+} from '../../testing/scripted-model-server.ts';
 
 /**
  * `troupe eval -f examples/<env>.toml` end to end: the real CLI in a child process, against the
@@ -13,7 +17,8 @@ import { type ScriptedModelServer, type ScriptedReply, ScriptedModelServer as Se
 const repo = resolve(import.meta.dirname, '../../../../..');
 const cli = join(repo, 'packages/verifiers/src/cli/main.ts');
 
-const textOf = (request: ModelRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+const textOf = (request: ModelRequest) =>
+  request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 const bash = (command: string): ScriptedReply => ({ toolCalls: [{ name: 'bash', arguments: { command } }] });
 
 /** Plays every role of the example envs by recognising its prompt. */
@@ -78,13 +83,19 @@ describe('troupe eval with the example configs', () => {
     expect(result.stderr).not.toMatch(/troupe: /);
     expect(result.code).toBe(0);
     const [runDir] = readdirSync(outputs);
-    const lines = readFileSync(join(outputs, String(runDir), 'traces.jsonl'), 'utf8').trim().split('\n');
+    const lines = readFileSync(join(outputs, String(runDir), 'traces.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
     expect(lines).toHaveLength(1);
     const episode = JSON.parse(lines[0] ?? '{}') as {
       ok: boolean;
       errors: unknown[];
       env: { id: string };
-      traces: { agent: { name: string }; rewards: Record<string, { score: number } | null>; metrics: Record<string, number | null> }[];
+      traces: {
+        agent: { name: string };
+        rewards: Record<string, { score: number } | null>;
+        metrics: Record<string, number | null>;
+      }[];
     };
     expect(episode.errors).toEqual([]);
     expect(episode.ok).toBe(true);

@@ -34,13 +34,21 @@ export interface JudgePromptOptions {
  */
 export function judgePrompt(options: JudgePromptOptions): string {
   const policy = options.policy ?? DEFAULT_JUDGE_POLICY;
-  const sections = [policy.includes('{prompt}') ? policy.replaceAll('{prompt}', options.taskPrompt) : `${policy}\n\n## The solver's task\n\n${options.taskPrompt}`];
+  const sections = [
+    policy.includes('{prompt}')
+      ? policy.replaceAll('{prompt}', options.taskPrompt)
+      : `${policy}\n\n## The solver's task\n\n${options.taskPrompt}`,
+  ];
   if (options.hint?.trim()) sections.push(`## Hints\n\n${options.hint.trim()}`);
   const criteria = options.rubric.criteria
     .map((c) => `- ${c.name}: ${c.text} (answer one of, worst to best: ${c.choices.join(', ')})`)
     .join('\n');
   const example = JSON.stringify({
-    verdicts: options.rubric.criteria.map((c) => ({ name: c.name, reason: '<one sentence grounded in what you ran and saw>', verdict: `<one of: ${c.choices.join(' | ')}>` })),
+    verdicts: options.rubric.criteria.map((c) => ({
+      name: c.name,
+      reason: '<one sentence grounded in what you ran and saw>',
+      verdict: `<one of: ${c.choices.join(' | ')}>`,
+    })),
   });
   sections.push(
     `## Verdict\n\nJudge each criterion:\n${criteria}\n\nFor every criterion, first write a one-sentence reason grounded in what you observed by execution, then the verdict. When you are done, write the file ${options.paths.verdict} containing exactly one JSON object, with one entry per criterion, each named exactly once and answered with one of its choices:\n\n${example}`,
@@ -60,7 +68,8 @@ function artifactNote(report: ArtifactReport | undefined): string {
     return 'The solver declared no artifacts, so none of its files were restored: judge from its trace and by reproducing its work.';
   }
   const parts: string[] = [];
-  if (report.restored.length) parts.push(`Only the solver's declared artifacts were restored, at the same paths: ${report.restored.join(', ')}.`);
+  if (report.restored.length)
+    parts.push(`Only the solver's declared artifacts were restored, at the same paths: ${report.restored.join(', ')}.`);
   if (report.missing.length) {
     parts.push(`Declared but not produced (or not restorable): ${report.missing.map((m) => m.path).join(', ')}.`);
   }

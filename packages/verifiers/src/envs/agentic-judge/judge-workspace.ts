@@ -18,6 +18,7 @@ export interface JudgePaths {
  * this runtime-agnostic: a runtime that does not set it has its own `/`.
  */
 export async function judgePaths(sandbox: Sandbox): Promise<JudgePaths> {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
   const result = await sandbox.exec(['sh', '-c', 'printf %s "${SANDBOX_ROOT:-}"']);
   if (result.exitCode !== 0) throw new SandboxError(`cannot inspect sandbox ${sandbox.id}: ${result.stderr.trim()}`);
   const root = result.stdout.trim().replace(/\/+$/, '');
@@ -42,7 +43,9 @@ export async function prepareJudgeWorkspace(options: { sandbox: Sandbox; paths: 
   ].join('\n');
   const result = await sandbox.exec(['sh', '-c', script, 'sh', paths.directory, paths.verdict, paths.trace]);
   if (result.exitCode !== 0) {
-    throw new SandboxError(`could not clear the judge's files in sandbox ${sandbox.id}: ${`${result.stdout}\n${result.stderr}`.trim().slice(-500)}`);
+    throw new SandboxError(
+      `could not clear the judge's files in sandbox ${sandbox.id}: ${`${result.stdout}\n${result.stderr}`.trim().slice(-500)}`,
+    );
   }
   await sandbox.writeFile(paths.trace, options.traceJson);
 }
@@ -66,7 +69,8 @@ export async function readVerdictFile(options: { sandbox: Sandbox; paths: JudgeP
   const kind = probe.stdout.trim();
   if (probe.exitCode !== 0) throw new SandboxError(`cannot inspect ${paths.verdict}: ${probe.stderr.trim()}`);
   if (kind === 'missing') throw new ParseError(`the judge wrote no verdict at ${paths.verdict}`);
-  if (kind === 'symlink') throw new ParseError(`${paths.verdict} is a symlink; the verdict must be a regular file (not followed)`);
+  if (kind === 'symlink')
+    throw new ParseError(`${paths.verdict} is a symlink; the verdict must be a regular file (not followed)`);
   if (kind !== 'file') throw new ParseError(`${paths.verdict} is not a regular file`);
   let bytes: Uint8Array;
   try {
@@ -74,6 +78,7 @@ export async function readVerdictFile(options: { sandbox: Sandbox; paths: JudgeP
   } catch (error) {
     throw new ParseError(`cannot read the verdict at ${paths.verdict}: ${(error as Error).message}`, { cause: error });
   }
-  if (bytes.byteLength > MAX_VERDICT_BYTES) throw new ParseError(`the verdict file is ${bytes.byteLength} bytes (limit ${MAX_VERDICT_BYTES})`);
+  if (bytes.byteLength > MAX_VERDICT_BYTES)
+    throw new ParseError(`the verdict file is ${bytes.byteLength} bytes (limit ${MAX_VERDICT_BYTES})`);
   return new TextDecoder().decode(bytes);
 }

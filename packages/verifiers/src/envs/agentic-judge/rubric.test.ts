@@ -87,8 +87,13 @@ describe('parseVerdicts', () => {
   });
 
   it('defaults to one criterion, solved, answered no or yes', () => {
-    expect(DEFAULT_RUBRIC.criteria).toEqual([{ name: 'solved', text: 'Did the solver solve the task?', weight: 1, choices: ['no', 'yes'] }]);
-    const [only] = parseVerdicts({ rubric: DEFAULT_RUBRIC, text: verdict([{ name: 'solved', reason: 'tests pass', verdict: 'yes' }]) });
+    expect(DEFAULT_RUBRIC.criteria).toEqual([
+      { name: 'solved', text: 'Did the solver solve the task?', weight: 1, choices: ['no', 'yes'] },
+    ]);
+    const [only] = parseVerdicts({
+      rubric: DEFAULT_RUBRIC,
+      text: verdict([{ name: 'solved', reason: 'tests pass', verdict: 'yes' }]),
+    });
     expect(only?.score).toBe(1);
   });
 });
@@ -105,7 +110,9 @@ describe('RubricSchema', () => {
         ],
       }).success,
     ).toBe(false);
-    expect(RubricSchema.safeParse({ criteria: [{ name: 'a', text: 't', weight: 0, choices: ['no', 'yes'] }] }).success).toBe(false);
+    expect(RubricSchema.safeParse({ criteria: [{ name: 'a', text: 't', weight: 0, choices: ['no', 'yes'] }] }).success).toBe(
+      false,
+    );
   });
 
   it('loads a rubric file and names the file and field when it is wrong', () => {

@@ -51,7 +51,9 @@ export function loadRubricFile(path: string): Rubric {
   try {
     value = path.endsWith('.toml') ? parseToml(text) : JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`env.rubric: ${path} is not valid ${path.endsWith('.toml') ? 'TOML' : 'JSON'}: ${(error as Error).message}`);
+    throw new ConfigError(
+      `env.rubric: ${path} is not valid ${path.endsWith('.toml') ? 'TOML' : 'JSON'}: ${(error as Error).message}`,
+    );
   }
   const parsed = RubricSchema.safeParse(value);
   if (!parsed.success) throw new ConfigError(`env.rubric (${path}): ${describeZodError(parsed.error)}`);
@@ -101,7 +103,9 @@ export function parseVerdicts(options: { text: string; rubric: Rubric }): Scored
   const byName = new Map<string, { reason: string; verdict: string }>();
   for (const entry of parsed.data.verdicts) {
     if (!rubric.criteria.some((c) => c.name === entry.name)) {
-      throw new ParseError(`verdict for unknown criterion ${JSON.stringify(entry.name)}; criteria: ${rubric.criteria.map((c) => c.name).join(', ')}`);
+      throw new ParseError(
+        `verdict for unknown criterion ${JSON.stringify(entry.name)}; criteria: ${rubric.criteria.map((c) => c.name).join(', ')}`,
+      );
     }
     if (byName.has(entry.name)) throw new ParseError(`duplicate verdict for criterion ${JSON.stringify(entry.name)}`);
     byName.set(entry.name, entry);
@@ -116,7 +120,13 @@ export function parseVerdicts(options: { text: string; rubric: Rubric }): Scored
         `verdict ${JSON.stringify(entry.verdict)} for ${criterion.name} is not one of ${criterion.choices.map((c) => JSON.stringify(c)).join(', ')}`,
       );
     }
-    return { name: criterion.name, reason: entry.reason.trim(), verdict, score: index / (criterion.choices.length - 1), weight: criterion.weight };
+    return {
+      name: criterion.name,
+      reason: entry.reason.trim(),
+      verdict,
+      score: index / (criterion.choices.length - 1),
+      weight: criterion.weight,
+    };
   });
 }
 

@@ -51,8 +51,30 @@ describe('parseProposal', () => {
   });
 
   it('throws nothing but a ParseError on random text', () => {
-    const pieces = fc.constantFrom('{', '}', '"problem"', '"answer"', ':', ',', '\\', '\n', 'true', '1', '-', '.', '"', 'null', '[', ']', '\\u12', ' ');
-    const text = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 200 }), fc.array(pieces, { maxLength: 60 }).map((p) => p.join('')));
+    const pieces = fc.constantFrom(
+      '{',
+      '}',
+      '"problem"',
+      '"answer"',
+      ':',
+      ',',
+      '\\',
+      '\n',
+      'true',
+      '1',
+      '-',
+      '.',
+      '"',
+      'null',
+      '[',
+      ']',
+      '\\u12',
+      ' ',
+    );
+    const text = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 200 }),
+      fc.array(pieces, { maxLength: 60 }).map((p) => p.join('')),
+    );
     fc.assert(
       fc.property(text, (input) => {
         try {
@@ -69,10 +91,14 @@ describe('parseProposal', () => {
 
   it('round-trips any problem text and integer answer written as one JSON line', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1 }).filter((s) => s.trim().length > 0), fc.maxSafeInteger(), (problem, answer) => {
-        const reply = `Some working.\n${JSON.stringify({ problem, answer })}`;
-        expect(parseProposal(reply)).toEqual({ problem: problem.trim(), answer });
-      }),
+      fc.property(
+        fc.string({ minLength: 1 }).filter((s) => s.trim().length > 0),
+        fc.maxSafeInteger(),
+        (problem, answer) => {
+          const reply = `Some working.\n${JSON.stringify({ problem, answer })}`;
+          expect(parseProposal(reply)).toEqual({ problem: problem.trim(), answer });
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -58,7 +58,10 @@ function candidates(text: string): string[] {
   const out: string[] = [];
   const lines = text.split(/\r?\n/);
   for (let i = lines.length - 1; i >= 0; i--) {
-    const line = (lines[i] ?? '').trim().replace(/^`+|`+$/g, '').trim();
+    const line = (lines[i] ?? '')
+      .trim()
+      .replace(/^`+|`+$/g, '')
+      .trim();
     if (line.startsWith('{') && line.endsWith('}')) out.push(line);
   }
   const start = text.indexOf('{');
@@ -80,7 +83,8 @@ export function parseProposal(text: string): Proposal {
     const value = parseObject(candidate);
     if (!value || !('problem' in value) || !('answer' in value)) continue;
     const { problem, answer } = value;
-    if (typeof problem !== 'string' || !problem.trim()) throw new ParseError('the proposal\'s "problem" must be a non-empty string');
+    if (typeof problem !== 'string' || !problem.trim())
+      throw new ParseError('the proposal\'s "problem" must be a non-empty string');
     if (typeof answer === 'boolean') throw new ParseError(`the proposal's "answer" is a bool (${answer}), not an integer`);
     if (typeof answer !== 'number' || !Number.isSafeInteger(answer)) {
       throw new ParseError(`the proposal's "answer" must be an integer, got ${JSON.stringify(answer)}`);

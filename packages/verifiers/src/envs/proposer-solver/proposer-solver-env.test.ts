@@ -11,7 +11,8 @@ let proposerReply: () => ScriptedReply | string;
 let solverReplies: (ScriptedReply | string)[];
 let solverCalls = 0;
 
-const textOf = (request: ModelRequest) => request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+const textOf = (request: ModelRequest) =>
+  request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 
 beforeAll(async () => {
   model = await scriptedClient({
@@ -23,7 +24,11 @@ beforeAll(async () => {
 });
 afterAll(() => model.close());
 
-async function episode(options: { config?: Record<string, unknown>; proposer: () => ScriptedReply | string; solvers?: (ScriptedReply | string)[] }): Promise<Episode> {
+async function episode(options: {
+  config?: Record<string, unknown>;
+  proposer: () => ScriptedReply | string;
+  solvers?: (ScriptedReply | string)[];
+}): Promise<Episode> {
   proposerReply = options.proposer;
   solverReplies = options.solvers ?? ['0'];
   solverCalls = 0;
@@ -37,13 +42,21 @@ async function episode(options: { config?: Record<string, unknown>; proposer: ()
   return env.runEpisode({ task, group: { id: 'g', index: 0 } });
 }
 
-const proposal = 'I built it in code and checked it.\n{"problem": "What is the least n > 1 with n ≡ 1 (mod 2, 3, 4, 5, 6)?", "answer": 61}';
+const proposal =
+  'I built it in code and checked it.\n{"problem": "What is the least n > 1 with n ≡ 1 (mod 2, 3, 4, 5, 6)?", "answer": 61}';
 
 describe('proposer-solver', () => {
   it('has six seed topics, one task each', () => {
     const seeds = proposerSolverSeeds();
     expect(seeds.size).toBe(6);
-    expect(SEED_TOPICS.map((s) => s.topic)).toEqual(['rates and mixtures', 'number theory', 'combinatorics', 'geometry', 'probability', 'modular arithmetic']);
+    expect(SEED_TOPICS.map((s) => s.topic)).toEqual([
+      'rates and mixtures',
+      'number theory',
+      'combinatorics',
+      'geometry',
+      'probability',
+      'modular arithmetic',
+    ]);
     const prompt = seeds.at(1).promptText;
     expect(prompt).toMatch(/number theory/);
     expect(prompt).toMatch(/single integer answer/);
@@ -59,7 +72,9 @@ describe('proposer-solver', () => {
     const solvers = result.traces.filter((t) => t.agent.name === 'solver');
     expect(solvers).toHaveLength(4);
     expect(solvers.map((t) => t.rewards.correct?.score).sort()).toEqual([0, 0, 1, 1]);
-    expect(solvers[0]?.messages[0]?.content).toMatch(/^What is the least n > 1.*\n\nEnd your reply with just the final integer\.$/s);
+    expect(solvers[0]?.messages[0]?.content).toMatch(
+      /^What is the least n > 1.*\n\nEnd your reply with just the final integer\.$/s,
+    );
     expect(proposer?.metrics.solve_rate).toBe(0.5);
     expect(proposer?.rewards.learnability).toEqual({ score: 1, weight: 1 });
     expect(proposer?.info.proposal).toEqual({ problem: 'What is the least n > 1 with n ≡ 1 (mod 2, 3, 4, 5, 6)?', answer: 61 });

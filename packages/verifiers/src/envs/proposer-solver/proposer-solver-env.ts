@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { defineEnv } from '../../env/env.ts';
 import { EnvError } from '../../errors/troupe-error.ts';
 import { Task } from '../../task/task.ts';
-import type { Trace } from '../../trace/trace.ts';
 import { lastInteger } from '../../tasksets/arithmetic.ts';
+import type { Trace } from '../../trace/trace.ts';
 import { type Proposal, parseProposal } from './proposal-parser.ts';
 import { proposerSolverSeeds } from './seed-topics.ts';
 

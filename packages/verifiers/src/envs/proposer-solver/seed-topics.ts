@@ -32,7 +32,8 @@ export function proposerSolverSeeds(): Taskset<SeedTaskData> {
   return Taskset.fromTasks(
     'proposer-solver-seeds',
     SEED_TOPICS.map(
-      ({ name, topic }, idx) => new Task<SeedTaskData>({ idx, name, prompt: proposerPrompt(topic), info: { topic } }, { key: name, type: 'seed-topic' }),
+      ({ name, topic }, idx) =>
+        new Task<SeedTaskData>({ idx, name, prompt: proposerPrompt(topic), info: { topic } }, { key: name, type: 'seed-topic' }),
     ),
   );
 }

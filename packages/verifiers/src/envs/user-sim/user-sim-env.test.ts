@@ -30,7 +30,15 @@ const scenario = 'Your order #5521 arrived broken. You want a refund, not a repl
 const refundTask = () =>
   new Task(
     { prompt: scenario, info: { order: 5521 } },
-    { rewards: [{ name: 'refunded', fn: ({ trace }) => (trace.messages.some((m) => m.role === 'assistant' && String(m.content).includes('refund for order 5521')) ? 1 : 0) }] },
+    {
+      rewards: [
+        {
+          name: 'refunded',
+          fn: ({ trace }) =>
+            trace.messages.some((m) => m.role === 'assistant' && String(m.content).includes('refund for order 5521')) ? 1 : 0,
+        },
+      ],
+    },
   );
 
 async function episode(options: { user: Role; assistant: Role; config?: Record<string, unknown> }): Promise<Episode> {
@@ -56,7 +64,8 @@ describe('user-sim', () => {
         userSystem = systemOf(request);
         return ['My blender arrived broken, I want my money back.', 'It is order 5521.', DEFAULT_DONE_MARKER][turn] ?? 'hm';
       },
-      assistant: (_request, turn) => ['Sorry to hear that! What is the order number?', 'Done: I issued a refund for order 5521.'][turn] ?? 'ok',
+      assistant: (_request, turn) =>
+        ['Sorry to hear that! What is the order number?', 'Done: I issued a refund for order 5521.'][turn] ?? 'ok',
     });
     expect(result.errors).toEqual([]);
     const { user, assistant } = byRole(result);
@@ -79,7 +88,10 @@ describe('user-sim', () => {
   });
 
   it('stops at 8 user turns when the user never says the marker', async () => {
-    const result = await episode({ user: (_r, turn) => `still not happy (${turn})`, assistant: (_r, turn) => `let me check (${turn})` });
+    const result = await episode({
+      user: (_r, turn) => `still not happy (${turn})`,
+      assistant: (_r, turn) => `let me check (${turn})`,
+    });
     expect(result.errors).toEqual([]);
     const { user, assistant } = byRole(result);
     expect(user?.numTurns).toBe(8);
