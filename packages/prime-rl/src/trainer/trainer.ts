@@ -95,7 +95,9 @@ export class Trainer {
         const logr = tf.mul(tf.sub(logpi, tInf), tMask);
         const r = tf.exp(logr);
         const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
-        const masked = tf.where(tf.greater(tAdv, 0), tf.greater(dp, cfg.dppoMaskHigh), tf.less(dp, -cfg.dppoMaskLow)).toFloat();
+        // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
+        const positive = tf.step(tAdv);
+        const masked = tf.add(tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))), tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))));
         const keep = tf.mul(tMask, tf.sub(1, masked));
         const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
         const rlLoss = tf.div(tf.sum(tf.mul(rlTok, tMask)), denom);

@@ -2,14 +2,12 @@ import type { Message } from '../../model/messages.ts';
 import { KUHN_ACTIONS, KUHN_CARDS, type KuhnAction, type KuhnCard, kuhnLegalActions } from './game.ts';
 
 /**
- * The rules a seat sees as its system prompt, kept compact (≈40 words) because every token is
- * paid for in training. The card is dealt into the seat's system prompt.
+ * The rules a seat sees as its system prompt, kept compact (≈20 tokens) because every token is
+ * paid for in training; the legal actions come with each turn message. The card is dealt into
+ * the seat's system prompt.
  */
 export function kuhnSystemPrompt(card: KuhnCard): string {
-  return (
-    'Kuhn poker. Ante 1. Cards J < Q < K. Player 0 opens. Open or after a check: [check] or [bet]. ' +
-    `After a bet: [fold] or [call]. Reply with exactly one bracketed action. Your card: ${card}.`
-  );
+  return `Kuhn poker, ante 1, J < Q < K. Reply with exactly one bracketed action. Your card: ${card}.`;
 }
 
 /** "Betting so far: …. You are Player i. Your legal actions: [a] or [b]." */

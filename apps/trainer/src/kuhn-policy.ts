@@ -1,0 +1,86 @@
+import {
+  KUHN_ACTIONS,
+  KUHN_INFO_SETS,
+  type KuhnAction,
+  type KuhnCard,
+  type KuhnInfoSet,
+  type KuhnPolicyTable,
+  kuhnInfoSetMessages,
+  kuhnPromptCorpus,
+  kuhnReaskMessage,
+  kuhnSystemPrompt,
+  kuhnTurnMessage,
+  type Message,
+} from '@troupe/verifiers';
+import { type PolicyConfig, PolicyConfigSchema, WordTokenizer } from '@troupe/prime-rl';
+
+/** The tokenizer of the Kuhn env: its prompts plus the bracketed actions. */
+export function kuhnTokenizer(): WordTokenizer {
+  return WordTokenizer.fromCorpus({ corpus: kuhnPromptCorpus() });
+}
+
+/**
+ * Tokens of the longest conversation a seat can see: player 0 re-asked at both of its
+ * decisions (4 prompts and 4 replies), with replies of `maxTokens` tokens.
+ */
+export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number): number {
+  const reply = (a: KuhnAction): Message => ({ role: 'assistant', content: `[${a}]` });
+  const messages: Message[] = [
+    { role: 'system', content: kuhnSystemPrompt('K') },
+    { role: 'user', content: kuhnTurnMessage([], 0) },
+    reply('call'),
+    { role: 'user', content: kuhnReaskMessage([]) },
+    reply('check'),
+    { role: 'user', content: kuhnTurnMessage(['check', 'bet'], 0) },
+    reply('check'),
+    { role: 'user', content: kuhnReaskMessage(['check', 'bet']) },
+  ];
+  return tokenizer.renderChat({ messages }).length + maxTokens + 4 * (maxTokens - 1);
+}
+
+/**
+ * The policy shape for Kuhn poker. Output vocabulary: the four bracketed actions and `<eos>`
+ * (two of the four are illegal at any information set, and an empty reply is possible, so the
+ * forfeit path stays real).
+ */
+export function kuhnPolicyConfig(options: { tokenizer: WordTokenizer; maxTokens: number; dModel: number; layers: number; heads: number; ffnMult: number; seed: number }): PolicyConfig {
+  const { tokenizer } = options;
+  const context = Math.ceil(kuhnMaxSequence(tokenizer, options.maxTokens) / 8) * 8;
+  return PolicyConfigSchema.parse({
+    vocabSize: tokenizer.size,
+    contextLength: context,
+    dModel: options.dModel,
+    layers: options.layers,
+    heads: options.heads,
+    ffnMult: options.ffnMult,
+    outputTokens: [...KUHN_ACTIONS.map((a) => tokenizer.id(`[${a}]`)), tokenizer.eosId],
+    seed: options.seed,
+  });
+}
+
+/**
+ * The policy at the 12 information sets: the first reply token's distribution (temperature 1)
+ * restricted to the two legal actions and renormalised, `[P(pass), P(bet)]`.
+ */
+export async function kuhnPolicyTable(options: { tokenizer: WordTokenizer; nextLogits: (tokens: readonly number[]) => Promise<Float32Array> }): Promise<KuhnPolicyTable> {
+  const { tokenizer } = options;
+  const entries = await Promise.all(
+    KUHN_INFO_SETS.map(async (key) => {
+      const card = key[0] as KuhnCard;
+      const history: KuhnAction[] = [...key.slice(1)].map((c, i) => (c === 'p' ? 'check' : i === 0 ? 'bet' : 'bet'));
+      // 'b' after 'p' is a bet; the acting seat answers a bet with fold/call.
+      const facingBet = key.endsWith('b');
+      const pass = tokenizer.id(facingBet ? '[fold]' : '[check]');
+      const bet = tokenizer.id(facingBet ? '[call]' : '[bet]');
+      const tokens = tokenizer.renderChat({ messages: kuhnInfoSetMessages(card, history) });
+      const logits = await options.nextLogits(tokens);
+      const a = logits[pass] as number;
+      const b = logits[bet] as number;
+      const m = Math.max(a, b);
+      const ea = Math.exp(a - m);
+      const eb = Math.exp(b - m);
+      return [key, [ea / (ea + eb), eb / (ea + eb)] as const] as [KuhnInfoSet, readonly [number, number]];
+    }),
+  );
+  return Object.fromEntries(entries) as KuhnPolicyTable;
+}

@@ -1,0 +1,57 @@
+import {
+  contentText,
+  type KuhnAction,
+  type KuhnCard,
+  type KuhnPolicyTable,
+  kuhnInfoSetKey,
+  kuhnLegalActions,
+  type ModelClient,
+  type ModelRequest,
+  type ModelResponse,
+  seededRandom,
+} from '@troupe/verifiers';
+
+/** Reads the seat, card and betting history from the Kuhn env's messages. */
+export function readKuhnSeat(messages: ModelRequest['messages']): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {
+  const system = messages.find((m) => m.role === 'system');
+  const card = system && /Your card: ([JQK])\./.exec(contentText(system.content))?.[1];
+  const turns = messages.filter((m) => m.role === 'user').map((m) => contentText(m.content)).filter((t) => t.startsWith('Betting so far:'));
+  const last = turns.at(-1);
+  const match = last && /^Betting so far: (.*?)\. You are Player ([01])\./.exec(last);
+  if (!card || !match) return null;
+  const history = match[1] === 'none' ? [] : (match[1]?.split(', ') as KuhnAction[]);
+  return { seat: Number(match[2]) as 0 | 1, card: card as KuhnCard, history };
+}
+
+/** A fixed opponent: answers each turn with a bracketed action sampled from a policy table. */
+export class TablePolicyClient implements ModelClient {
+  readonly model: string;
+  private readonly random: () => number;
+
+  constructor(private readonly options: { name: string; table: KuhnPolicyTable; seed: number }) {
+    this.model = options.name;
+    this.random = seededRandom(options.seed);
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    const seat = readKuhnSeat(request.messages);
+    let content = '';
+    if (seat) {
+      const [pass, bet] = this.options.table[kuhnInfoSetKey(seat.card, seat.history)];
+      const [a, b] = kuhnLegalActions(seat.history) as [KuhnAction, KuhnAction];
+      content = `[${this.random() * (pass + bet) < pass ? a : b}]`;
+    }
+    return { id: 'table', model: this.model, message: { role: 'assistant', content }, finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 1 } };
+  }
+}
+
+/** Routes each request to the client of the seat named in the messages ("You are Player i"). */
+export class SeatRouterClient implements ModelClient {
+  readonly model = 'router';
+  constructor(private readonly seats: [ModelClient, ModelClient]) {}
+
+  complete(request: ModelRequest): Promise<ModelResponse> {
+    const seat = readKuhnSeat(request.messages)?.seat ?? 0;
+    return this.seats[seat].complete(request);
+  }
+}

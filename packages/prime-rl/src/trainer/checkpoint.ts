@@ -1,0 +1,70 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { NamedWeight } from '../policy/config.ts';
+import type { OptimizerState } from './trainer.ts';
+
+/** Everything a run needs to resume exactly, besides the tensors. */
+export const CheckpointMetaSchema = z.object({
+  kind: z.literal('troupe-checkpoint'),
+  version: z.literal(1),
+  step: z.number().int().nonnegative(),
+  /** Policy and trainer configs, tokenizer, algorithm state, RNG state, loop state: JSON, owned by the caller. */
+  state: z.record(z.string(), z.unknown()),
+  tensors: z.array(z.object({ group: z.enum(['weights', 'm', 'v']), name: z.string(), shape: z.array(z.number().int()), offset: z.number().int() })),
+  optimizerStep: z.number().int().nonnegative(),
+});
+export type CheckpointMeta = z.infer<typeof CheckpointMetaSchema>;
+
+export interface Checkpoint {
+  step: number;
+  state: Record<string, unknown>;
+  weights: NamedWeight[];
+  optimizer: OptimizerState;
+}
+
+/**
+ * Writes a checkpoint directory: `meta.json` (step, caller state, tensor index) and
+ * `tensors.bin` (float32 weights, then AdamW first and second moments). Written to a temporary
+ * name and renamed, so a crash never leaves a half checkpoint.
+ */
+export async function saveCheckpoint(options: { dir: string } & Checkpoint): Promise<void> {
+  const tmp = `${options.dir}.tmp-${process.pid}`;
+  await mkdir(tmp, { recursive: true });
+  const tensors: CheckpointMeta['tensors'] = [];
+  const parts: Float32Array[] = [];
+  let offset = 0;
+  const add = (group: 'weights' | 'm' | 'v', list: NamedWeight[]) => {
+    for (const w of list) {
+      tensors.push({ group, name: w.name, shape: w.shape, offset });
+      parts.push(w.data);
+      offset += w.data.length;
+    }
+  };
+  add('weights', options.weights);
+  add('m', options.optimizer.m);
+  add('v', options.optimizer.v);
+  const all = new Float32Array(offset);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  const meta: CheckpointMeta = { kind: 'troupe-checkpoint', version: 1, step: options.step, state: options.state, tensors, optimizerStep: options.optimizer.step };
+  await writeFile(join(tmp, 'tensors.bin'), new Uint8Array(all.buffer));
+  await writeFile(join(tmp, 'meta.json'), `${JSON.stringify(meta)}\n`);
+  await import('node:fs/promises').then((fs) => fs.rm(options.dir, { recursive: true, force: true }));
+  await rename(tmp, options.dir);
+}
+
+export async function loadCheckpoint(options: { dir: string }): Promise<Checkpoint> {
+  const meta = CheckpointMetaSchema.parse(JSON.parse(await readFile(join(options.dir, 'meta.json'), 'utf8')));
+  const bytes = await readFile(join(options.dir, 'tensors.bin'));
+  const all = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  const groups: Record<'weights' | 'm' | 'v', NamedWeight[]> = { weights: [], m: [], v: [] };
+  for (const t of meta.tensors) {
+    const size = t.shape.reduce((a, b) => a * b, 1);
+    groups[t.group].push({ name: t.name, shape: t.shape, data: all.slice(t.offset, t.offset + size) });
+  }
+  return { step: meta.step, state: meta.state, weights: groups.weights, optimizer: { step: meta.optimizerStep, m: groups.m, v: groups.v } };
+}

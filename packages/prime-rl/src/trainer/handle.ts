@@ -1,0 +1,83 @@
+import { Worker } from 'node:worker_threads';
+import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
+import { initTfBackend } from '../policy/backend.ts';
+import type { TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
+import { type OptimizerState, Trainer } from './trainer.ts';
+
+export interface TrainerInit {
+  policy: PolicyConfig;
+  weights?: NamedWeight[];
+  trainer?: TrainerConfigInput;
+  optimizer?: OptimizerState;
+}
+
+/** A trainer behind an async interface: in this thread, or in a worker thread (one core trains while the other infers). */
+export interface TrainerHandle {
+  readonly backend: string;
+  train(rows: readonly TrainRow[]): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
+  weights(): Promise<NamedWeight[]>;
+  optimizerState(): Promise<OptimizerState>;
+  close(): Promise<void>;
+}
+
+/** The trainer in this thread (tests, and when worker threads cannot load TypeScript). */
+export async function localTrainer(init: TrainerInit): Promise<TrainerHandle> {
+  const backend = await initTfBackend();
+  const trainer = new Trainer(init);
+  return {
+    backend,
+    async train(rows) {
+      const metrics = trainer.trainStep(rows);
+      return { metrics, weights: trainer.getWeights() };
+    },
+    async weights() {
+      return trainer.getWeights();
+    },
+    async optimizerState() {
+      return trainer.optimizerState();
+    },
+    async close() {
+      trainer.dispose();
+    },
+  };
+}
+
+type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+
+/**
+ * The trainer in a worker thread (`worker.ts`). The worker inherits this process's exec
+ * arguments, so under `tsx` it loads TypeScript the same way.
+ */
+export async function workerTrainer(init: TrainerInit): Promise<TrainerHandle> {
+  // The bootstrap registers the TypeScript loader inside the worker thread.
+  const worker = new Worker(new URL('./worker-bootstrap.mjs', import.meta.url));
+  let next = 0;
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  worker.on('message', (reply: Reply) => {
+    const w = waiting.get(reply.id);
+    if (!w) return;
+    waiting.delete(reply.id);
+    if (reply.ok) w.resolve(reply.value);
+    else w.reject(new Error(`trainer worker: ${reply.error}`));
+  });
+  worker.on('error', (error) => {
+    for (const w of waiting.values()) w.reject(error);
+    waiting.clear();
+  });
+  const call = <T>(op: string, payload?: unknown): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ id, op, payload });
+    });
+  const backend = await call<string>('init', init);
+  return {
+    backend,
+    train: (rows) => call('train', rows),
+    weights: () => call('weights'),
+    optimizerState: () => call('optimizer'),
+    async close() {
+      await worker.terminate();
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initTfBackend } from '../policy/backend.ts';
+import { PolicyConfigSchema } from '../policy/config.ts';
+import { loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
+import type { TrainRow } from './config.ts';
+import { Trainer } from './trainer.ts';
+
+const config = PolicyConfigSchema.parse({ vocabSize: 12, contextLength: 8, dModel: 16, layers: 1, heads: 2, outputTokens: [8, 9, 5], seed: 1 });
+const GOOD = 8;
+const BAD = 9;
+
+/** Probability of each output token after the prompt [2, 6, 4], from the trainer's own model. */
+function probs(trainer: Trainer): number[] {
+  return tf.tidy(() => Array.from(tf.softmax(trainer.model.forward(tf.tensor2d([[2, 6, 4]], [1, 3], 'int32'))).slice([0, 2, 0], [1, 1, 12]).dataSync()));
+}
+
+/** A batch sampled from the current policy: reward +1 for GOOD, −1 for BAD, advantage = reward − mean. */
+function batch(trainer: Trainer, n: number, seed: number): TrainRow[] {
+  const p = probs(trainer);
+  let s = seed;
+  const rows: TrainRow[] = [];
+  for (let i = 0; i < n; i++) {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    const u = s / 2 ** 31;
+    const token = u < (p[GOOD] as number) ? GOOD : u < (p[GOOD] as number) + (p[BAD] as number) ? BAD : 5;
+    const reward = token === GOOD ? 1 : token === BAD ? -1 : 0;
+    rows.push({ tokenIds: [2, 6, 4, token], mask: [false, false, false, true], logprobs: [0, 0, 0, Math.log(p[token] as number)], advantages: [0, 0, 0, reward] });
+  }
+  return rows;
+}
+
+describe('Trainer', () => {
+  beforeAll(async () => {
+    await initTfBackend({ prefer: 'wasm' });
+  });
+
+  it('moves probability toward tokens with positive advantage; on-policy it sees ratio 1 and no mismatch', () => {
+    const trainer = new Trainer({ policy: config, trainer: { lr: 0.02 } });
+    const before = probs(trainer);
+    // The output vocabulary is restricted: masked tokens have no mass.
+    expect(before[0]).toBeLessThan(1e-6);
+    expect((before[GOOD] as number) + (before[BAD] as number) + (before[5] as number)).toBeCloseTo(1, 5);
+    const first = trainer.trainStep(batch(trainer, 64, 1));
+    expect(first.mismatchKl).toBeLessThan(1e-5);
+    expect(first.maskedFraction).toBe(0);
+    expect(first.tokens).toBe(64);
+    for (let i = 0; i < 15; i++) trainer.trainStep(batch(trainer, 64, i + 2));
+    const after = probs(trainer);
+    expect(after[GOOD]).toBeGreaterThan((before[GOOD] as number) + 0.3);
+    expect(after[BAD]).toBeLessThan(before[BAD] as number);
+    trainer.dispose();
+  });
+
+  it('masks tokens outside the ±0.2 trust region by advantage sign', () => {
+    const trainer = new Trainer({ policy: config });
+    const p = probs(trainer);
+    // The inference policy claimed GOOD had probability p−0.3: π−μ = 0.3 > 0.2 with A>0 → masked.
+    const rows: TrainRow[] = [
+      { tokenIds: [2, 6, 4, GOOD], mask: [false, false, false, true], logprobs: [0, 0, 0, Math.log(Math.max((p[GOOD] as number) - 0.3, 0.01))], advantages: [0, 0, 0, 1] },
+      { tokenIds: [2, 6, 4, GOOD], mask: [false, false, false, true], logprobs: [0, 0, 0, Math.log(p[GOOD] as number)], advantages: [0, 0, 0, 1] },
+    ];
+    expect(p[GOOD]).toBeGreaterThan(0.31);
+    const m = trainer.trainStep(rows);
+    expect(m.maskedFraction).toBeCloseTo(0.5, 5);
+    expect(m.mismatchKl).toBeGreaterThan(0);
+    trainer.dispose();
+  });
+
+  it('pulls toward the uniform reference with refKlTau and no advantage', () => {
+    const trainer = new Trainer({ policy: config, trainer: { lr: 0.05, refKlTau: 1 } });
+    const rows = batch(trainer, 16, 3).map((r) => ({ ...r, advantages: [0, 0, 0, 0] }));
+    // Skew the policy first, then let the reference pull it back.
+    for (let i = 0; i < 10; i++) trainer.trainStep(batch(trainer, 32, i + 10).map((r) => ({ ...r, advantages: r.advantages.map((a) => a * 5) })));
+    const skewed = trainer.trainStep(rows).refKl;
+    for (let i = 0; i < 20; i++) trainer.trainStep(rows);
+    expect(trainer.trainStep(rows).refKl).toBeLessThan(skewed);
+    trainer.dispose();
+  });
+
+  it('resumes exactly from a checkpoint: the next step gives identical weights', async () => {
+    const a = new Trainer({ policy: config, trainer: { lr: 0.01 } });
+    for (let i = 0; i < 3; i++) a.trainStep(batch(a, 32, i));
+    const dir = await mkdtemp(join(tmpdir(), 'ckpt-'));
+    await saveCheckpoint({ dir: join(dir, 'c'), step: 3, state: { note: 'x' }, weights: a.getWeights(), optimizer: a.optimizerState() });
+    const loaded = await loadCheckpoint({ dir: join(dir, 'c') });
+    expect(loaded.step).toBe(3);
+    expect(loaded.state).toEqual({ note: 'x' });
+    const b = new Trainer({ policy: config, trainer: { lr: 0.01 }, weights: loaded.weights, optimizer: loaded.optimizer });
+    const rows = batch(a, 32, 99);
+    a.trainStep(rows);
+    b.trainStep(rows);
+    const wa = a.getWeights();
+    const wb = b.getWeights();
+    wa.forEach((w, i) => expect(Array.from(wb[i]?.data ?? [])).toEqual(Array.from(w.data)));
+    a.dispose();
+    b.dispose();
+    await rm(dir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,40 @@
+import { parentPort } from 'node:worker_threads';
+import { initTfBackend } from '../policy/backend.ts';
+import type { TrainerInit } from './handle.ts';
+import { Trainer } from './trainer.ts';
+
+// Worker-thread side of `workerTrainer`: one Trainer, driven by messages {id, op, payload}.
+let trainer: Trainer | null = null;
+const port = parentPort;
+if (!port) throw new Error('trainer worker must run in a worker thread');
+
+port.on('message', async (message: { id: number; op: string; payload: unknown }) => {
+  try {
+    let value: unknown;
+    switch (message.op) {
+      case 'init': {
+        const backend = await initTfBackend();
+        trainer = new Trainer(message.payload as TrainerInit);
+        value = backend;
+        break;
+      }
+      case 'train': {
+        if (!trainer) throw new Error('not initialised');
+        const metrics = trainer.trainStep(message.payload as never);
+        value = { metrics, weights: trainer.getWeights() };
+        break;
+      }
+      case 'weights':
+        value = trainer?.getWeights();
+        break;
+      case 'optimizer':
+        value = trainer?.optimizerState();
+        break;
+      default:
+        throw new Error(`unknown op ${message.op}`);
+    }
+    port.postMessage({ id: message.id, ok: true, value });
+  } catch (error) {
+    port.postMessage({ id: message.id, ok: false, error: (error as Error)?.stack ?? String(error) });
+  }
+});
