@@ -60,7 +60,8 @@ function runCli(args: string[]): Promise<{ code: number | null; stdout: string; 
   });
 }
 
-describe('troupe eval with the example configs', () => {
+// Each case starts the CLI under tsx (several seconds on a loaded machine).
+describe('troupe eval with the example configs', { timeout: 180_000 }, () => {
   it.each([
     ['agentic-judge', ['solver', 'judge']],
     ['shared-agentic-judge', ['solver', 'judge']],
