@@ -277,6 +277,16 @@ export class RecordingSandbox implements Sandbox {
   }
 }
 
+/**
+ * The launch of a program: the one command run with an explicitly empty stdin that is neither a
+ * file write (which pipes content) nor scratch bookkeeping (`mktemp`, `rm`).
+ */
+function isLaunch(argv: string[], options: ExecOptions): boolean {
+  if (options.stdin !== '') return false;
+  const line = argv.join(' ');
+  return !line.includes('mktemp -d') && argv[0] !== 'rm';
+}
+
 /** What a recorded launch must show, beyond the generic checks. */
 export interface RecordedExpectations {
   /** Strings the setup commands must contain (the pinned install). */
@@ -304,7 +314,7 @@ export async function runRecordedHarnessConformance(options: {
   let launching = false;
   const sandbox = new RecordingSandbox({
     runtime: options.runtime ?? 'docker',
-    respond: (argv) => (launching && argv.join(' ').includes('recorded-prompt-marker') ? { exitCode: 3, stdout: 'recorded stdout' } : undefined),
+    respond: (argv, execOptions) => (launching && isLaunch(argv, execOptions) ? { exitCode: 3, stdout: 'recorded stdout' } : undefined),
   });
   const signal = new AbortController().signal;
   await options.harness.setup?.({ sandbox, log: () => undefined, signal });
@@ -323,20 +333,21 @@ export async function runRecordedHarnessConformance(options: {
     log: () => undefined,
   });
   const launchExecs = sandbox.execs.slice(setupCount);
-  const main = launchExecs.find((e) => e.argv.join(' ').includes('recorded-prompt-marker') || Object.values(e.options.env ?? {}).some((v) => v.includes('recorded-prompt-marker')));
+  const main = launchExecs.find((e) => isLaunch(e.argv, e.options));
   const files = [...sandbox.files.values()].join('\n');
+  const promptSeen = main !== undefined && [main.argv.join(' '), ...Object.values(main.options.env ?? {}), files].some((text) => text.includes('recorded-prompt-marker'));
   const checks: ConformanceCheck[] = [];
   const add = (name: string, ok: boolean, detail: string) => checks.push({ name, ok, detail });
   add('setup installs', setupCount > 0 && options.expect.install.every((s) => setupLines.includes(s)), `setup ran ${setupCount} command(s); expected ${JSON.stringify(options.expect.install)}`);
-  add('prompt in', main !== undefined, 'one launch command carries the prompt');
+  add('prompt in', promptSeen, 'the launch command, its env or a file it reads carries the prompt');
   const mainLine = main?.argv.join(' ') ?? '';
   add('launch flags', (options.expect.launch ?? []).every((s) => mainLine.includes(s)), `expected ${JSON.stringify(options.expect.launch ?? [])} in ${mainLine.slice(0, 400)}`);
   const env = main?.options.env ?? {};
   const envText = Object.values(env).join('\n');
-  add('endpoint wired', (envText + files).includes('127.0.0.1:43210'), 'the interception base URL reaches the program (env or config)');
+  add('endpoint wired', [mainLine, envText, files].some((text) => text.includes('127.0.0.1:43210')), 'the interception base URL reaches the program (argv, env or config)');
   add('secret wired', (envText + files).includes(secret), 'the rollout secret reaches the program (env or config)');
   add('secret not on command line', !sandbox.execs.some((e) => e.argv.join(' ').includes(secret)), 'argv is visible to every process: keep the key in env or files');
-  add('stdin closed', main !== undefined && (main.options.stdin === undefined || main.options.stdin === ''), 'programs that read stdin hang on an open pipe');
+  add('stdin closed', main !== undefined, 'the launch runs with stdin closed (programs that read stdin hang on an open pipe)');
   add('exit mapped', result.exitCode === 3, `exit ${result.exitCode} (the recorded launch exited 3)`);
   add('secret not in trace', !JSON.stringify(trace.toJSON()).includes(secret), 'the rollout secret must never be recorded');
   return { checks, sandbox, result };
