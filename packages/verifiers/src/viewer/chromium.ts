@@ -20,14 +20,18 @@ export const CHROMIUM_ARGS = [
 
 /** Why browser tests cannot run here, or null when /usr/bin/chromium exists. */
 export function chromiumMissing(): string | null {
-  return existsSync(CHROMIUM_PATH) ? null : `${CHROMIUM_PATH} is missing: run tooling/scripts/ci-chromium.sh (apt-get install chromium) to run the browser tests`;
+  return existsSync(CHROMIUM_PATH)
+    ? null
+    : `${CHROMIUM_PATH} is missing: run tooling/scripts/ci-chromium.sh (apt-get install chromium) to run the browser tests`;
 }
 
 /**
  * Starts headless Chromium with a fresh user-data-dir (removed on close), for tests and
  * benchmarks of the viewer. Test support only; never used by the CLI.
  */
-export async function launchChromium(options: { width?: number; height?: number } = {}): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
+export async function launchChromium(
+  options: { width?: number; height?: number } = {},
+): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
   const userDataDir = await mkdtemp(join(tmpdir(), 'troupe-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,

@@ -73,11 +73,11 @@ class Conversation {
 
   /** A failed model call (the prompt still lands in the graph). */
   fail(error: Error, durationMs = 30_000) {
-    this.trace.recordFailedCall(
-      { model: this.model, messages: [...this.history], sampling: { temperature: 1 } },
-      error,
-      { dialect: 'openai-chat', startedAt: this.clock, durationMs },
-    );
+    this.trace.recordFailedCall({ model: this.model, messages: [...this.history], sampling: { temperature: 1 } }, error, {
+      dialect: 'openai-chat',
+      startedAt: this.clock,
+      durationMs,
+    });
     this.clock += durationMs;
     return this;
   }
@@ -112,7 +112,8 @@ function task(key: string, data: Record<string, unknown>) {
   return { key, hash: `h${key.replace(/[^a-z0-9]/gi, '').slice(0, 12)}`, data };
 }
 
-const SOLVER_SYSTEM = 'You are a careful engineer working in a Linux sandbox. Use the bash tool to run code. Verify before you answer.';
+const SOLVER_SYSTEM =
+  'You are a careful engineer working in a Linux sandbox. Use the bash tool to run code. Verify before you answer.';
 
 /** A solver that runs code, then a judge that re-runs it and records `info.verdict`. */
 export function judgeEpisode(options: { index: number; rollout: number; solved: boolean; start: number; id?: string }): Episode {
@@ -120,19 +121,40 @@ export function judgeEpisode(options: { index: number; rollout: number; solved: 
   const n = 20 + index * 7;
   const expected = (n * (n + 1)) / 2;
   const claimed = solved ? expected : expected + n;
-  const t = task(`sum-to-${n}`, { question: `What is the sum of the integers from 1 to ${n}? Write sum.py and report the number.`, answer: expected });
-  const episode = new Episode({ id: options.id ?? `judge-${index}-${rollout}`, env: { id: 'agentic-judge' }, task: t, group: { id: `g-judge-${index}`, index: rollout } });
+  const t = task(`sum-to-${n}`, {
+    question: `What is the sum of the integers from 1 to ${n}? Write sum.py and report the number.`,
+    answer: expected,
+  });
+  const episode = new Episode({
+    id: options.id ?? `judge-${index}-${rollout}`,
+    env: { id: 'agentic-judge' },
+    task: t,
+    group: { id: `g-judge-${index}`, index: rollout },
+  });
   episode.startedAt = start;
 
-  const solver = new Trace({ id: `${episode.id}-solver`, task: t, agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash', runtime: 'docker' } });
-  const s = new Conversation(solver, 'qwen3-4b', [
-    { role: 'system', content: SOLVER_SYSTEM },
-    { role: 'user', content: String(t.data.question) },
-  ], start);
+  const solver = new Trace({
+    id: `${episode.id}-solver`,
+    task: t,
+    agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash', runtime: 'docker' },
+  });
+  const s = new Conversation(
+    solver,
+    'qwen3-4b',
+    [
+      { role: 'system', content: SOLVER_SYSTEM },
+      { role: 'user', content: String(t.data.question) },
+    ],
+    start,
+  );
   s.reply({
     content: 'I will write a short script and run it.',
     reasoning: `The closed form is n(n+1)/2 = ${expected}, but the task asks for a script, so I will compute it with a loop and compare.`,
-    toolCalls: [toolCall('call_1', 'bash', { command: `cat > sum.py <<'EOF'\ntotal = 0\nfor i in range(1, ${solved ? n + 1 : n + 2}):\n    total += i\nprint(total)\nEOF\npython3 sum.py` })],
+    toolCalls: [
+      toolCall('call_1', 'bash', {
+        command: `cat > sum.py <<'EOF'\ntotal = 0\nfor i in range(1, ${solved ? n + 1 : n + 2}):\n    total += i\nprint(total)\nEOF\npython3 sum.py`,
+      }),
+    ],
   });
   s.add({ role: 'tool', toolCallId: 'call_1', content: `${solved ? expected : expected + n + 1}\n` });
   if (!solved) {
@@ -148,12 +170,24 @@ export function judgeEpisode(options: { index: number; rollout: number; solved: 
   solver.recordMetric('num_tool_calls', solved ? 1 : 2);
   solver.info = { artifacts: ['sum.py'] };
 
-  const judge = new Trace({ id: `${episode.id}-judge`, task: t, agent: { name: 'judge', trainable: false, model: 'qwen3-4b', harness: 'bash', runtime: 'docker' } });
-  const j = new Conversation(judge, 'qwen3-4b', [
-    { role: 'system', content: 'Verify empirically by re-execution; never trust the trace. Write /tmp/verdict.json.' },
-    { role: 'user', content: `Task: ${t.data.question}\n\nThe solver's trace is in /tmp/trace.json.\n\nVerdict:\n- solved: did the solver give the correct sum? (answer one of, worst to best: no, yes)\n- explained: is the answer grounded in code it ran? (no, partly, yes)` },
-  ], solver.endedAt ?? start);
-  j.reply({ content: 'Re-running the solver\'s script.', toolCalls: [toolCall('call_1', 'bash', { command: 'python3 sum.py' })] });
+  const judge = new Trace({
+    id: `${episode.id}-judge`,
+    task: t,
+    agent: { name: 'judge', trainable: false, model: 'qwen3-4b', harness: 'bash', runtime: 'docker' },
+  });
+  const j = new Conversation(
+    judge,
+    'qwen3-4b',
+    [
+      { role: 'system', content: 'Verify empirically by re-execution; never trust the trace. Write /tmp/verdict.json.' },
+      {
+        role: 'user',
+        content: `Task: ${t.data.question}\n\nThe solver's trace is in /tmp/trace.json.\n\nVerdict:\n- solved: did the solver give the correct sum? (answer one of, worst to best: no, yes)\n- explained: is the answer grounded in code it ran? (no, partly, yes)`,
+      },
+    ],
+    solver.endedAt ?? start,
+  );
+  j.reply({ content: "Re-running the solver's script.", toolCalls: [toolCall('call_1', 'bash', { command: 'python3 sum.py' })] });
   j.add({ role: 'tool', toolCallId: 'call_1', content: `${solved ? expected : expected + n + 1}\n` });
   j.reply({
     content: null,
@@ -168,10 +202,16 @@ export function judgeEpisode(options: { index: number; rollout: number; solved: 
       verdicts: [
         {
           name: 'solved',
-          reason: solved ? `Re-ran sum.py: it prints ${expected}, which equals ${n}·${n + 1}/2.` : `sum.py loops to ${n + 1} (off by one); the true sum is ${expected}, not ${claimed}.`,
+          reason: solved
+            ? `Re-ran sum.py: it prints ${expected}, which equals ${n}·${n + 1}/2.`
+            : `sum.py loops to ${n + 1} (off by one); the true sum is ${expected}, not ${claimed}.`,
           verdict: solved ? 'yes' : 'no',
         },
-        { name: 'explained', reason: solved ? 'The answer quotes the script output.' : 'The answer quotes output of a buggy script.', verdict: solved ? 'yes' : 'partly' },
+        {
+          name: 'explained',
+          reason: solved ? 'The answer quotes the script output.' : 'The answer quotes output of a buggy script.',
+          verdict: solved ? 'yes' : 'partly',
+        },
       ],
     },
   };
@@ -188,24 +228,57 @@ export function proposerEpisode(options: { index: number; start: number; id?: st
   const b = 5 + Math.floor(rng() * 30);
   const answer = a * b + 7;
   const t = task(`topic-${index}`, { topic: ['number theory', 'combinatorics', 'rates and mixtures'][index % 3], seed: index });
-  const episode = new Episode({ id: options.id ?? `propose-${index}`, env: { id: 'proposer-solver' }, task: t, group: { id: `g-propose-${index}`, index: 0 } });
+  const episode = new Episode({
+    id: options.id ?? `propose-${index}`,
+    env: { id: 'proposer-solver' },
+    task: t,
+    group: { id: `g-propose-${index}`, index: 0 },
+  });
   episode.startedAt = start;
   const problem = `A crate holds ${a} rows of ${b} bottles, plus 7 loose bottles. How many bottles are there?`;
-  const proposer = new Trace({ id: `${episode.id}-proposer`, task: t, agent: { name: 'proposer', trainable: true, model: 'qwen3-4b', harness: 'null' } });
-  new Conversation(proposer, 'qwen3-4b', [
-    { role: 'system', content: 'Invent one hard word problem with a single integer answer. End with a JSON line {"problem": "...", "answer": <int>}.' },
-    { role: 'user', content: `Topic: ${t.data.topic}` },
-  ], start)
-    .reply({ content: `Here is a problem.\n{"problem": "${problem}", "answer": ${answer}}`, reasoning: `${a}*${b}+7 = ${answer}.` })
+  const proposer = new Trace({
+    id: `${episode.id}-proposer`,
+    task: t,
+    agent: { name: 'proposer', trainable: true, model: 'qwen3-4b', harness: 'null' },
+  });
+  new Conversation(
+    proposer,
+    'qwen3-4b',
+    [
+      {
+        role: 'system',
+        content:
+          'Invent one hard word problem with a single integer answer. End with a JSON line {"problem": "...", "answer": <int>}.',
+      },
+      { role: 'user', content: `Topic: ${t.data.topic}` },
+    ],
+    start,
+  )
+    .reply({
+      content: `Here is a problem.\n{"problem": "${problem}", "answer": ${answer}}`,
+      reasoning: `${a}*${b}+7 = ${answer}.`,
+    })
     .end('agent_completed');
   const scores: number[] = [];
   const solvers: Trace[] = [];
   for (let k = 0; k < 4; k++) {
     const right = rng() < 0.55;
     const given = right ? answer : answer - b;
-    const solver = new Trace({ id: `${episode.id}-solver-${k}`, task: t, agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'null' } });
-    new Conversation(solver, 'qwen3-4b', [{ role: 'user', content: `${problem}\nEnd your reply with just the final integer.` }], start + 2000)
-      .reply({ content: `${a} × ${b} = ${a * b}${right ? ', plus 7' : ''}.\n${given}`, reasoning: right ? undefined : 'Forgot the loose bottles.' })
+    const solver = new Trace({
+      id: `${episode.id}-solver-${k}`,
+      task: t,
+      agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'null' },
+    });
+    new Conversation(
+      solver,
+      'qwen3-4b',
+      [{ role: 'user', content: `${problem}\nEnd your reply with just the final integer.` }],
+      start + 2000,
+    )
+      .reply({
+        content: `${a} × ${b} = ${a * b}${right ? ', plus 7' : ''}.\n${given}`,
+        reasoning: right ? undefined : 'Forgot the loose bottles.',
+      })
       .end('agent_completed');
     solver.recordReward('correct', right ? 1 : 0);
     scores.push(right ? 1 : 0);
@@ -229,27 +302,53 @@ export function kuhnEpisode(options: { index: number; start: number; id?: string
   const c1 = cards.filter((c) => c !== c0)[Math.floor(rng() * 2)]!;
   const rank = (c: string) => cards.indexOf(c);
   const t = task(`kuhn-${index}`, { idx: index, seed: index });
-  const episode = new Episode({ id: options.id ?? `kuhn-${index}`, env: { id: 'kuhn-poker' }, task: t, group: { id: `g-kuhn-${index}`, index: 0 } });
+  const episode = new Episode({
+    id: options.id ?? `kuhn-${index}`,
+    env: { id: 'kuhn-poker' },
+    task: t,
+    group: { id: `g-kuhn-${index}`, index: 0 },
+  });
   episode.startedAt = start;
   const rules = (seat: number, card: string) =>
     `You are Player ${seat} in Kuhn poker (cards J < Q < K, ante 1). Your card: ${card}. Reply with exactly one bracketed action.`;
-  const p0 = new Trace({ id: `${episode.id}-p0`, task: t, agent: { name: 'player0', trainable: true, model: 'qwen3-0.6b', harness: 'null' } });
-  const p1 = new Trace({ id: `${episode.id}-p1`, task: t, agent: { name: 'player1', trainable: true, model: 'qwen3-0.6b', harness: 'null' } });
+  const p0 = new Trace({
+    id: `${episode.id}-p0`,
+    task: t,
+    agent: { name: 'player0', trainable: true, model: 'qwen3-0.6b', harness: 'null' },
+  });
+  const p1 = new Trace({
+    id: `${episode.id}-p1`,
+    task: t,
+    agent: { name: 'player1', trainable: true, model: 'qwen3-0.6b', harness: 'null' },
+  });
   const bet = rank(c0) === 2 || rng() < 0.3;
   const call = rank(c1) >= 1;
   const history = bet ? (call ? 'bet-call' : 'bet-fold') : 'check-check';
   const stake = history === 'bet-call' ? 2 : 1;
   const net = history === 'bet-fold' ? 1 : rank(c0) > rank(c1) ? stake : -stake;
-  new Conversation(p0, 'qwen3-0.6b', [
-    { role: 'system', content: rules(0, c0) },
-    { role: 'user', content: 'Betting so far: (none). You are Player 0. Your legal actions: [check] or [bet].' },
-  ], start)
+  new Conversation(
+    p0,
+    'qwen3-0.6b',
+    [
+      { role: 'system', content: rules(0, c0) },
+      { role: 'user', content: 'Betting so far: (none). You are Player 0. Your legal actions: [check] or [bet].' },
+    ],
+    start,
+  )
     .reply({ content: bet ? `With ${c0} I bet. [bet]` : `I check. [check]`, reasoning: `I hold ${c0}.` })
     .end('agent_completed');
-  new Conversation(p1, 'qwen3-0.6b', [
-    { role: 'system', content: rules(1, c1) },
-    { role: 'user', content: `Betting so far: ${bet ? 'bet' : 'check'}. You are Player 1. Your legal actions: ${bet ? '[fold] or [call]' : '[check] or [bet]'}.` },
-  ], start + 800)
+  new Conversation(
+    p1,
+    'qwen3-0.6b',
+    [
+      { role: 'system', content: rules(1, c1) },
+      {
+        role: 'user',
+        content: `Betting so far: ${bet ? 'bet' : 'check'}. You are Player 1. Your legal actions: ${bet ? '[fold] or [call]' : '[check] or [bet]'}.`,
+      },
+    ],
+    start + 800,
+  )
     .reply({ content: bet ? (call ? '[call]' : 'Too risky. [fold]') : '[check]' })
     .end('agent_completed');
   p0.recordReward('payoff', net);
@@ -268,10 +367,29 @@ export function errorEpisodes(start: number): Episode[] {
   const out: Episode[] = [];
   {
     const t = task('sum-to-90', { question: 'What is the sum of the integers from 1 to 90?' });
-    const episode = new Episode({ id: 'error-provider', env: { id: 'agentic-judge' }, task: t, group: { id: 'g-err-0', index: 0 } });
-    const solver = new Trace({ id: 'error-provider-solver', task: t, agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash' } });
-    const error = Object.assign(named('ProviderError', '502 Bad Gateway from http://127.0.0.1:8000/v1/chat/completions'), { statusCode: 502 });
-    new Conversation(solver, 'qwen3-4b', [{ role: 'system', content: SOLVER_SYSTEM }, { role: 'user', content: String(t.data.question) }], start).fail(error);
+    const episode = new Episode({
+      id: 'error-provider',
+      env: { id: 'agentic-judge' },
+      task: t,
+      group: { id: 'g-err-0', index: 0 },
+    });
+    const solver = new Trace({
+      id: 'error-provider-solver',
+      task: t,
+      agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash' },
+    });
+    const error = Object.assign(named('ProviderError', '502 Bad Gateway from http://127.0.0.1:8000/v1/chat/completions'), {
+      statusCode: 502,
+    });
+    new Conversation(
+      solver,
+      'qwen3-4b',
+      [
+        { role: 'system', content: SOLVER_SYSTEM },
+        { role: 'user', content: String(t.data.question) },
+      ],
+      start,
+    ).fail(error);
     solver.recordError(error, 'model');
     solver.endedAt = start + 30_000;
     episode.traces.push(solver);
@@ -281,9 +399,26 @@ export function errorEpisodes(start: number): Episode[] {
   }
   {
     const t = task('sum-to-91', { question: 'What is the sum of the integers from 1 to 91?' });
-    const episode = new Episode({ id: 'error-timeout', env: { id: 'agentic-judge' }, task: t, group: { id: 'g-err-1', index: 0 } });
-    const solver = new Trace({ id: 'error-timeout-solver', task: t, agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash' } });
-    const c = new Conversation(solver, 'qwen3-4b', [{ role: 'system', content: SOLVER_SYSTEM }, { role: 'user', content: String(t.data.question) }], start);
+    const episode = new Episode({
+      id: 'error-timeout',
+      env: { id: 'agentic-judge' },
+      task: t,
+      group: { id: 'g-err-1', index: 0 },
+    });
+    const solver = new Trace({
+      id: 'error-timeout-solver',
+      task: t,
+      agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash' },
+    });
+    const c = new Conversation(
+      solver,
+      'qwen3-4b',
+      [
+        { role: 'system', content: SOLVER_SYSTEM },
+        { role: 'user', content: String(t.data.question) },
+      ],
+      start,
+    );
     c.reply({ content: null, toolCalls: [toolCall('call_1', 'bash', { command: 'sleep 600' })] });
     c.add({ role: 'tool', toolCallId: 'call_1', content: 'command timed out after 120 s', isError: true });
     solver.recordError(named('TimeoutError', 'agent stage exceeded 300000 ms'), 'agent');
@@ -295,8 +430,17 @@ export function errorEpisodes(start: number): Episode[] {
   }
   {
     const t = task('topic-parse', { topic: 'geometry', seed: 99 });
-    const episode = new Episode({ id: 'error-parse', env: { id: 'proposer-solver' }, task: t, group: { id: 'g-err-2', index: 0 } });
-    const proposer = new Trace({ id: 'error-parse-proposer', task: t, agent: { name: 'proposer', trainable: true, model: 'qwen3-4b', harness: 'null' } });
+    const episode = new Episode({
+      id: 'error-parse',
+      env: { id: 'proposer-solver' },
+      task: t,
+      group: { id: 'g-err-2', index: 0 },
+    });
+    const proposer = new Trace({
+      id: 'error-parse-proposer',
+      task: t,
+      agent: { name: 'proposer', trainable: true, model: 'qwen3-4b', harness: 'null' },
+    });
     new Conversation(proposer, 'qwen3-4b', [{ role: 'user', content: 'Topic: geometry' }], start)
       .reply({ content: 'A triangle has sides 3, 4 and 5. What is its area? The answer is 6.' })
       .end('agent_completed');
@@ -309,7 +453,11 @@ export function errorEpisodes(start: number): Episode[] {
   {
     const t = task('kuhn-sandbox', { idx: 500, seed: 500 });
     const episode = new Episode({ id: 'error-sandbox', env: { id: 'kuhn-poker' }, task: t, group: { id: 'g-err-3', index: 0 } });
-    const p0 = new Trace({ id: 'error-sandbox-p0', task: t, agent: { name: 'player0', trainable: true, model: 'qwen3-0.6b', harness: 'null' } });
+    const p0 = new Trace({
+      id: 'error-sandbox-p0',
+      task: t,
+      agent: { name: 'player0', trainable: true, model: 'qwen3-0.6b', harness: 'null' },
+    });
     p0.recordError(named('SandboxError', 'container exited with code 137 before setup (out of memory)'), 'boot');
     p0.startedAt = start;
     p0.endedAt = start + 800;
@@ -348,9 +496,16 @@ export function longEpisode(options: { messages: number; start?: number }): Epis
   const start = options.start ?? BASE_TIME;
   const t = task('long-horizon', { question: 'Fix the failing tests in the repository.' });
   const episode = new Episode({ id: 'long-trace', env: { id: 'single-agent' }, task: t, group: { id: 'g-long', index: 0 } });
-  const trace = new Trace({ id: 'long-trace-agent', task: t, agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash' } });
+  const trace = new Trace({
+    id: 'long-trace-agent',
+    task: t,
+    agent: { name: 'solver', trainable: true, model: 'qwen3-4b', harness: 'bash' },
+  });
   // Recorded incrementally (as a harness does), with a ModelCall per sampled node.
-  let parent = trace.addPrompt([{ role: 'system', content: SOLVER_SYSTEM }, { role: 'user', content: String(t.data.question) }]);
+  let parent = trace.addPrompt([
+    { role: 'system', content: SOLVER_SYSTEM },
+    { role: 'user', content: String(t.data.question) },
+  ]);
   let clock = start;
   let turn = 0;
   while (trace.nodes.length + 2 <= options.messages) {
@@ -374,7 +529,10 @@ export function longEpisode(options: { messages: number; start?: number }): Epis
       durationMs: 300 + (turn % 13) * 40,
     });
     clock += 900;
-    const lines = Array.from({ length: 1 + (turn % 6) }, (_, i) => `tests/test_${turn % 37}.py::test_case_${i} ${i % 3 === 0 ? 'FAILED' : 'PASSED'}`);
+    const lines = Array.from(
+      { length: 1 + (turn % 6) },
+      (_, i) => `tests/test_${turn % 37}.py::test_case_${i} ${i % 3 === 0 ? 'FAILED' : 'PASSED'}`,
+    );
     parent = trace.addMessage({ role: 'tool', toolCallId: id, content: lines.join('\n') }, node);
     turn++;
   }
@@ -436,14 +594,16 @@ export function largeRunJsonl(options: { count: number; prototypes?: number; ext
   for (let i = 0; i < n; i++) {
     const kind = i % 10;
     let episode: Episode;
-    if (kind < 5) episode = judgeEpisode({ index: i % 50, rollout: Math.floor(i / 10), solved: i % 3 !== 0, start: clock, id: placeholder });
+    if (kind < 5)
+      episode = judgeEpisode({ index: i % 50, rollout: Math.floor(i / 10), solved: i % 3 !== 0, start: clock, id: placeholder });
     else if (kind < 7) episode = proposerEpisode({ index: i, start: clock, id: placeholder });
     else episode = kuhnEpisode({ index: i, start: clock, id: placeholder });
     protos.push(JSON.stringify(episode.toJSON()));
     clock += 1000;
   }
   const lines: string[] = [];
-  for (let i = 0; i < options.count; i++) lines.push(protos[i % n]!.split(placeholder).join(`episode-${String(i).padStart(5, '0')}`));
+  for (let i = 0; i < options.count; i++)
+    lines.push(protos[i % n]!.split(placeholder).join(`episode-${String(i).padStart(5, '0')}`));
   for (const episode of options.extra ?? []) lines.push(JSON.stringify(episode.toJSON()));
   return `${lines.join('\n')}\n`;
 }

@@ -26,7 +26,12 @@ export interface OpenTiming {
  * Opens a report page (file:// or served) in `context` and measures the open times of the table
  * and of one (large) episode. Test and benchmark support; it asserts nothing.
  */
-export async function measureReportOpen(options: { context: BrowserContext; url: string; episodeId: string; lastNodeId: number }): Promise<OpenTiming> {
+export async function measureReportOpen(options: {
+  context: BrowserContext;
+  url: string;
+  episodeId: string;
+  lastNodeId: number;
+}): Promise<OpenTiming> {
   const { context, url, episodeId } = options;
   const page = await context.newPage();
   const started = performance.now();
@@ -35,7 +40,10 @@ export async function measureReportOpen(options: { context: BrowserContext; url:
   const tableReadyWallMs = performance.now() - started;
   await page.waitForSelector('.tbody .trow');
   // Browser-side code is passed as strings: this package is type-checked without the DOM library.
-  const { indexParseMs, firstRenderMs: appMs } = (await page.evaluate('window.__troupe.timings')) as { indexParseMs: number; firstRenderMs: number };
+  const { indexParseMs, firstRenderMs: appMs } = (await page.evaluate('window.__troupe.timings')) as {
+    indexParseMs: number;
+    firstRenderMs: number;
+  };
   await page.waitForLoadState('domcontentloaded', { timeout: 120_000 });
   const nav = (await page.evaluate(`(() => {
     const entry = performance.getEntriesByType('navigation')[0];

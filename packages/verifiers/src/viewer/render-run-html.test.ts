@@ -9,7 +9,14 @@ import { ViewerIndexSchema } from './run-index.ts';
 
 function runOf(episodes: Episode[]): ViewerRun {
   const { episodes: parsed } = parseTracesJsonl({ text: toJsonl(episodes) });
-  return { runDir: '/runs/r', name: 'my-run', config: { model: 'm' }, summary: { passAtK: 0.5 }, episodes: parsed, warnings: ['a warning'] };
+  return {
+    runDir: '/runs/r',
+    name: 'my-run',
+    config: { model: 'm' },
+    summary: { passAtK: 0.5 },
+    episodes: parsed,
+    warnings: ['a warning'],
+  };
 }
 
 /** The embedded episodes, inflated from their gzip + base64 chunks. */
@@ -47,7 +54,11 @@ describe('renderRunHtml', () => {
     expect(index.run.warnings).toEqual(['a warning']);
     expect(index.episodes).toHaveLength(run.episodes.length);
     expect(embeddedEpisodes(html)).toEqual(run.episodes.map((e) => JSON.parse(e.json)));
-    expect(jsonScript(html, 'troupe-mode')).toEqual({ episodes: 'embedded', encoding: 'gzip-base64-jsonl', chunks: [run.episodes.length] });
+    expect(jsonScript(html, 'troupe-mode')).toEqual({
+      episodes: 'embedded',
+      encoding: 'gzip-base64-jsonl',
+      chunks: [run.episodes.length],
+    });
   });
 
   it('leaves episodes out when they are fetched from the server', () => {

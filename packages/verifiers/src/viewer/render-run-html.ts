@@ -86,7 +86,8 @@ export function renderRunHtml(run: ViewerRun, options: RenderRunHtmlOptions = {}
     `<script>\n${script}\n</script>\n`,
   ];
   // Base64 has no `<`, so a chunk cannot end its element early.
-  packed?.chunks.forEach((chunk, k) => parts.push(`<script type="text/plain" id="chunk-${k}">${chunk}</script>\n`));
+  for (const [k, chunk] of (packed?.chunks ?? []).entries())
+    parts.push(`<script type="text/plain" id="chunk-${k}">${chunk}</script>\n`);
   parts.push('</body>\n</html>\n');
   return parts.join('');
 }

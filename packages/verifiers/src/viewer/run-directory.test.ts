@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixtureEpisodes, judgeEpisode, toJsonl, writeFixtureRun } from './fixture-run.ts';
-import { loadRun, parseTracesJsonl } from './run-directory.ts';
+import { loadViewerRun, parseTracesJsonl } from './run-directory.ts';
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -17,7 +17,10 @@ afterEach(async () => {
 
 describe('parseTracesJsonl', () => {
   it('reads one episode per line and keeps each line verbatim', () => {
-    const episodes = [judgeEpisode({ index: 0, rollout: 0, solved: true, start: 0 }), judgeEpisode({ index: 0, rollout: 1, solved: false, start: 0 })];
+    const episodes = [
+      judgeEpisode({ index: 0, rollout: 0, solved: true, start: 0 }),
+      judgeEpisode({ index: 0, rollout: 1, solved: false, start: 0 }),
+    ];
     const text = toJsonl(episodes);
     const parsed = parseTracesJsonl({ text });
     expect(parsed.warnings).toEqual([]);
@@ -51,10 +54,10 @@ describe('parseTracesJsonl', () => {
   });
 });
 
-describe('loadRun', () => {
+describe('loadViewerRun', () => {
   it('reads traces.jsonl, config.json and summary.json of a run directory', async () => {
     const dir = await writeFixtureRun({ dir: await tempDir(), episodes: fixtureEpisodes(), tornTail: true });
-    const run = await loadRun({ runDir: dir });
+    const run = await loadViewerRun({ runDir: dir });
     expect(run.episodes).toHaveLength(fixtureEpisodes().length);
     expect(run.config).toMatchObject({ model: 'qwen3-4b' });
     expect(run.summary).toMatchObject({ episodes: fixtureEpisodes().length });
@@ -65,7 +68,7 @@ describe('loadRun', () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'traces.jsonl'), toJsonl([judgeEpisode({ index: 0, rollout: 0, solved: true, start: 0 })]));
     await writeFile(join(dir, 'summary.json'), '{oops');
-    const run = await loadRun({ runDir: dir });
+    const run = await loadViewerRun({ runDir: dir });
     expect(run.config).toBeNull();
     expect(run.summary).toBeNull();
     expect(run.warnings).toEqual([expect.stringMatching(/^summary\.json: not valid JSON/)]);
@@ -73,6 +76,9 @@ describe('loadRun', () => {
 
   it('fails with a ConfigError naming runDir when there is no traces.jsonl', async () => {
     const dir = await tempDir();
-    await expect(loadRun({ runDir: dir })).rejects.toMatchObject({ name: 'ConfigError', message: expect.stringMatching(/^runDir: .* has no traces\.jsonl/) });
+    await expect(loadViewerRun({ runDir: dir })).rejects.toMatchObject({
+      name: 'ConfigError',
+      message: expect.stringMatching(/^runDir: .* has no traces\.jsonl/),
+    });
   });
 });

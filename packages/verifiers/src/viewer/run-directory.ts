@@ -27,11 +27,11 @@ export interface ViewerRun {
   warnings: string[];
 }
 
-export const LoadRunOptionsSchema = z.object({
+export const LoadViewerRunOptionsSchema = z.object({
   /** The run directory written by `troupe eval` (holds traces.jsonl). */
   runDir: z.string().min(1, 'runDir must not be empty'),
 });
-export type LoadRunOptions = z.infer<typeof LoadRunOptionsSchema>;
+export type LoadViewerRunOptions = z.infer<typeof LoadViewerRunOptionsSchema>;
 
 /**
  * Parses the text of a traces.jsonl file. A torn last line (a run still writing, or killed) is
@@ -54,7 +54,8 @@ export function parseTracesJsonl(options: { text: string }): { episodes: ViewerE
     try {
       value = JSON.parse(line);
     } catch (error) {
-      if (isLast && torn) warnings.push(`traces.jsonl: skipped a torn last line (line ${i + 1}, ${line.length} characters without a newline)`);
+      if (isLast && torn)
+        warnings.push(`traces.jsonl: skipped a torn last line (line ${i + 1}, ${line.length} characters without a newline)`);
       else warnings.push(`traces.jsonl line ${i + 1}: not valid JSON (${(error as Error).message}); skipped`);
       continue;
     }
@@ -93,8 +94,8 @@ async function readJsonFile(file: string, warnings: string[]): Promise<unknown> 
  * Reads a run directory: traces.jsonl (required), config.json and summary.json (optional).
  * Throws a ConfigError when the directory or its traces.jsonl does not exist.
  */
-export async function loadRun(options: LoadRunOptions): Promise<ViewerRun> {
-  const { runDir } = LoadRunOptionsSchema.parse(options);
+export async function loadViewerRun(options: LoadViewerRunOptions): Promise<ViewerRun> {
+  const { runDir } = LoadViewerRunOptionsSchema.parse(options);
   const dir = resolve(runDir);
   const tracesFile = join(dir, 'traces.jsonl');
   try {

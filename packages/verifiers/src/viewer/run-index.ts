@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { passAtK } from '../eval/summary.ts';
 import type { EpisodeRecord } from '../trace/episode.ts';
 import type { TraceRecord } from '../trace/trace-schema.ts';
-import { passAtK } from './pass-at-k.ts';
 import type { ViewerRun } from './run-directory.ts';
 
 /**
@@ -30,7 +30,7 @@ export const TokenTotalsSchema = z.object({
 });
 export type TokenTotals = z.infer<typeof TokenTotalsSchema>;
 
-export const RoleSummarySchema = z.object({
+export const ViewerRoleSummarySchema = z.object({
   name: z.string(),
   trainable: z.boolean(),
   models: z.array(z.string()),
@@ -58,7 +58,7 @@ export const RoleSummarySchema = z.object({
   tokens: TokenTotalsSchema,
   stopConditions: z.record(z.string(), z.number().int()),
 });
-export type RoleSummary = z.infer<typeof RoleSummarySchema>;
+export type ViewerRoleSummary = z.infer<typeof ViewerRoleSummarySchema>;
 
 export const EpisodeRowSchema = z.object({
   /** Position in traces.jsonl (0-based, after skipped lines). */
@@ -111,7 +111,7 @@ export const ViewerIndexSchema = z.object({
     wallMs: z.number().nullable(),
     episodeMsMean: z.number().nullable(),
   }),
-  roles: z.array(RoleSummarySchema),
+  roles: z.array(ViewerRoleSummarySchema),
   errors: z.array(ErrorSummarySchema),
   stopConditions: z.record(z.string(), z.number().int()),
   episodes: z.array(EpisodeRowSchema),
@@ -220,7 +220,14 @@ function count<K>(map: Map<K, number>, key: K): void {
   map.set(key, (map.get(key) ?? 0) + 1);
 }
 
-function episodeRow(i: number, episode: EpisodeRecord, roles: Map<string, RoleAccumulator>, errors: Map<string, { count: number; stages: Map<string, number>; example: string }>, stops: Map<string, number>, totals: ViewerIndex['totals']): EpisodeRow {
+function episodeRow(
+  i: number,
+  episode: EpisodeRecord,
+  roles: Map<string, RoleAccumulator>,
+  errors: Map<string, { count: number; stages: Map<string, number>; example: string }>,
+  stops: Map<string, number>,
+  totals: ViewerIndex['totals'],
+): EpisodeRow {
   const errorTypes = new Set<string>();
   const errorText: string[] = [];
   const noteError = (error: { type: string; message: string; stage?: string | undefined }) => {
@@ -241,7 +248,21 @@ function episodeRow(i: number, episode: EpisodeRecord, roles: Map<string, RoleAc
     const name = trace.agent.name;
     let role = roles.get(name);
     if (!role) {
-      role = { name, trainable: trace.agent.trainable, models: new Set(), harnesses: new Set(), traces: 0, errored: 0, rewards: [], parts: new Map(), metrics: new Map(), tasks: new Map(), turns: 0, tokens: emptyTokens(), stops: new Map() };
+      role = {
+        name,
+        trainable: trace.agent.trainable,
+        models: new Set(),
+        harnesses: new Set(),
+        traces: 0,
+        errored: 0,
+        rewards: [],
+        parts: new Map(),
+        metrics: new Map(),
+        tasks: new Map(),
+        turns: 0,
+        tokens: emptyTokens(),
+        stops: new Map(),
+      };
       roles.set(name, role);
     }
     role.traces++;
@@ -309,16 +330,26 @@ function episodeRow(i: number, episode: EpisodeRecord, roles: Map<string, RoleAc
     cost,
     durationMs: episode.endedAt === null ? null : episode.endedAt - episode.startedAt,
     stops: [...episodeStops],
-    text: [episode.id, episode.env.id, episode.task.key, episode.group.id, taskText, ...errorText, ...episode.traces.map((t) => t.agent.name)].join(' ').toLowerCase(),
+    text: [
+      episode.id,
+      episode.env.id,
+      episode.task.key,
+      episode.group.id,
+      taskText,
+      ...errorText,
+      ...episode.traces.map((t) => t.agent.name),
+    ]
+      .join(' ')
+      .toLowerCase(),
   };
 }
 
-function roleSummary(role: RoleAccumulator): RoleSummary {
+function roleSummary(role: RoleAccumulator): ViewerRoleSummary {
   const n = role.rewards.length;
   const mean = n ? role.rewards.reduce((a, b) => a + b, 0) / n : null;
   const std = n && mean !== null ? Math.sqrt(role.rewards.reduce((a, b) => a + (b - mean) ** 2, 0) / n) : null;
   const binary = n > 0 && role.rewards.every((r) => r >= -1e-9 && r <= 1 + 1e-9);
-  const pass: RoleSummary['passAtK'] = [];
+  const pass: ViewerRoleSummary['passAtK'] = [];
   if (binary) {
     const maxN = maxOf([...role.tasks.values()].map(([scored]) => scored));
     for (let k = 1; k <= maxN; k *= 2) {
@@ -326,7 +357,7 @@ function roleSummary(role: RoleAccumulator): RoleSummary {
       let tasks = 0;
       for (const [scored, passed] of role.tasks.values()) {
         if (scored < k) continue;
-        sum += passAtK({ n: scored, c: passed, k });
+        sum += passAtK(scored, passed, k);
         tasks++;
       }
       if (tasks) pass.push({ k, value: sum / tasks, tasks });

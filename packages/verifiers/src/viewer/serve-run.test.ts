@@ -1,5 +1,5 @@
-import { request } from 'node:http';
 import { appendFile, mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,7 +49,10 @@ describe('serveRun', () => {
     const { served } = await servedFixture();
     const episode = await get(`${served.url}api/episodes/${encodeURIComponent('judge-1-2')}`);
     expect(episode.status).toBe(200);
-    expect(JSON.parse(episode.body)).toMatchObject({ id: 'judge-1-2', traces: [{ agent: { name: 'solver' } }, { agent: { name: 'judge' } }] });
+    expect(JSON.parse(episode.body)).toMatchObject({
+      id: 'judge-1-2',
+      traces: [{ agent: { name: 'solver' } }, { agent: { name: 'judge' } }],
+    });
     const missing = await get(`${served.url}api/episodes/nope`);
     expect(missing.status).toBe(404);
     expect(JSON.parse(missing.body)).toEqual({ error: 'no episode nope in this run' });

@@ -3,9 +3,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { loadRun, type ViewerRun } from './run-directory.ts';
-import { buildRunIndex, type ViewerIndex } from './run-index.ts';
 import { renderRunHtml } from './render-run-html.ts';
+import { loadViewerRun, type ViewerRun } from './run-directory.ts';
+import { buildRunIndex, type ViewerIndex } from './run-index.ts';
 
 const LOOPBACK_HOSTS = ['127.0.0.1', '::1', 'localhost'] as const;
 
@@ -17,7 +17,9 @@ export const ServeRunOptionsSchema = z.object({
   /** Loopback address to bind: 127.0.0.1 (default), ::1 or localhost. Nothing else is accepted. */
   host: z.enum(LOOPBACK_HOSTS, { message: 'host must be a loopback address: 127.0.0.1, ::1 or localhost' }).default('127.0.0.1'),
   /** Called with each problem met while reading the run (a torn last line, an invalid line). */
-  onWarning: z.custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function').optional(),
+  onWarning: z
+    .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
+    .optional(),
 });
 export type ServeRunOptions = z.input<typeof ServeRunOptionsSchema>;
 
@@ -54,10 +56,10 @@ export async function serveRun(options: ServeRunOptions): Promise<ServedRun> {
   };
   const read = async (): Promise<Loaded> => {
     const stamp = await stampOf();
-    const run = await loadRun({ runDir: dir });
+    const run = await loadViewerRun({ runDir: dir });
     for (const warning of run.warnings) onWarning?.(warning);
     const byId = new Map<string, number>();
-    run.episodes.forEach((e, i) => byId.set(e.record.id, i));
+    for (const [i, e] of run.episodes.entries()) byId.set(e.record.id, i);
     return { run, index: buildRunIndex(run), byId, stamp };
   };
   let loaded = await read();

@@ -101,7 +101,10 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
     await page.click('.tbody .trow[data-id="judge-0-1"]');
     await page.waitForSelector('body[data-episode="judge-0-1"]');
     expect(new URL(page.url()).hash).toBe('#episode=judge-0-1');
-    expect(await page.locator('.trace-column').evaluateAll((els) => els.map((el) => el.getAttribute('data-agent')))).toEqual(['solver', 'judge']);
+    expect(await page.locator('.trace-column').evaluateAll((els) => els.map((el) => el.getAttribute('data-agent')))).toEqual([
+      'solver',
+      'judge',
+    ]);
 
     const solver = page.locator('.trace-column[data-agent="solver"]');
     const judge = page.locator('.trace-column[data-agent="judge"]');
@@ -138,7 +141,10 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
   it('gives every episode a stable URL fragment that opens it directly', async () => {
     const page = await open(`${reportUrl}#episode=${encodeURIComponent('kuhn-3')}`);
     await page.waitForSelector('body[data-episode="kuhn-3"]');
-    expect(await page.locator('.trace-column').evaluateAll((els) => els.map((el) => el.getAttribute('data-agent')))).toEqual(['player0', 'player1']);
+    expect(await page.locator('.trace-column').evaluateAll((els) => els.map((el) => el.getAttribute('data-agent')))).toEqual([
+      'player0',
+      'player1',
+    ]);
     expect(await page.locator('.trace-column[data-agent="player0"] .trace-head').textContent()).toMatch(/"kuhn":\{"seat":0/);
     await page.goto(`${reportUrl}#episode=propose-1`);
     await page.waitForSelector('body[data-episode="propose-1"]');
@@ -160,7 +166,9 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
     try {
       const page = await open(`${served.url}#episode=judge-2-0`);
       await page.waitForSelector('body[data-episode="judge-2-0"]');
-      expect(await page.locator('.trace-column[data-agent="solver"] [data-testid="verdicts-beside"]').textContent()).toContain('Re-ran sum.py');
+      expect(await page.locator('.trace-column[data-agent="solver"] [data-testid="verdicts-beside"]').textContent()).toContain(
+        'Re-ran sum.py',
+      );
       expect(requests).toContain(`${served.url}api/episodes/judge-2-0`);
       await page.close();
     } finally {

@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { loadRun } from './run-directory.ts';
 import { renderRunHtml } from './render-run-html.ts';
+import { loadViewerRun } from './run-directory.ts';
 
 export const WriteHtmlReportOptionsSchema = z.object({
   /** The run directory (holds traces.jsonl). */
@@ -10,7 +10,9 @@ export const WriteHtmlReportOptionsSchema = z.object({
   /** Where to write the self-contained HTML file (parent folders are created). */
   outFile: z.string().min(1, 'outFile must not be empty'),
   /** Called with each problem met while reading the run (a torn last line, an invalid line). */
-  onWarning: z.custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function').optional(),
+  onWarning: z
+    .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
+    .optional(),
 });
 export type WriteHtmlReportOptions = z.infer<typeof WriteHtmlReportOptionsSchema>;
 
@@ -20,7 +22,7 @@ export type WriteHtmlReportOptions = z.infer<typeof WriteHtmlReportOptionsSchema
  */
 export async function writeHtmlReport(options: WriteHtmlReportOptions): Promise<void> {
   const { runDir, outFile, onWarning } = WriteHtmlReportOptionsSchema.parse(options);
-  const run = await loadRun({ runDir });
+  const run = await loadViewerRun({ runDir });
   for (const warning of run.warnings) onWarning?.(warning);
   const file = resolve(outFile);
   await mkdir(dirname(file), { recursive: true });

@@ -3,7 +3,6 @@
 // episode) and, in a static report, `ep-<i>` (one episode record each, parsed only when opened).
 // Everything user-provided is written with textContent, never parsed as HTML.
 (() => {
-  'use strict';
   const t0 = performance.now();
   const timings = { indexParseMs: 0, firstRenderMs: 0, episodeMs: 0 };
   window.__troupe = { timings };
@@ -100,7 +99,8 @@
   }
 
   function rewardChip(value, role) {
-    if (value === null || value === undefined) return h('span', { class: 'reward-chip none', text: '—', title: 'no reward (unscored or errored)' });
+    if (value === null || value === undefined)
+      return h('span', { class: 'reward-chip none', text: '—', title: 'no reward (unscored or errored)' });
     let cls = 'mid';
     if (unitRole(role)) cls = value >= 0.999 ? 'good' : value <= 0.001 ? 'bad' : 'mid';
     else cls = value > 0 ? 'good' : value < 0 ? 'bad' : 'mid';
@@ -120,7 +120,12 @@
   }
 
   function jsonDetails(label, value, open) {
-    return h('details', { class: 'json', open: open || undefined }, h('summary', { text: label }), h('pre', { class: 'code', text: prettyJson(value) }));
+    return h(
+      'details',
+      { class: 'json', open: open || undefined },
+      h('summary', { text: label }),
+      h('pre', { class: 'code', text: prettyJson(value) }),
+    );
   }
 
   // ---- episode data ----------------------------------------------------------------------------
@@ -309,11 +314,19 @@
   const topbar = h(
     'header',
     { class: 'topbar' },
-    h('a', { class: 'brand', href: '#', title: 'Run summary and episodes' }, h('span', { class: 'brand-mark', text: '◆' }), 'troupe'),
+    h(
+      'a',
+      { class: 'brand', href: '#', title: 'Run summary and episodes' },
+      h('span', { class: 'brand-mark', text: '◆' }),
+      'troupe',
+    ),
     h('span', { class: 'run-name', text: index.run.name, title: 'run directory' }),
     crumbs,
     h('span', { class: 'spacer' }),
-    h('span', { class: 'topbar-meta', text: `${fmt.int(index.totals.episodes)} episodes · ${index.run.envs.join(', ') || 'no env'}` }),
+    h('span', {
+      class: 'topbar-meta',
+      text: `${fmt.int(index.totals.episodes)} episodes · ${index.run.envs.join(', ') || 'no env'}`,
+    }),
   );
   const runView = h('main', { class: 'view run-view' });
   const episodeView = h('main', { class: 'view episode-view', hidden: true });
@@ -327,12 +340,25 @@
     const max = Math.max(1, ...hist.counts);
     const n = hist.counts.length;
     const barW = width / n;
-    const svg = s('svg', { class: 'hist', viewBox: `0 0 ${width} ${height + 1}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': 'reward histogram' });
+    const svg = s('svg', {
+      class: 'hist',
+      viewBox: `0 0 ${width} ${height + 1}`,
+      preserveAspectRatio: 'none',
+      role: 'img',
+      'aria-label': 'reward histogram',
+    });
     hist.counts.forEach((c, i) => {
       const lo = hist.min + ((hist.max - hist.min) * i) / n;
       const hi = hist.min + ((hist.max - hist.min) * (i + 1)) / n;
       const barH = c ? Math.max(2, (c / max) * (height - 2)) : 0;
-      const rect = s('rect', { x: i * barW + 1.5, y: height - barH, width: Math.max(1, barW - 3), height: barH, rx: 2, fill: color });
+      const rect = s('rect', {
+        x: i * barW + 1.5,
+        y: height - barH,
+        width: Math.max(1, barW - 3),
+        height: barH,
+        rx: 2,
+        fill: color,
+      });
       rect.append(s('title', {}, document.createTextNode(`${fmt.num(lo)} – ${fmt.num(hi)}: ${c}`)));
       svg.append(rect);
     });
@@ -341,7 +367,13 @@
       'div',
       { class: 'hist-wrap' },
       svg,
-      h('div', { class: 'hist-axis' }, h('span', { text: fmt.num(hist.min) }), h('span', { class: 'muted', text: 'reward distribution' }), h('span', { text: fmt.num(hist.max) })),
+      h(
+        'div',
+        { class: 'hist-axis' },
+        h('span', { text: fmt.num(hist.min) }),
+        h('span', { class: 'muted', text: 'reward distribution' }),
+        h('span', { text: fmt.num(hist.max) }),
+      ),
     );
   }
 
@@ -354,7 +386,11 @@
           'div',
           { class: 'bar-row', title: `${label}: ${count}` },
           h('span', { class: 'bar-label', text: label }),
-          h('span', { class: 'bar-track' }, h('span', { class: `bar-fill ${cls || ''}`, style: `width:${total ? (100 * count) / total : 0}%` })),
+          h(
+            'span',
+            { class: 'bar-track' },
+            h('span', { class: `bar-fill ${cls || ''}`, style: `width:${total ? (100 * count) / total : 0}%` }),
+          ),
           h('span', { class: 'bar-count', text: fmt.int(count) }),
         ),
       ),
@@ -362,7 +398,13 @@
   }
 
   function kpi(label, value, sub, cls) {
-    return h('div', { class: `kpi ${cls || ''}` }, h('div', { class: 'kpi-label', text: label }), h('div', { class: 'kpi-value', text: value }), sub ? h('div', { class: 'kpi-sub', text: sub }) : null);
+    return h(
+      'div',
+      { class: `kpi ${cls || ''}` },
+      h('div', { class: 'kpi-label', text: label }),
+      h('div', { class: 'kpi-value', text: value }),
+      sub ? h('div', { class: 'kpi-sub', text: sub }) : null,
+    );
   }
 
   function roleCard(role) {
@@ -379,7 +421,10 @@
         h('h3', { text: role.name }),
         badge(role.trainable ? 'trainable' : 'frozen', role.trainable ? 'trainable' : 'frozen'),
         h('span', { class: 'spacer' }),
-        h('span', { class: 'muted small', text: [role.models.join(', '), role.harnesses.join(', ')].filter(Boolean).join(' · ') }),
+        h('span', {
+          class: 'muted small',
+          text: [role.models.join(', '), role.harnesses.join(', ')].filter(Boolean).join(' · '),
+        }),
       ),
       h(
         'div',
@@ -388,20 +433,58 @@
           'div',
           { class: 'role-stat' },
           h('div', { class: 'big', text: fmt.num(role.rewardMean) }),
-          h('div', { class: 'muted small', text: role.rewardStd === null ? 'mean reward' : `mean reward · σ ${fmt.num(role.rewardStd)}` }),
+          h('div', {
+            class: 'muted small',
+            text: role.rewardStd === null ? 'mean reward' : `mean reward · σ ${fmt.num(role.rewardStd)}`,
+          }),
           h('div', { class: 'muted small', text: `${fmt.int(role.scored)} scored of ${fmt.int(role.traces)} traces` }),
           role.errored ? h('div', { class: 'small err-text', text: `${fmt.int(role.errored)} errored (not counted)` }) : null,
         ),
-        role.histogram ? histogramSvg(role.histogram, color) : h('div', { class: 'muted small no-hist', text: 'not scored: no rewards recorded' }),
+        role.histogram
+          ? histogramSvg(role.histogram, color)
+          : h('div', { class: 'muted small no-hist', text: 'not scored: no rewards recorded' }),
       ),
       role.passAtK.length
-        ? h('div', { class: 'chips' }, h('span', { class: 'chips-label', text: 'pass@k' }), role.passAtK.map((p) => h('span', { class: 'chip', title: `over ${p.tasks} tasks (reward = 1 passes)` }, h('b', { text: `@${p.k}` }), ` ${fmt.pct(p.value)}`)))
+        ? h(
+            'div',
+            { class: 'chips' },
+            h('span', { class: 'chips-label', text: 'pass@k' }),
+            role.passAtK.map((p) =>
+              h(
+                'span',
+                { class: 'chip', title: `over ${p.tasks} tasks (reward = 1 passes)` },
+                h('b', { text: `@${p.k}` }),
+                ` ${fmt.pct(p.value)}`,
+              ),
+            ),
+          )
         : null,
       role.rewardParts.length
-        ? h('div', { class: 'chips' }, h('span', { class: 'chips-label', text: 'rewards' }), role.rewardParts.map((p) => h('span', { class: 'chip', title: `mean score over ${p.n} traces, weight ${p.weight}` }, h('b', { text: p.name }), ` ${fmt.num(p.mean)} ×${fmt.num(p.weight)}`)))
+        ? h(
+            'div',
+            { class: 'chips' },
+            h('span', { class: 'chips-label', text: 'rewards' }),
+            role.rewardParts.map((p) =>
+              h(
+                'span',
+                { class: 'chip', title: `mean score over ${p.n} traces, weight ${p.weight}` },
+                h('b', { text: p.name }),
+                ` ${fmt.num(p.mean)} ×${fmt.num(p.weight)}`,
+              ),
+            ),
+          )
         : null,
       metrics.length
-        ? h('div', { class: 'chips' }, h('span', { class: 'chips-label', text: 'metrics' }), metrics.slice(0, 12).map((m) => h('span', { class: 'chip', title: `mean over ${m.n} traces` }, h('b', { text: m.name }), ` ${fmt.num(m.mean)}`)))
+        ? h(
+            'div',
+            { class: 'chips' },
+            h('span', { class: 'chips-label', text: 'metrics' }),
+            metrics
+              .slice(0, 12)
+              .map((m) =>
+                h('span', { class: 'chip', title: `mean over ${m.n} traces` }, h('b', { text: m.name }), ` ${fmt.num(m.mean)}`),
+              ),
+          )
         : null,
       h(
         'div',
@@ -420,7 +503,18 @@
     const wrap = h('div', { class: 'summary' });
     if (index.run.warnings.length) {
       wrap.append(
-        h('div', { class: 'warnings', role: 'alert' }, h('b', { text: `${index.run.warnings.length} warning${index.run.warnings.length > 1 ? 's' : ''} while reading the run` }), h('ul', {}, index.run.warnings.slice(0, 20).map((w) => h('li', { text: w })))),
+        h(
+          'div',
+          { class: 'warnings', role: 'alert' },
+          h('b', {
+            text: `${index.run.warnings.length} warning${index.run.warnings.length > 1 ? 's' : ''} while reading the run`,
+          }),
+          h(
+            'ul',
+            {},
+            index.run.warnings.slice(0, 20).map((w) => h('li', { text: w })),
+          ),
+        ),
       );
     }
     const okShare = totals.episodes ? totals.okEpisodes / totals.episodes : null;
@@ -430,10 +524,33 @@
         { class: 'kpis' },
         kpi('Episodes', fmt.int(totals.episodes), `${fmt.pct(okShare)} ok · ${fmt.int(totals.tasks)} tasks`),
         kpi('Traces', fmt.int(totals.traces), `${roleNames.length} role${roleNames.length === 1 ? '' : 's'}`),
-        kpi('Model calls', fmt.int(totals.calls), totals.failedCalls ? `${fmt.int(totals.failedCalls)} failed` : 'none failed', totals.failedCalls ? 'warn' : ''),
-        kpi('Tokens', fmt.tokens(totals.tokens.prompt + totals.tokens.completion), `${fmt.tokens(totals.tokens.prompt)} in · ${fmt.tokens(totals.tokens.completion)} out${totals.tokens.cached ? ` · ${fmt.tokens(totals.tokens.cached)} cached` : ''}`),
-        kpi('Cost', fmt.cost(totals.tokens.cost), totals.tokens.costedCalls ? `${fmt.int(totals.tokens.costedCalls)} priced calls` : 'not reported'),
-        kpi('Errors', fmt.int(index.errors.reduce((a, e) => a + e.count, 0)), index.errors.length ? index.errors.map((e) => e.type).slice(0, 3).join(', ') : 'none', index.errors.length ? 'bad' : 'good'),
+        kpi(
+          'Model calls',
+          fmt.int(totals.calls),
+          totals.failedCalls ? `${fmt.int(totals.failedCalls)} failed` : 'none failed',
+          totals.failedCalls ? 'warn' : '',
+        ),
+        kpi(
+          'Tokens',
+          fmt.tokens(totals.tokens.prompt + totals.tokens.completion),
+          `${fmt.tokens(totals.tokens.prompt)} in · ${fmt.tokens(totals.tokens.completion)} out${totals.tokens.cached ? ` · ${fmt.tokens(totals.tokens.cached)} cached` : ''}`,
+        ),
+        kpi(
+          'Cost',
+          fmt.cost(totals.tokens.cost),
+          totals.tokens.costedCalls ? `${fmt.int(totals.tokens.costedCalls)} priced calls` : 'not reported',
+        ),
+        kpi(
+          'Errors',
+          fmt.int(index.errors.reduce((a, e) => a + e.count, 0)),
+          index.errors.length
+            ? index.errors
+                .map((e) => e.type)
+                .slice(0, 3)
+                .join(', ')
+            : 'none',
+          index.errors.length ? 'bad' : 'good',
+        ),
         kpi('Wall time', fmt.ms(totals.wallMs), `${fmt.ms(totals.episodeMsMean)} / episode`),
       ),
     );
@@ -452,7 +569,18 @@
             ? h(
                 'table',
                 { class: 'mini-table' },
-                h('thead', {}, h('tr', {}, h('th', { text: 'type' }), h('th', { text: 'count', class: 'num' }), h('th', { text: 'stages' }), h('th', { text: 'example' }))),
+                h(
+                  'thead',
+                  {},
+                  h(
+                    'tr',
+                    {},
+                    h('th', { text: 'type' }),
+                    h('th', { text: 'count', class: 'num' }),
+                    h('th', { text: 'stages' }),
+                    h('th', { text: 'example' }),
+                  ),
+                ),
                 h(
                   'tbody',
                   {},
@@ -460,9 +588,26 @@
                     h(
                       'tr',
                       {},
-                      h('td', {}, h('a', { href: '#', class: 'err-type', text: e.type, onclick: (ev) => (ev.preventDefault(), applyFilter({ error: e.type })) })),
+                      h(
+                        'td',
+                        {},
+                        h('a', {
+                          href: '#',
+                          class: 'err-type',
+                          text: e.type,
+                          onclick: (ev) => {
+                            ev.preventDefault();
+                            applyFilter({ error: e.type });
+                          },
+                        }),
+                      ),
                       h('td', { class: 'num', text: fmt.int(e.count) }),
-                      h('td', { class: 'muted', text: Object.entries(e.stages).map(([k, v]) => `${k} ${v}`).join(', ') }),
+                      h('td', {
+                        class: 'muted',
+                        text: Object.entries(e.stages)
+                          .map(([k, v]) => `${k} ${v}`)
+                          .join(', '),
+                      }),
                       h('td', { class: 'example', text: e.example, title: e.example }),
                     ),
                   ),
@@ -470,13 +615,22 @@
               )
             : h('p', { class: 'muted', text: 'No errors.' }),
         ),
-        h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h3', { text: 'Stop conditions' })), barList(stopEntries, stopTotal, 'stop')),
+        h(
+          'section',
+          { class: 'card' },
+          h('div', { class: 'card-head' }, h('h3', { text: 'Stop conditions' })),
+          barList(stopEntries, stopTotal, 'stop'),
+        ),
         h(
           'section',
           { class: 'card' },
           h('div', { class: 'card-head' }, h('h3', { text: 'Run files' })),
-          index.run.config ? jsonDetails('config.json (resolved config)', index.run.config) : h('p', { class: 'muted', text: 'No config.json.' }),
-          index.run.summary ? jsonDetails('summary.json', index.run.summary) : h('p', { class: 'muted', text: 'No summary.json.' }),
+          index.run.config
+            ? jsonDetails('config.json (resolved config)', index.run.config)
+            : h('p', { class: 'muted', text: 'No config.json.' }),
+          index.run.summary
+            ? jsonDetails('summary.json', index.run.summary)
+            : h('p', { class: 'muted', text: 'No summary.json.' }),
         ),
       ),
     );
@@ -493,10 +647,42 @@
   let visibleRows = index.episodes;
 
   const columns = [
-    { key: 'i', label: '#', width: '64px', num: true, value: (r) => r.i, cell: (r) => h('span', { class: 'muted', text: r.i + 1 }) },
-    { key: 'task', label: 'task', width: 'minmax(160px, 1.6fr)', value: (r) => r.task, cell: (r) => h('span', { class: 'task-cell', title: `${r.task}\n${r.id}` }, h('span', { class: 'task-key', text: r.task }), h('span', { class: 'muted id-sub', text: r.id })) },
-    { key: 'env', label: 'env', width: 'minmax(110px, 0.8fr)', value: (r) => r.env, cell: (r) => h('span', { class: 'muted', text: r.env }) },
-    { key: 'group', label: 'rollout', width: '70px', num: true, value: (r) => r.group, cell: (r) => h('span', { text: r.group }) },
+    {
+      key: 'i',
+      label: '#',
+      width: '64px',
+      num: true,
+      value: (r) => r.i,
+      cell: (r) => h('span', { class: 'muted', text: r.i + 1 }),
+    },
+    {
+      key: 'task',
+      label: 'task',
+      width: 'minmax(160px, 1.6fr)',
+      value: (r) => r.task,
+      cell: (r) =>
+        h(
+          'span',
+          { class: 'task-cell', title: `${r.task}\n${r.id}` },
+          h('span', { class: 'task-key', text: r.task }),
+          h('span', { class: 'muted id-sub', text: r.id }),
+        ),
+    },
+    {
+      key: 'env',
+      label: 'env',
+      width: 'minmax(110px, 0.8fr)',
+      value: (r) => r.env,
+      cell: (r) => h('span', { class: 'muted', text: r.env }),
+    },
+    {
+      key: 'group',
+      label: 'rollout',
+      width: '70px',
+      num: true,
+      value: (r) => r.group,
+      cell: (r) => h('span', { text: r.group }),
+    },
     ...roleNames.map((name) => ({
       key: `r:${name}`,
       label: name,
@@ -506,12 +692,56 @@
       value: (r) => (r.rewards[name] === undefined ? null : r.rewards[name]),
       cell: (r) => (name in r.rewards ? rewardChip(r.rewards[name], name) : h('span', { class: 'muted faint', text: '' })),
     })),
-    { key: 'ok', label: 'ok', width: '54px', value: (r) => (r.ok ? 1 : 0), cell: (r) => h('span', { class: r.ok ? 'ok-mark' : 'err-mark', text: r.ok ? '✓' : '✕', title: r.ok ? 'ok' : 'failed' }) },
-    { key: 'errors', label: 'errors', width: 'minmax(120px, 1fr)', value: (r) => r.errors.join(','), cell: (r) => h('span', { class: 'err-list' }, r.errors.map((e) => badge(e, 'err'))) },
-    { key: 'turns', label: 'turns', width: '64px', num: true, value: (r) => r.turns, cell: (r) => h('span', { text: fmt.int(r.turns) }) },
-    { key: 'tokens', label: 'tokens', width: '78px', num: true, value: (r) => r.tokens, cell: (r) => h('span', { text: fmt.tokens(r.tokens) }) },
-    { key: 'duration', label: 'time', width: '78px', num: true, value: (r) => r.durationMs, cell: (r) => h('span', { class: 'muted', text: fmt.ms(r.durationMs) }) },
-    { key: 'stop', label: 'stop', width: 'minmax(110px, 0.9fr)', value: (r) => r.stops.join(','), cell: (r) => h('span', { class: 'muted small', text: r.stops.join(', ') }) },
+    {
+      key: 'ok',
+      label: 'ok',
+      width: '54px',
+      value: (r) => (r.ok ? 1 : 0),
+      cell: (r) => h('span', { class: r.ok ? 'ok-mark' : 'err-mark', text: r.ok ? '✓' : '✕', title: r.ok ? 'ok' : 'failed' }),
+    },
+    {
+      key: 'errors',
+      label: 'errors',
+      width: 'minmax(120px, 1fr)',
+      value: (r) => r.errors.join(','),
+      cell: (r) =>
+        h(
+          'span',
+          { class: 'err-list' },
+          r.errors.map((e) => badge(e, 'err')),
+        ),
+    },
+    {
+      key: 'turns',
+      label: 'turns',
+      width: '64px',
+      num: true,
+      value: (r) => r.turns,
+      cell: (r) => h('span', { text: fmt.int(r.turns) }),
+    },
+    {
+      key: 'tokens',
+      label: 'tokens',
+      width: '78px',
+      num: true,
+      value: (r) => r.tokens,
+      cell: (r) => h('span', { text: fmt.tokens(r.tokens) }),
+    },
+    {
+      key: 'duration',
+      label: 'time',
+      width: '78px',
+      num: true,
+      value: (r) => r.durationMs,
+      cell: (r) => h('span', { class: 'muted', text: fmt.ms(r.durationMs) }),
+    },
+    {
+      key: 'stop',
+      label: 'stop',
+      width: 'minmax(110px, 0.9fr)',
+      value: (r) => r.stops.join(','),
+      cell: (r) => h('span', { class: 'muted small', text: r.stops.join(', ') }),
+    },
   ];
   const gridTemplate = columns.map((c) => c.width).join(' ');
 
@@ -563,7 +793,9 @@
     const max = filters.max === '' ? null : Number(filters.max);
     if (min !== null || max !== null) {
       const values = filters.role ? [row.rewards[filters.role]] : Object.values(row.rewards);
-      const inRange = values.some((v) => v !== null && v !== undefined && (min === null || v >= min) && (max === null || v <= max));
+      const inRange = values.some(
+        (v) => v !== null && v !== undefined && (min === null || v >= min) && (max === null || v <= max),
+      );
       if (!inRange) return false;
     }
     if (filters.text) {
@@ -588,7 +820,10 @@
       return dir * (x - y);
     });
     visibleRows = keyed.map((k) => k[1]);
-    tableCount.textContent = visibleRows.length === index.episodes.length ? `${fmt.int(visibleRows.length)} episodes` : `${fmt.int(visibleRows.length)} of ${fmt.int(index.episodes.length)} episodes`;
+    tableCount.textContent =
+      visibleRows.length === index.episodes.length
+        ? `${fmt.int(visibleRows.length)} episodes`
+        : `${fmt.int(visibleRows.length)} of ${fmt.int(index.episodes.length)} episodes`;
     tableInner.style.height = `${visibleRows.length * ROW_HEIGHT}px`;
     emptyNote.hidden = visibleRows.length > 0;
     renderHead();
@@ -643,7 +878,14 @@
   function select(name, label, options) {
     const el = h(
       'select',
-      { name, 'aria-label': label, onchange: () => ((filters[name] = el.value), refreshTable()) },
+      {
+        name,
+        'aria-label': label,
+        onchange: () => {
+          filters[name] = el.value;
+          refreshTable();
+        },
+      },
       options.map(([value, text]) => h('option', { value, text })),
     );
     controls[name] = el;
@@ -657,7 +899,10 @@
       ...attrs,
       oninput: () => {
         clearTimeout(timer);
-        timer = setTimeout(() => ((filters[name] = el.value.trim()), refreshTable()), 120);
+        timer = setTimeout(() => {
+          filters[name] = el.value.trim();
+          refreshTable();
+        }, 120);
       },
     });
     controls[name] = el;
@@ -679,7 +924,12 @@
     select('role', 'Role', [['', 'all roles'], ...roleNames.map((r) => [r, r])]),
     input('min', 'Reward ≥', { type: 'number', step: 'any', placeholder: 'min' }),
     input('max', 'Reward ≤', { type: 'number', step: 'any', placeholder: 'max' }),
-    select('error', 'Errors', [['', 'any'], ['__none', 'no errors'], ['__any', 'failed episodes'], ...errorTypes.map((e) => [e, e])]),
+    select('error', 'Errors', [
+      ['', 'any'],
+      ['__none', 'no errors'],
+      ['__any', 'failed episodes'],
+      ...errorTypes.map((e) => [e, e]),
+    ]),
     select('stop', 'Stop condition', [['', 'any'], ...stopNames.map((e) => [e, e])]),
     h('button', {
       class: 'btn clear',
@@ -697,7 +947,14 @@
   const tableSection = h(
     'section',
     { class: 'card table-card' },
-    h('div', { class: 'card-head' }, h('h3', { text: 'Episodes' }), tableCount, h('span', { class: 'spacer' }), h('span', { class: 'muted small', text: 'Click a row to open the episode · sort by clicking a column' })),
+    h(
+      'div',
+      { class: 'card-head' },
+      h('h3', { text: 'Episodes' }),
+      tableCount,
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'muted small', text: 'Click a row to open the episode · sort by clicking a column' }),
+    ),
     filterBar,
     h('div', { class: 'table' }, headRow, tableBody, emptyNote),
   );
@@ -711,7 +968,13 @@
   function contentToText(content) {
     if (content === null || content === undefined) return '';
     if (typeof content === 'string') return content;
-    return content.map((part) => (part.type === 'text' ? part.text : `[image${part.mediaType ? ` ${part.mediaType}` : ''}: ${String(part.url).slice(0, 80)}]`)).join('\n\n');
+    return content
+      .map((part) =>
+        part.type === 'text'
+          ? part.text
+          : `[image${part.mediaType ? ` ${part.mediaType}` : ''}: ${String(part.url).slice(0, 80)}]`,
+      )
+      .join('\n\n');
   }
 
   const CLAMP = 2400;
@@ -761,7 +1024,11 @@
       if (usage.cost) parts.push(fmt.cost(usage.cost));
     }
     if (call.finishReason) parts.push(call.finishReason);
-    return h('span', { class: `call-meta ${call.finishReason === 'length' ? 'warn-text' : ''}`, title: `${call.model} · ${call.dialect} · sampling ${JSON.stringify(call.sampling)}`, text: parts.join(' · ') });
+    return h('span', {
+      class: `call-meta ${call.finishReason === 'length' ? 'warn-text' : ''}`,
+      title: `${call.model} · ${call.dialect} · sampling ${JSON.stringify(call.sampling)}`,
+      text: parts.join(' · '),
+    });
   }
 
   /** The items shown in one trace's column: its nodes in order, with failed calls after their prompt. */
@@ -782,7 +1049,13 @@
     for (const failed of failedAfter.get(-1) || []) items.push({ kind: 'failed', ...failed });
     let previous = null;
     for (const node of trace.nodes) {
-      items.push({ kind: 'node', node, branch: node.parent !== null && node.parent !== previous, call: callByNode.get(node.id), toolNames });
+      items.push({
+        kind: 'node',
+        node,
+        branch: node.parent !== null && node.parent !== previous,
+        call: callByNode.get(node.id),
+        toolNames,
+      });
       previous = node.id;
       for (const failed of failedAfter.get(node.id) || []) items.push({ kind: 'failed', ...failed });
     }
@@ -804,8 +1077,20 @@
       return h(
         'div',
         { class: 'msg failed-call' },
-        h('div', { class: 'msg-head' }, h('span', { class: 'role-tag', text: 'model call failed' }), h('span', { class: 'spacer' }), callMeta(call, number)),
-        h('div', { class: 'text' }, h('b', { text: call.error ? call.error.type : 'Error' }), call.error?.statusCode ? ` (HTTP ${call.error.statusCode})` : '', `: ${call.error ? call.error.message : 'unknown'}`),
+        h(
+          'div',
+          { class: 'msg-head' },
+          h('span', { class: 'role-tag', text: 'model call failed' }),
+          h('span', { class: 'spacer' }),
+          callMeta(call, number),
+        ),
+        h(
+          'div',
+          { class: 'text' },
+          h('b', { text: call.error ? call.error.type : 'Error' }),
+          call.error?.statusCode ? ` (HTTP ${call.error.statusCode})` : '',
+          `: ${call.error ? call.error.message : 'unknown'}`,
+        ),
       );
     }
     const { node, call } = item;
@@ -817,24 +1102,59 @@
       'div',
       { class: 'msg-head' },
       h('span', { class: 'role-tag', text: role === 'tool' ? 'tool result' : role }),
-      role === 'tool' ? h('span', { class: 'tool-ref', text: `${item.toolNames.get(m.toolCallId) || '?'} · ${m.toolCallId}` }) : null,
+      role === 'tool'
+        ? h('span', { class: 'tool-ref', text: `${item.toolNames.get(m.toolCallId) || '?'} · ${m.toolCallId}` })
+        : null,
       isError ? badge('error', 'err') : null,
       h('span', { class: 'node-id', text: `#${node.id}`, title: `node ${node.id}, parent ${node.parent}` }),
-      item.branch ? h('span', { class: 'branch', text: `↳ from #${node.parent}`, title: 'this node continues an earlier message, not the one above (a new branch)' }) : null,
-      node.sampled && node.tokenIds ? h('span', { class: 'muted small', text: `${fmt.int(node.mask ? node.mask.filter(Boolean).length : node.tokenIds.length)} sampled tokens` }) : null,
+      item.branch
+        ? h('span', {
+            class: 'branch',
+            text: `↳ from #${node.parent}`,
+            title: 'this node continues an earlier message, not the one above (a new branch)',
+          })
+        : null,
+      node.sampled && node.tokenIds
+        ? h('span', {
+            class: 'muted small',
+            text: `${fmt.int(node.mask ? node.mask.filter(Boolean).length : node.tokenIds.length)} sampled tokens`,
+          })
+        : null,
       h('span', { class: 'spacer' }),
       call ? callMeta(call.call, call.number) : null,
     );
     el.append(head);
     if (role === 'assistant' && m.reasoning) {
-      el.append(h('details', { class: 'reasoning' }, h('summary', { text: `Reasoning · ${fmt.int(m.reasoning.length)} characters` }), textBlock(m.reasoning, 'reasoning-text')));
+      el.append(
+        h(
+          'details',
+          { class: 'reasoning' },
+          h('summary', { text: `Reasoning · ${fmt.int(m.reasoning.length)} characters` }),
+          textBlock(m.reasoning, 'reasoning-text'),
+        ),
+      );
     }
     const text = contentToText(m.content);
     if (text) el.append(textBlock(text, role === 'tool' ? 'mono' : ''));
     else if (role === 'tool') el.append(h('div', { class: 'text muted small', text: '(empty output)' }));
     for (const tc of m.toolCalls || []) {
       const args = toolArguments(tc.arguments);
-      el.append(h('div', { class: 'tool-call' }, h('div', { class: 'tool-call-head' }, h('span', { class: 'tool-icon', text: '▶' }), h('b', { text: tc.name }), h('span', { class: 'muted small', text: ` ${tc.id}` }), h('span', { class: 'spacer' }), h('span', { class: 'muted small', text: args.label })), h('pre', { class: 'code', text: args.text })));
+      el.append(
+        h(
+          'div',
+          { class: 'tool-call' },
+          h(
+            'div',
+            { class: 'tool-call-head' },
+            h('span', { class: 'tool-icon', text: '▶' }),
+            h('b', { text: tc.name }),
+            h('span', { class: 'muted small', text: ` ${tc.id}` }),
+            h('span', { class: 'spacer' }),
+            h('span', { class: 'muted small', text: args.label }),
+          ),
+          h('pre', { class: 'code', text: args.text }),
+        ),
+      );
     }
     return el;
   }
@@ -850,7 +1170,13 @@
         return h(
           'li',
           { class: 'verdict' },
-          h('div', { class: 'verdict-head' }, h('b', { text: v.name }), h('span', { class: `verdict-tag ${positive ? 'good' : negative ? 'bad' : 'mid'}`, text: String(v.verdict) }), score !== undefined && score !== null ? h('span', { class: 'muted small', text: `score ${fmt.num(score)}` }) : null),
+          h(
+            'div',
+            { class: 'verdict-head' },
+            h('b', { text: v.name }),
+            h('span', { class: `verdict-tag ${positive ? 'good' : negative ? 'bad' : 'mid'}`, text: String(v.verdict) }),
+            score !== undefined && score !== null ? h('span', { class: 'muted small', text: `score ${fmt.num(score)}` }) : null,
+          ),
           h('div', { class: 'verdict-reason', text: v.reason || '' }),
         );
       }),
@@ -862,7 +1188,11 @@
     const reward = (() => {
       let total = 0;
       let any = false;
-      for (const r of Object.values(trace.rewards)) if (r) ((total += r.score * r.weight), (any = true));
+      for (const r of Object.values(trace.rewards)) {
+        if (!r) continue;
+        total += r.score * r.weight;
+        any = true;
+      }
       return any ? total : null;
     })();
     let prompt = 0;
@@ -896,12 +1226,41 @@
         badge(trace.agent.trainable ? 'trainable' : 'frozen', trace.agent.trainable ? 'trainable' : 'frozen'),
         trace.ok ? badge('ok', 'ok') : badge('error', 'err'),
         h('span', { class: 'spacer' }),
-        h('span', { class: 'reward-big', title: 'trace reward = Σ score × weight' }, h('span', { class: 'muted small', text: 'reward ' }), rewardChip(reward, trace.agent.name)),
+        h(
+          'span',
+          { class: 'reward-big', title: 'trace reward = Σ score × weight' },
+          h('span', { class: 'muted small', text: 'reward ' }),
+          rewardChip(reward, trace.agent.name),
+        ),
       ),
-      h('div', { class: 'muted small trace-sub', text: [trace.agent.model, trace.agent.harness && `harness ${trace.agent.harness}`, trace.agent.runtime && `runtime ${trace.agent.runtime}`, `stop: ${trace.stopCondition ?? 'none'}`].filter(Boolean).join(' · ') }),
+      h('div', {
+        class: 'muted small trace-sub',
+        text: [
+          trace.agent.model,
+          trace.agent.harness && `harness ${trace.agent.harness}`,
+          trace.agent.runtime && `runtime ${trace.agent.runtime}`,
+          `stop: ${trace.stopCondition ?? 'none'}`,
+        ]
+          .filter(Boolean)
+          .join(' · '),
+      }),
     );
     if (trace.errors.length) {
-      card.append(h('div', { class: 'trace-errors' }, trace.errors.map((e) => h('div', { class: 'trace-error' }, h('b', { text: e.type }), e.stage ? h('span', { class: 'muted', text: ` [${e.stage}]` }) : null, `: ${e.message}`))));
+      card.append(
+        h(
+          'div',
+          { class: 'trace-errors' },
+          trace.errors.map((e) =>
+            h(
+              'div',
+              { class: 'trace-error' },
+              h('b', { text: e.type }),
+              e.stage ? h('span', { class: 'muted', text: ` [${e.stage}]` }) : null,
+              `: ${e.message}`,
+            ),
+          ),
+        ),
+      );
     }
     const rewardEntries = Object.entries(trace.rewards);
     if (rewardEntries.length) {
@@ -911,18 +1270,33 @@
           { class: 'chips' },
           h('span', { class: 'chips-label', text: 'rewards' }),
           rewardEntries.map(([name, r]) =>
-            h('span', { class: 'chip', 'data-reward': name, title: r ? `score ${r.score} × weight ${r.weight}` : 'not scored (null)' }, h('b', { text: name }), r ? ` ${fmt.num(r.score)}` : ' null', r ? h('span', { class: 'muted', text: ` ×${fmt.num(r.weight)}` }) : null),
+            h(
+              'span',
+              { class: 'chip', 'data-reward': name, title: r ? `score ${r.score} × weight ${r.weight}` : 'not scored (null)' },
+              h('b', { text: name }),
+              r ? ` ${fmt.num(r.score)}` : ' null',
+              r ? h('span', { class: 'muted', text: ` ×${fmt.num(r.weight)}` }) : null,
+            ),
           ),
         ),
       );
     }
     // The judge's verdicts: on the judge's own column, and beside the trace it judged.
-    const ownVerdict = trace.info && trace.info.verdict && Array.isArray(trace.info.verdict.verdicts) ? trace.info.verdict.verdicts : null;
+    const ownVerdict = trace.info?.verdict && Array.isArray(trace.info.verdict.verdicts) ? trace.info.verdict.verdicts : null;
     if (ownVerdict) {
-      card.append(h('div', { class: 'section verdict-box own', 'data-testid': 'judge-verdicts' }, h('div', { class: 'section-label', text: 'Verdicts written by this judge' }), verdictList(ownVerdict, null)));
+      card.append(
+        h(
+          'div',
+          { class: 'section verdict-box own', 'data-testid': 'judge-verdicts' },
+          h('div', { class: 'section-label', text: 'Verdicts written by this judge' }),
+          verdictList(ownVerdict, null),
+        ),
+      );
     } else {
       const judgeMetrics = Object.keys(trace.metrics).filter((k) => k.startsWith('judge/'));
-      const judges = episode.traces.filter((t) => t !== trace && t.info && t.info.verdict && Array.isArray(t.info.verdict.verdicts));
+      const judges = episode.traces.filter(
+        (t) => t !== trace && t.info && t.info.verdict && Array.isArray(t.info.verdict.verdicts),
+      );
       if (judges.length && (judgeMetrics.length || episode.traces.length === 2)) {
         for (const judge of judges) {
           card.append(
@@ -938,7 +1312,14 @@
     }
     const metricEntries = Object.entries(trace.metrics);
     if (metricEntries.length) {
-      card.append(h('div', { class: 'chips' }, h('span', { class: 'chips-label', text: 'metrics' }), metricEntries.map(([k, v]) => h('span', { class: 'chip', 'data-metric': k }, h('b', { text: k }), ` ${fmt.num(v)}`))));
+      card.append(
+        h(
+          'div',
+          { class: 'chips' },
+          h('span', { class: 'chips-label', text: 'metrics' }),
+          metricEntries.map(([k, v]) => h('span', { class: 'chip', 'data-metric': k }, h('b', { text: k }), ` ${fmt.num(v)}`)),
+        ),
+      );
     }
     const timing = Object.entries(trace.timing || {}).filter(([, v]) => typeof v === 'number');
     const failedCalls = trace.calls.filter((c) => c.error).length;
@@ -953,7 +1334,12 @@
     card.append(
       h(
         'div',
-        { class: 'usage-line', title: timing.length ? `stages: ${timing.map(([k, v]) => `${k} ${fmt.ms(v)}`).join(', ')}` : 'usage summed over this trace\'s model calls' },
+        {
+          class: 'usage-line',
+          title: timing.length
+            ? `stages: ${timing.map(([k, v]) => `${k} ${fmt.ms(v)}`).join(', ')}`
+            : "usage summed over this trace's model calls",
+        },
         h('span', { class: 'chips-label', text: 'usage' }),
         usageParts.join(' · '),
       ),
@@ -961,9 +1347,21 @@
     const info = Object.fromEntries(Object.entries(trace.info || {}).filter(([k]) => k !== 'verdict'));
     if (Object.keys(info).length) {
       const compact = JSON.stringify(info);
-      card.append(compact.length <= 110 ? h('div', { class: 'usage-line' }, h('span', { class: 'chips-label', text: 'info' }), h('code', { class: 'inline-code', text: compact })) : jsonDetails('info', info, false));
+      card.append(
+        compact.length <= 110
+          ? h(
+              'div',
+              { class: 'usage-line' },
+              h('span', { class: 'chips-label', text: 'info' }),
+              h('code', { class: 'inline-code', text: compact }),
+            )
+          : jsonDetails('info', info, false),
+      );
     }
-    if (trace.tools && trace.tools.length) card.append(jsonDetails(`tools offered (${trace.tools.length}): ${trace.tools.map((t) => t.name).join(', ')}`, trace.tools, false));
+    if (trace.tools?.length)
+      card.append(
+        jsonDetails(`tools offered (${trace.tools.length}): ${trace.tools.map((t) => t.name).join(', ')}`, trace.tools, false),
+      );
     return card;
   }
 
@@ -974,7 +1372,9 @@
     const prev = position > 0 ? visibleRows[position - 1] : null;
     const next = position >= 0 && position < visibleRows.length - 1 ? visibleRows[position + 1] : null;
     const navLink = (target, text, key) =>
-      target ? h('a', { class: 'btn', href: `#episode=${encodeURIComponent(target.id)}`, text, title: `${target.task} (${key})` }) : h('span', { class: 'btn disabled', text });
+      target
+        ? h('a', { class: 'btn', href: `#episode=${encodeURIComponent(target.id)}`, text, title: `${target.task} (${key})` })
+        : h('span', { class: 'btn disabled', text });
     const head = h(
       'div',
       { class: 'episode-head' },
@@ -986,17 +1386,35 @@
         navLink(next, 'next ›', ']'),
         h('h2', { text: episode.task.key }),
         episode.ok ? badge('ok', 'ok') : badge('failed', 'err'),
-        h('span', { class: 'muted small', text: `${episode.env.id} · rollout ${episode.group.index} of group ${episode.group.id}${episode.attempt ? ` · attempt ${episode.attempt}` : ''}` }),
+        h('span', {
+          class: 'muted small',
+          text: `${episode.env.id} · rollout ${episode.group.index} of group ${episode.group.id}${episode.attempt ? ` · attempt ${episode.attempt}` : ''}`,
+        }),
         h('span', { class: 'spacer' }),
         h('span', { class: 'muted small mono', text: episode.id, title: 'episode id (the URL fragment links here)' }),
-        h('span', { class: 'muted small', text: `${fmt.ms(episode.endedAt === null ? null : episode.endedAt - episode.startedAt)} · ${fmt.tokens(row.tokens)} tokens` }),
+        h('span', {
+          class: 'muted small',
+          text: `${fmt.ms(episode.endedAt === null ? null : episode.endedAt - episode.startedAt)} · ${fmt.tokens(row.tokens)} tokens`,
+        }),
       ),
       h(
         'div',
         { class: 'episode-meta' },
         jsonDetails('task data', episode.task.data, false),
         episode.errors.length
-          ? h('div', { class: 'episode-errors' }, episode.errors.map((e) => h('div', { class: 'trace-error' }, h('b', { text: e.type }), e.stage ? h('span', { class: 'muted', text: ` [${e.stage}]` }) : null, `: ${e.message}`)))
+          ? h(
+              'div',
+              { class: 'episode-errors' },
+              episode.errors.map((e) =>
+                h(
+                  'div',
+                  { class: 'trace-error' },
+                  h('b', { text: e.type }),
+                  e.stage ? h('span', { class: 'muted', text: ` [${e.stage}]` }) : null,
+                  `: ${e.message}`,
+                ),
+              ),
+            )
           : null,
       ),
     );
@@ -1005,7 +1423,16 @@
     for (const trace of episode.traces) {
       const items = traceItems(trace);
       const scroller = h('div', { class: 'trace-scroll' });
-      const column = h('section', { class: 'trace-column', 'data-agent': trace.agent.name, 'data-trace': trace.id, style: `--role:${roleColor(trace.agent.name)}` }, scroller);
+      const column = h(
+        'section',
+        {
+          class: 'trace-column',
+          'data-agent': trace.agent.name,
+          'data-trace': trace.id,
+          style: `--role:${roleColor(trace.agent.name)}`,
+        },
+        scroller,
+      );
       columnsEl.append(column);
       currentLists.push({ scroller, items, trace });
     }
@@ -1033,7 +1460,15 @@
     const row = rowsById.get(id);
     crumbs.replaceChildren(h('span', { class: 'crumb-sep', text: '/' }), h('span', { text: row ? row.task : id }));
     if (!row) {
-      episodeView.replaceChildren(h('div', { class: 'card pad' }, h('h2', { text: 'Episode not found' }), h('p', { text: `No episode with id ${id} in this run.` }), h('a', { class: 'btn', href: '#', text: '← Episodes' })));
+      episodeView.replaceChildren(
+        h(
+          'div',
+          { class: 'card pad' },
+          h('h2', { text: 'Episode not found' }),
+          h('p', { text: `No episode with id ${id} in this run.` }),
+          h('a', { class: 'btn', href: '#', text: '← Episodes' }),
+        ),
+      );
       return;
     }
     episodeView.replaceChildren(h('p', { class: 'muted pad', text: 'Loading episode…' }));
@@ -1042,7 +1477,14 @@
       episode = await loadEpisode(row);
     } catch (error) {
       if (token !== episodeToken) return;
-      episodeView.replaceChildren(h('div', { class: 'card pad' }, h('h2', { text: 'Could not load the episode' }), h('p', { class: 'err-text', text: String(error && error.message ? error.message : error) })));
+      episodeView.replaceChildren(
+        h(
+          'div',
+          { class: 'card pad' },
+          h('h2', { text: 'Could not load the episode' }),
+          h('p', { class: 'err-text', text: String(error?.message ? error.message : error) }),
+        ),
+      );
       return;
     }
     if (token !== episodeToken) return;
@@ -1082,7 +1524,8 @@
     const position = row ? visibleRows.indexOf(row) : -1;
     if (event.key === 'Escape') location.hash = '';
     else if (event.key === '[' && position > 0) location.hash = `episode=${encodeURIComponent(visibleRows[position - 1].id)}`;
-    else if (event.key === ']' && position >= 0 && position < visibleRows.length - 1) location.hash = `episode=${encodeURIComponent(visibleRows[position + 1].id)}`;
+    else if (event.key === ']' && position >= 0 && position < visibleRows.length - 1)
+      location.hash = `episode=${encodeURIComponent(visibleRows[position + 1].id)}`;
   });
 
   refreshTable();
