@@ -42,4 +42,5 @@ export * from './envs/proposer-solver/seed-topics.ts';
 export * from './envs/user-sim/user-sim-env.ts';
 export * from './envs/user-sim/persona.ts';
 export * from './runtime/sandbox-file-tree.ts';
+export * from './runtime/exec-pid-wrapper.ts';
 export { loadViewerRun, type RenderRunHtmlOptions, renderRunHtml, type ServedRun, type ServeRunOptions, serveRun, type ViewerRun, type WriteHtmlReportOptions, writeHtmlReport } from './viewer/index.ts';

@@ -1,9 +1,9 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { dirname, posix } from 'node:path';
 import type { CreationSlot, ExecOptions, ExecResult, Sandbox } from '@troupe/verifiers';
-import { SandboxError } from '@troupe/verifiers';
+import { EXEC_PID_DIR, SandboxError } from '@troupe/verifiers';
 import type Docker from 'dockerode';
-import { EXEC_PID_DIR, runDockerExec } from './docker-exec.ts';
+import { runDockerExec } from './docker-exec.ts';
 import { HostForwarder } from './host-forwarder.ts';
 import { extractToHost, packFile, packHostPath, readFirstEntry } from './tar-archive.ts';
 
