@@ -1,3 +1,6 @@
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { BashHarness } from '../harness/bash-harness.ts';
 import type { Harness } from '../harness/harness.ts';
@@ -12,6 +15,33 @@ const harnessFactories = new Map<string, Factory<Harness>>([
   ['bash', (options) => new BashHarness(options)],
 ]);
 const runtimeFactories = new Map<string, Factory<Runtime>>();
+let searchPaths: string[] = [];
+
+/**
+ * Folders from which `@troupe/harness-<id>` / `@troupe/runtime-<id>` packages are resolved when
+ * this package cannot see them itself (the CLI passes the working directory: the user's project).
+ */
+export function setPluginSearchPaths(paths: string[]): void {
+  searchPaths = [...paths];
+}
+
+async function importPlugin(pkg: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pkg)) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes(pkg)) throw error;
+    for (const folder of searchPaths) {
+      let resolved: string;
+      try {
+        resolved = createRequire(join(folder, 'package.json')).resolve(pkg);
+      } catch {
+        continue;
+      }
+      return (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
+    }
+    throw error;
+  }
+}
 
 /** Registers a harness id (plugins do this when they are not an installed `@troupe/harness-<id>`). */
 export function registerHarness(id: string, factory: Factory<Harness>): void {
@@ -43,7 +73,7 @@ async function load<T>(kind: 'harness' | 'runtime', ref: PluginRef, factories: M
   const pkg = `@troupe/${kind}-${id.replace(/_/g, '-')}`;
   let module: Record<string, unknown>;
   try {
-    module = (await import(pkg)) as Record<string, unknown>;
+    module = await importPlugin(pkg);
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg)) {

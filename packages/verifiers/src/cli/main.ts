@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { ClientConfig } from '../agent/agent-config.ts';
+import { setPluginSearchPaths } from '../agent/plugins.ts';
 import { Env } from '../env/env.ts';
 import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
@@ -44,6 +45,7 @@ Eval options:
 `;
 
 async function main(argv: string[]): Promise<number> {
+  setPluginSearchPaths([process.cwd()]);
   const [command, ...rest] = argv;
   if (!command || command === '-h' || command === '--help' || command === 'help') {
     process.stdout.write(HELP);
