@@ -204,11 +204,27 @@ const lines = [
   `build traces+episodes (untimed setup): ${buildMs.toFixed(0)} ms, ~${heapMb.toFixed(0)} MB heap`,
   '',
   row(['path', 'wall ms', 'ns/trace', '× floor', 'cpu ms', '× floor', 'samples']),
-  row(['floor: sum rewards', baseline.ms.toFixed(1), ((baseline.ms * 1e6) / NUM_TRACES).toFixed(1), '1.0', baseline.cpuMs.toFixed(1), '1.0', '-']),
+  row([
+    'floor: sum rewards',
+    baseline.ms.toFixed(1),
+    ((baseline.ms * 1e6) / NUM_TRACES).toFixed(1),
+    '1.0',
+    baseline.cpuMs.toFixed(1),
+    '1.0',
+    '-',
+  ]),
 ];
 for (const [name, r] of Object.entries(results)) {
   lines.push(
-    row([`${name}: score + samples`, r.ms.toFixed(1), r.nsPerTrace.toFixed(1), r.ratio.toFixed(1), r.cpuMs.toFixed(1), r.cpuRatio.toFixed(1), String(r.samples)]),
+    row([
+      `${name}: score + samples`,
+      r.ms.toFixed(1),
+      r.nsPerTrace.toFixed(1),
+      r.ratio.toFixed(1),
+      r.cpuMs.toFixed(1),
+      r.cpuRatio.toFixed(1),
+      String(r.samples),
+    ]),
   );
 }
 lines.push(
@@ -239,7 +255,14 @@ console.log(
     algorithms: Object.fromEntries(
       Object.entries(results).map(([name, r]) => [
         name,
-        { ms: round(r.ms), ratio: round(r.ratio), cpuMs: round(r.cpuMs), cpuRatio: round(r.cpuRatio), nsPerTrace: round(r.nsPerTrace, 1), samples: r.samples },
+        {
+          ms: round(r.ms),
+          ratio: round(r.ratio),
+          cpuMs: round(r.cpuMs),
+          cpuRatio: round(r.cpuRatio),
+          nsPerTrace: round(r.nsPerTrace, 1),
+          samples: r.samples,
+        },
       ]),
     ),
   }),

@@ -4,7 +4,12 @@ import { assignAdvantages, clearAdvantages } from './assign-advantages.ts';
 
 describe('assignAdvantages', () => {
   const twoTurns = () =>
-    makeTrace({ turns: [{ prompt: [1, 2], completion: [3, 4] }, { prompt: [5], completion: [6, 7, 8] }] });
+    makeTrace({
+      turns: [
+        { prompt: [1, 2], completion: [3, 4] },
+        { prompt: [5], completion: [6, 7, 8] },
+      ],
+    });
 
   it('broadcasts a scalar to every sampled token, one value per mask bit of each node', () => {
     const trace = twoTurns();
@@ -32,7 +37,12 @@ describe('assignAdvantages', () => {
   });
 
   it('leaves nodes without sampled tokens alone, and clears', () => {
-    const trace = makeTrace({ turns: [{ prompt: [1], completion: [] }, { prompt: [2], completion: [3] }] });
+    const trace = makeTrace({
+      turns: [
+        { prompt: [1], completion: [] },
+        { prompt: [2], completion: [3] },
+      ],
+    });
     assignAdvantages(trace, 1);
     expect(trace.nodes[0]!.advantages).toBeUndefined();
     expect(trace.nodes[1]!.advantages).toEqual([1]);

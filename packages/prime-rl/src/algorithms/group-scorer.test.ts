@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import type { Episode } from '@troupe/verifiers';
+import { describe, expect, it } from 'vitest';
 import { advantageOf, makeEpisode, makeTrace } from './__fixtures__/episodes.ts';
 import type { Algorithm } from './algorithm.ts';
 import { GroupScorer } from './group-scorer.ts';

@@ -2,7 +2,7 @@ import type { Episode, Trace } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { Algorithm } from './algorithm.ts';
 import { assignAdvantages } from './assign-advantages.ts';
-import { trainableTraces, traceReward } from './trainable-traces.ts';
+import { traceReward, trainableTraces } from './trainable-traces.ts';
 
 /** Linear length penalty of GRPO (prime-rl `length_penalty = {type = "linear", …}`). */
 export const LinearLengthPenaltySchema = z.strictObject({

@@ -15,7 +15,9 @@ describe('HierarchicalGrpo', () => {
       makeEpisode({ index: 1, traces: [proposers[1]!, ...ep2] }),
     ]);
     const close = (traces: typeof ep1, expected: number[]) =>
-      traces.forEach((t, i) => expect(Math.abs(advantageOf(t)! - expected[i]!)).toBeLessThanOrEqual(1e-12));
+      traces.forEach((t, i) => {
+        expect(Math.abs(advantageOf(t)! - expected[i]!)).toBeLessThanOrEqual(1e-12);
+      });
     close(proposers, [0.5, -0.5]);
     close(ep1, [0.5, -0.5]);
     close(ep2, [0, 0]);
@@ -93,7 +95,9 @@ describe('HierarchicalGrpo', () => {
             expect(Math.abs(set.sum)).toBeLessThanOrEqual(1e-9 * set.scale);
             // the advantage depends only on the peers' rewards: r − mean over the peer set
             const mean = set.rewards.reduce((a, b) => a + b, 0) / set.rewards.length;
-            set.rewards.forEach((r, i) => expect(set.advantages[i]!).toBeCloseTo(r - mean, 9));
+            set.rewards.forEach((r, i) => {
+              expect(set.advantages[i]!).toBeCloseTo(r - mean, 9);
+            });
           }
         }),
       );

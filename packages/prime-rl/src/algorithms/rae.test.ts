@@ -21,7 +21,9 @@ describe('Rae', () => {
       return traces.map(advantageOf);
     };
     const close = (actual: (number | undefined)[], expected: number[]) =>
-      actual.forEach((a, i) => expect(Math.abs(a! - expected[i]!)).toBeLessThanOrEqual(1e-12));
+      actual.forEach((a, i) => {
+        expect(Math.abs(a! - expected[i]!)).toBeLessThanOrEqual(1e-12);
+      });
     close(round(), [1, -1]);
     close(round(), [0.5, -0.5]);
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { makeEpisode, makeTrace } from './__fixtures__/episodes.ts';
 import { assignAdvantages } from './assign-advantages.ts';
 import { Grpo } from './grpo.ts';
@@ -7,7 +8,6 @@ import { MaxRl } from './max-rl.ts';
 import { Rae } from './rae.ts';
 import { AlgorithmConfigSchema, algorithmTypes, createAlgorithm, registerAlgorithm } from './registry.ts';
 import { iterTrainableTraces } from './trainable-traces.ts';
-import { z } from 'zod';
 
 describe('createAlgorithm', () => {
   it('builds each built-in from a config discriminated on type', () => {
@@ -19,16 +19,22 @@ describe('createAlgorithm', () => {
   });
 
   it('names the bad field', () => {
-    expect(() => createAlgorithm({ type: 'ppo' })).toThrow(/algorithm\.type: unknown algorithm 'ppo'.*grpo, hierarchical-grpo, rae, max-rl/);
+    expect(() => createAlgorithm({ type: 'ppo' })).toThrow(
+      /algorithm\.type: unknown algorithm 'ppo'.*grpo, hierarchical-grpo, rae, max-rl/,
+    );
     expect(() => createAlgorithm({})).toThrow(/algorithm\.type: required/);
     expect(() => createAlgorithm({ type: 'rae', decay: 2 })).toThrow(/algorithm\.decay/);
     expect(() => createAlgorithm({ type: 'rae', decya: 0.9 })).toThrow(/decya/);
     expect(() => createAlgorithm({ type: 'hierarchical-grpo' })).toThrow(/algorithm\.episodeAgents: .*required/);
-    expect(() => createAlgorithm({ type: 'hierarchical-grpo', episodeAgents: [] })).toThrow(/algorithm\.episodeAgents: .*use `grpo`/);
+    expect(() => createAlgorithm({ type: 'hierarchical-grpo', episodeAgents: [] })).toThrow(
+      /algorithm\.episodeAgents: .*use `grpo`/,
+    );
     expect(() => createAlgorithm({ type: 'grpo', lengthPenalty: { type: 'linear', numTurnsWeight: -1 } })).toThrow(
       /algorithm\.lengthPenalty\.numTurnsWeight/,
     );
-    expect(() => createAlgorithm({ type: 'hierarchical-grpo', episodeAgents: ['solver', 3] })).toThrow(/algorithm\.episodeAgents\[1\]/);
+    expect(() => createAlgorithm({ type: 'hierarchical-grpo', episodeAgents: ['solver', 3] })).toThrow(
+      /algorithm\.episodeAgents\[1\]/,
+    );
   });
 
   it('exposes the built-in configs as one zod union', () => {

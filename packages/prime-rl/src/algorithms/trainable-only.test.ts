@@ -33,19 +33,17 @@ describe('every built-in algorithm', () => {
           const episodes = spec.map((traces, index) =>
             makeEpisode({
               index,
-              traces: traces.map((t) =>
-                makeTrace({ ...t, turns: [{ prompt: [1], completion: t.silent ? [] : [2, 3] }] }),
-              ),
+              traces: traces.map((t) => makeTrace({ ...t, turns: [{ prompt: [1], completion: t.silent ? [] : [2, 3] }] })),
             }),
           );
           createAlgorithm(config).scoreGroup(episodes);
-          spec.forEach((traces, e) =>
+          spec.forEach((traces, e) => {
             traces.forEach((t, i) => {
               const advantage = advantageOf(episodes[e]!.traces[i]!);
               if (t.ok && t.trainable && !t.silent) expect(Number.isFinite(advantage)).toBe(true);
               else expect(advantage).toBeUndefined();
-            }),
-          );
+            });
+          });
         },
       ),
     );

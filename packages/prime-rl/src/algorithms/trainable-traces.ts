@@ -1,4 +1,4 @@
-import { type Episode, EnvError, type Trace } from '@troupe/verifiers';
+import { EnvError, type Episode, type Trace } from '@troupe/verifiers';
 
 /** Number of sampled tokens (mask bits set) over all nodes of a trace. */
 export function sampledTokenCount(trace: Trace): number {

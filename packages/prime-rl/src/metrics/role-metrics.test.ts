@@ -53,6 +53,10 @@ describe('roleMetrics', () => {
 
   it('reports null statistics for a role with no ok or scored trace', () => {
     const metrics = roleMetrics({ episodes: [makeEpisode({ traces: [makeTrace({ role: 'judge', ok: false })] })] });
-    expect(metrics.judge).toMatchObject({ reward: { mean: null }, advantage: { mean: null, std: null }, zeroAdvantageFraction: null });
+    expect(metrics.judge).toMatchObject({
+      reward: { mean: null },
+      advantage: { mean: null, std: null },
+      zeroAdvantageFraction: null,
+    });
   });
 });

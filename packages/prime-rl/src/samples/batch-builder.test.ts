@@ -54,7 +54,10 @@ describe('BatchBuilder', () => {
     const on = new BatchBuilder({ batchSize: 2 }).addSamples([sample('a', 1, 0), sample('b', 1, 1)]);
     expect(on[0]).toMatchObject({ numTraces: 2, droppedSamples: 1 });
     expect(on[0]!.samples.map((s) => s.traceId)).toEqual(['b']);
-    const off = new BatchBuilder({ batchSize: 2, filterZeroAdvantages: false }).addSamples([sample('a', 1, 0), sample('b', 1, 1)]);
+    const off = new BatchBuilder({ batchSize: 2, filterZeroAdvantages: false }).addSamples([
+      sample('a', 1, 0),
+      sample('b', 1, 1),
+    ]);
     expect(off[0]!.samples).toHaveLength(2);
   });
 

@@ -1,7 +1,7 @@
 import type { Episode } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import { formatIssues } from '../algorithms/format-issues.ts';
-import { ConfigError } from '@troupe/verifiers';
 import { appendTraceSamples } from './trace-to-samples.ts';
 import type { TrainingSample } from './training-sample.ts';
 import { filterZeroAdvantages } from './zero-advantage-filter.ts';

@@ -60,7 +60,9 @@ describe('batch format (troupe.batch v1, JSONL)', () => {
   });
 
   it('refuses a file without the versioned header, or with the wrong sample count', () => {
-    expect(() => parseBatch({ text: `${JSON.stringify(sample)}\n` })).toThrow(/line 1: not a troupe\.batch v1 header: header\.format/);
+    expect(() => parseBatch({ text: `${JSON.stringify(sample)}\n` })).toThrow(
+      /line 1: not a troupe\.batch v1 header: header\.format/,
+    );
     const v2 = serializeBatch({ samples: [] }).replace('"version":1', '"version":2');
     expect(() => parseBatch({ text: v2 })).toThrow(/header\.version/);
     const short = serializeBatch({ samples: [sample] }).split('\n')[0]!;

@@ -87,7 +87,9 @@ export function parseBatch(options: { text: string; source?: string }): BatchFil
   const parser = new BatchParser(options.source ?? 'batch');
   const lines = options.text.split('\n');
   if (lines.at(-1) === '') lines.pop();
-  lines.forEach((line, index) => parser.line(line, index + 1));
+  lines.forEach((line, index) => {
+    parser.line(line, index + 1);
+  });
   return parser.finish();
 }
 

@@ -49,21 +49,25 @@ describe('packMicroBatches', () => {
 
   it('places every sample exactly once, within capacity, using the bins first-fit-decreasing would', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 16 }), { maxLength: 60 }), fc.integer({ min: 16, max: 40 }), (lengths, capacity) => {
-        const samples = lengths.map((length, i) => sample(length, `t${i}`));
-        const { microBatches } = packMicroBatches({ samples, microBatchLength: capacity });
-        const placed = microBatches.flatMap((b) => b.sampleIndices).sort((a, b) => a - b);
-        expect(placed).toEqual(lengths.map((_, i) => i));
-        for (const batch of microBatches) expect(batch.numTokens).toBeLessThanOrEqual(capacity);
-        // reference first-fit-decreasing with a linear scan
-        const rooms: number[] = [];
-        for (const length of [...lengths].sort((a, b) => b - a)) {
-          const bin = rooms.findIndex((room) => room >= length);
-          if (bin === -1) rooms.push(capacity - length);
-          else rooms[bin]! -= length;
-        }
-        expect(microBatches).toHaveLength(rooms.length);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 16 }), { maxLength: 60 }),
+        fc.integer({ min: 16, max: 40 }),
+        (lengths, capacity) => {
+          const samples = lengths.map((length, i) => sample(length, `t${i}`));
+          const { microBatches } = packMicroBatches({ samples, microBatchLength: capacity });
+          const placed = microBatches.flatMap((b) => b.sampleIndices).sort((a, b) => a - b);
+          expect(placed).toEqual(lengths.map((_, i) => i));
+          for (const batch of microBatches) expect(batch.numTokens).toBeLessThanOrEqual(capacity);
+          // reference first-fit-decreasing with a linear scan
+          const rooms: number[] = [];
+          for (const length of [...lengths].sort((a, b) => b - a)) {
+            const bin = rooms.findIndex((room) => room >= length);
+            if (bin === -1) rooms.push(capacity - length);
+            else rooms[bin]! -= length;
+          }
+          expect(microBatches).toHaveLength(rooms.length);
+        },
+      ),
     );
   });
 });

@@ -39,7 +39,10 @@ describe('traceToSamples', () => {
     });
     assignAdvantages(trace, 1);
     const samples = traceToSamples({ trace, env: 'env', episodeId: 'e' });
-    expect(samples.map((s) => s.tokenIds)).toEqual([[1, 2], [9, 9, 3]]);
+    expect(samples.map((s) => s.tokenIds)).toEqual([
+      [1, 2],
+      [9, 9, 3],
+    ]);
     expect(samples.map((s) => s.branch)).toEqual([0, 1]);
   });
 
