@@ -13,6 +13,8 @@ import { writeHtmlReport } from './write-html-report.ts';
 const missing = chromiumMissing();
 if (missing) console.warn(`[viewer-browser.test] skipped: ${missing}`);
 const IMAGES = fileURLToPath(new URL('../../../../docs/images/', import.meta.url));
+/** Named like a `troupe eval` output directory (it shows in the page's top bar). */
+const RUN_NAME = 'agentic-judge--qwen3-4b--bash--3f9c2a1d';
 
 describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
   let dir: string;
@@ -23,7 +25,7 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'troupe-view-browser-'));
-    const runDir = await writeFixtureRun({ dir: join(dir, 'run'), episodes: fixtureEpisodes(), tornTail: true });
+    const runDir = await writeFixtureRun({ dir: join(dir, RUN_NAME), episodes: fixtureEpisodes(), tornTail: true });
     const outFile = join(dir, 'report.html');
     await writeHtmlReport({ runDir, outFile });
     reportUrl = pathToFileURL(outFile).href;
@@ -162,7 +164,7 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
   });
 
   it('works served on loopback, fetching the episode on demand', async () => {
-    const served = await serveRun({ runDir: join(dir, 'run') });
+    const served = await serveRun({ runDir: join(dir, RUN_NAME) });
     try {
       const page = await open(`${served.url}#episode=judge-2-0`);
       await page.waitForSelector('body[data-episode="judge-2-0"]');
