@@ -1,0 +1,59 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KUHN_INFO_SETS } from '@troupe/verifiers';
+import { describe, expect, it } from 'vitest';
+import { readMetrics, train } from './loop.ts';
+
+const tiny = {
+  maxSteps: 2,
+  groupSize: 2,
+  groupsPerStep: 2,
+  workerThread: false,
+  checkpointEvery: 1,
+  policy: { dModel: 8, layers: 1, heads: 2, ffnMult: 1 },
+};
+
+describe('train (the embedded loop)', () => {
+  it('plays, scores, trains and swaps weights each step; writes metrics, policy tables, report and checkpoints; resumes', async () => {
+    const out = await mkdtemp(join(tmpdir(), 'troupe-train-'));
+    const result = await train({ config: tiny, out });
+    expect(result.steps).toBe(2);
+    expect(result.hands).toBe(8);
+    const metrics = await readMetrics(out);
+    expect(metrics.map((m) => m.step)).toEqual([1, 2]);
+    for (const m of metrics) {
+      expect(typeof m.nash_conv).toBe('number');
+      expect(typeof m.nash_conv_average).toBe('number');
+      expect(m.forfeit_rate).toBeGreaterThanOrEqual(0);
+      expect(typeof m['player0/reward/mean']).toBe('number');
+    }
+    expect(metrics[1]?.policy_version).toBe(0); // step 2 trained on a batch played one step behind
+    const table = JSON.parse(await readFile(join(out, 'policy-table.json'), 'utf8')) as Record<string, [number, number]>;
+    expect(Object.keys(table)).toEqual([...KUHN_INFO_SETS]);
+    for (const [p, b] of Object.values(table)) expect(p + b).toBeCloseTo(1, 5);
+    expect(existsSync(join(out, 'policy-table-average.json'))).toBe(true);
+    const html = await readFile(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('<svg');
+    expect(html).toContain('NashConv');
+
+    const resumed = await train({ config: { ...tiny, maxSteps: 3 }, out, resume: true });
+    expect(resumed.steps).toBe(3);
+    expect((await readMetrics(out)).map((m) => m.step)).toEqual([1, 2, 3]);
+
+    if (existsSync('/usr/bin/chromium')) {
+      const { chromium } = await import('playwright-core');
+      const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+      try {
+        const page = await browser.newPage();
+        await page.goto(`file://${join(out, 'report.html')}`);
+        expect(await page.locator('svg').count()).toBeGreaterThanOrEqual(4);
+        expect(await page.locator('#summary').textContent()).toMatch(/hands 12/);
+      } finally {
+        await browser.close();
+      }
+    }
+    await rm(out, { recursive: true, force: true });
+  });
+});

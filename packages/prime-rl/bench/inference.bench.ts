@@ -1,0 +1,69 @@
+// Inference throughput: decisions per second of the full Kuhn self-play loop (Env, seats, interception
+// recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
+// model at the same batch size and sequence length, in one run. Last line: JSON.
+import { Env, kuhnPokerEnv, kuhnPromptCorpus, kuhnTaskset, registerRuntime } from '@troupe/verifiers';
+import { GameRuntime } from '../../../apps/trainer/src/game-runtime.ts';
+import { kuhnPolicyConfig } from '../../../apps/trainer/src/kuhn-policy.ts';
+import { initWeights } from '../src/policy/config.ts';
+import { WordTokenizer } from '../src/policy/tokenizer.ts';
+import { exportOnnx } from '../src/inference/onnx-export.ts';
+import { OnnxPolicy } from '../src/inference/onnx-policy.ts';
+import { PolicyModelClient } from '../src/inference/policy-model-client.ts';
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
+const hands = Number(args.get('hands') ?? 1024);
+const concurrent = Number(args.get('concurrent') ?? 256);
+registerRuntime('game', () => new GameRuntime());
+const tokenizer = WordTokenizer.fromCorpus({ corpus: kuhnPromptCorpus() });
+const config = kuhnPolicyConfig({ tokenizer, maxTokens: 2, dModel: 32, layers: 2, heads: 2, ffnMult: 2, seed: 0 });
+const onnx = exportOnnx({ config, weights: initWeights(config) });
+const client = await PolicyModelClient.create({ tokenizer, config, onnx, maxBatch: 512, maxTokens: 2, seed: 1 });
+const env = await Env.create({
+  definition: kuhnPokerEnv,
+  config: { id: 'kuhn-poker', player0: { runtime: 'game' }, player1: { runtime: 'game' } },
+  run: { model: 'policy', client, sampling: { temperature: 1, maxTokens: 2 } },
+});
+const taskset = kuhnTaskset();
+const play = async (from: number, count: number) => {
+  let decisions = 0;
+  let promptTokens = 0;
+  for (let start = 0; start < count; start += concurrent) {
+    const episodes = await Promise.all(
+      Array.from({ length: Math.min(concurrent, count - start) }, (_, i) => env.runEpisode({ task: taskset.at(from + start + i), group: { id: 'b', index: 0 } })),
+    );
+    for (const e of episodes) for (const t of e.traces) for (const c of t.calls) {
+      decisions++;
+      promptTokens += c.usage?.promptTokens ?? 0;
+    }
+  }
+  return { decisions, promptTokens };
+};
+await play(10_000_000, 64); // warm-up
+const before = { ...client.stats };
+const t0 = performance.now();
+const { decisions, promptTokens } = await play(0, hands);
+const loopSeconds = (performance.now() - t0) / 1000;
+const rows = client.stats.rows - before.rows;
+const batches = client.stats.batches - before.batches;
+const batch = Math.max(1, Math.round(rows / batches));
+const time = Math.max(2, Math.round(promptTokens / decisions) + 1);
+const loopRate = decisions / loopSeconds;
+
+// Raw forward passes: same model, same batch size, same mean sequence length, same number of rows.
+const raw = await OnnxPolicy.load({ model: onnx, vocabSize: config.vocabSize });
+const tokens = Int32Array.from({ length: batch * time }, (_, i) => 6 + (i % (config.vocabSize - 6)));
+const last = Array.from({ length: batch }, (_, b) => b * time + time - 1);
+await raw.logits({ tokens, batch, time, rows: last });
+const t1 = performance.now();
+let done = 0;
+while (done < rows) {
+  await raw.logits({ tokens, batch, time, rows: last });
+  done += batch;
+}
+const rawRowsPerSecond = done / ((performance.now() - t1) / 1000);
+const rawRate = rawRowsPerSecond / (rows / decisions);
+console.log(
+  `${hands} hands, ${decisions} decisions in ${loopSeconds.toFixed(2)} s (${loopRate.toFixed(0)}/s); ${batches} forward passes, mean batch ${batch}, mean prompt ${time} tokens; raw onnxruntime at that batch: ${rawRate.toFixed(0)} decisions/s`,
+);
+console.log(JSON.stringify({ name: 'selfplay_decisions_per_second_vs_raw_onnx', value: loopRate, unit: 'decisions/s', baseline: rawRate, ratio: loopRate / rawRate, batch, time, hands, goal: 0.5 }));
+await raw.release();
