@@ -107,7 +107,8 @@ async function timedCall(kind: Kind, i: number, intercepted: boolean): Promise<n
       messages: [{ role: 'user', content: `Question ${i}: what is ${i} + ${i % 13}?` }],
     });
     let text = '';
-    for await (const event of stream) if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
+    for await (const event of stream)
+      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
     if (!text) throw new Error('empty stream');
   }
   return performance.now() - started;

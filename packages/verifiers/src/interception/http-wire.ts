@@ -118,7 +118,17 @@ export function estimateTokens(value: unknown): number {
 export function modelsBody(model: string): unknown {
   return {
     object: 'list',
-    data: [{ id: model, object: 'model', type: 'model', created: 0, created_at: '1970-01-01T00:00:00Z', owned_by: 'troupe', display_name: model }],
+    data: [
+      {
+        id: model,
+        object: 'model',
+        type: 'model',
+        created: 0,
+        created_at: '1970-01-01T00:00:00Z',
+        owned_by: 'troupe',
+        display_name: model,
+      },
+    ],
     has_more: false,
     first_id: model,
     last_id: model,

@@ -56,7 +56,9 @@ describe('InterceptionServer', () => {
   it('accepts the secret as Bearer token or x-api-key, and any path prefix or query string', async () => {
     const r = await start({ script: () => 'ok' });
     const bearer = await post(`${r.baseUrl}/chat/completions`, chatBody('a'), { authorization: `Bearer ${r.session.secret}` });
-    const apiKey = await post(`${r.interception.url}/run/abc/v1/chat/completions?beta=true`, chatBody('b'), { 'x-api-key': r.session.secret });
+    const apiKey = await post(`${r.interception.url}/run/abc/v1/chat/completions?beta=true`, chatBody('b'), {
+      'x-api-key': r.session.secret,
+    });
     expect([bearer.status, apiKey.status]).toEqual([200, 200]);
   });
 
@@ -101,7 +103,10 @@ describe('InterceptionServer', () => {
     await program.chat.completions.create(chatBody('one') as OpenAI.ChatCompletionCreateParamsNonStreaming);
     const error = await program.chat.completions
       .create({ ...chatBody('two'), stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)
-      .then(() => null, (e: unknown) => e);
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as Error).message).toContain('rollout stopped: max_turns');
     expect(r.trace.stopCondition).toBe('max_turns');
@@ -128,13 +133,21 @@ describe('InterceptionServer', () => {
     const notJson = await post(`${r.baseUrl}/chat/completions`, '{"model": "m", "messages": [', auth);
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as { error: { message: string } }).error.message).toMatch(/not valid JSON/);
-    const wrongType = await post(`${r.baseUrl}/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 42 }] }, auth);
+    const wrongType = await post(
+      `${r.baseUrl}/chat/completions`,
+      { model: 'm', messages: [{ role: 'user', content: 42 }] },
+      auth,
+    );
     expect(wrongType.status).toBe(400);
     const wrongBody = (await wrongType.json()) as { error: { message: string; param: string } };
     expect(wrongBody.error.param).toBe('messages.0.content');
     const empty = await post(`${r.baseUrl}/responses`, '', auth);
     expect(empty.status).toBe(400);
-    const badRole = await post(`${r.baseUrl}/messages`, { model: 'm', max_tokens: 5, messages: [{ role: 'robot', content: 'x' }] }, auth);
+    const badRole = await post(
+      `${r.baseUrl}/messages`,
+      { model: 'm', max_tokens: 5, messages: [{ role: 'robot', content: 'x' }] },
+      auth,
+    );
     expect(badRole.status).toBe(400);
     expect(((await badRole.json()) as { error: { message: string } }).error.message).toContain('messages.0.role');
     const unknown = await post(`${r.baseUrl}/embeddings`, { input: 'x' }, auth);
@@ -144,7 +157,9 @@ describe('InterceptionServer', () => {
 
   it('refuses a body over the size limit with 413', async () => {
     const r = await start({ script: [], interception: { maxBodyBytes: 2048 } });
-    const response = await post(`${r.baseUrl}/chat/completions`, chatBody('x'.repeat(5000)), { authorization: `Bearer ${r.session.secret}` });
+    const response = await post(`${r.baseUrl}/chat/completions`, chatBody('x'.repeat(5000)), {
+      authorization: `Bearer ${r.session.secret}`,
+    });
     expect(response.status).toBe(413);
     expect(((await response.json()) as { error: { type: string } }).error.type).toBe('request_too_large');
   });
@@ -161,7 +176,11 @@ describe('InterceptionServer', () => {
 
   it('keeps a slow stream alive with heartbeats, then delivers the reply', async () => {
     const r = await start({ script: () => 'slow but fine', latencyMs: 150, interception: { heartbeatMs: 25 } });
-    const raw = await post(`${r.baseUrl}/chat/completions`, { ...chatBody(), stream: true }, { authorization: `Bearer ${r.session.secret}` });
+    const raw = await post(
+      `${r.baseUrl}/chat/completions`,
+      { ...chatBody(), stream: true },
+      { authorization: `Bearer ${r.session.secret}` },
+    );
     const text = await raw.text();
     expect(text.startsWith(': keep-alive\n\n')).toBe(true);
     expect(text).toContain('slow but fine');
@@ -185,12 +204,18 @@ describe('InterceptionServer', () => {
       client: { retry: { maxRetries: 0 } },
     });
     const program = new OpenAI({ baseURL: r.baseUrl, apiKey: r.session.secret, maxRetries: 0 });
-    const stream = await program.chat.completions.create({ ...chatBody(), stream: true } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const stream = await program.chat.completions.create({
+      ...chatBody(),
+      stream: true,
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
     const error = await (async () => {
       for await (const _ of stream) {
         // drain
       }
-    })().then(() => null, (e: unknown) => e);
+    })().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((error as Error).message).toContain('gpu fell over');
   });
 });

@@ -5,16 +5,7 @@ import { TroupeError } from '../errors/troupe-error.ts';
 import type { ModelResponse } from '../model/model-client.ts';
 import type { ParsedWireRequest, WireDialect, WireErrorInput } from './dialects/dialect.ts';
 import { WireRequestError } from './dialects/dialect.ts';
-import {
-  estimateTokens,
-  modelsBody,
-  parseJsonBody,
-  readBody,
-  routeOf,
-  SSE_HEADERS,
-  secretOf,
-  sendJson,
-} from './http-wire.ts';
+import { estimateTokens, modelsBody, parseJsonBody, readBody, routeOf, SSE_HEADERS, secretOf, sendJson } from './http-wire.ts';
 import type { RolloutSession } from './rollout-session.ts';
 
 /** Options of `InterceptionServer`. */

@@ -1,8 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { LimitError, ProviderError, RolloutConcludedError } from '../errors/troupe-error.ts';
 import type { ModelClient, ModelRequest, ModelResponse, Sampling } from '../model/model-client.ts';
-import type { StopCondition } from '../trace/trace-schema.ts';
 import type { Trace } from '../trace/trace.ts';
+import type { StopCondition } from '../trace/trace-schema.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
 
 /** Per-rollout limits; null / undefined = unlimited. */

@@ -30,13 +30,21 @@ describe('OpenAICompatibleClient', () => {
     expect(first.promptTokenIds).toEqual([1, 2, 3]);
     expect(first.completionTokenIds).toEqual([40, 41]);
     expect(first.completionLogprobs).toEqual([-0.25, -0.5]);
-    await session.handle({ model: 'x', messages: [user('2+2?'), first.message, user('and 2+3?')], sampling: {} }, { dialect: 'direct' });
+    await session.handle(
+      { model: 'x', messages: [user('2+2?'), first.message, user('and 2+3?')], sampling: {} },
+      { dialect: 'direct' },
+    );
 
     const body = scripted.server.requests[0]?.body as Record<string, unknown>;
     expect(body.logprobs).toBe(true);
     expect(body.return_token_ids).toBe(true);
     const [a, b] = trace.calls.map((call) => trace.node(call.node!));
-    expect(a).toMatchObject({ tokenIds: [1, 2, 3, 40, 41], mask: [false, false, false, true, true], logprobs: [-0.25, -0.5], tokenParent: null });
+    expect(a).toMatchObject({
+      tokenIds: [1, 2, 3, 40, 41],
+      mask: [false, false, false, true, true],
+      logprobs: [-0.25, -0.5],
+      tokenParent: null,
+    });
     expect(b).toMatchObject({ tokenIds: [7, 8, 50], mask: [false, false, true], logprobs: [-0.125], tokenParent: a!.id });
     expect(trace.tokenSequence(b!.id)).toEqual([1, 2, 3, 40, 41, 7, 8, 50]);
   });
@@ -49,7 +57,10 @@ describe('OpenAICompatibleClient', () => {
     const first = await session.handle({ model: 'x', messages, sampling: {} }, { dialect: 'direct' });
     expect(first.promptTokenIds).toEqual(scriptedPromptTokens(messages));
     expect(first.completionTokenIds).toEqual(scriptedCompletionTokens(first.message));
-    const second = await session.handle({ model: 'x', messages: [...messages, first.message, user('thanks')], sampling: {} }, { dialect: 'direct' });
+    const second = await session.handle(
+      { model: 'x', messages: [...messages, first.message, user('thanks')], sampling: {} },
+      { dialect: 'direct' },
+    );
     const node = trace.node(trace.calls[1]!.node!);
     expect(node.tokenParent).toBe(trace.calls[0]!.node);
     expect(trace.tokenSequence(node.id)).toEqual([...second.promptTokenIds!, ...second.completionTokenIds!]);
@@ -57,9 +68,12 @@ describe('OpenAICompatibleClient', () => {
   });
 
   it('reads token ids from token_id:<n> logprob tokens when token_ids is absent, and omits return_token_ids when asked', async () => {
-    scripted = await scriptedClient({ script: [{ content: 'x', tokens: { prompt: [9], completion: [70, 71] } }], client: { returnTokenIds: false } });
+    scripted = await scriptedClient({
+      script: [{ content: 'x', tokens: { prompt: [9], completion: [70, 71] } }],
+      client: { returnTokenIds: false },
+    });
     const response = await scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} });
-    expect((scripted.server.requests[0]?.body as Record<string, unknown>).return_token_ids).toBeUndefined();
+    expect((scripted.server.requests[0]!.body as Record<string, unknown>).return_token_ids).toBeUndefined();
     expect(response.completionTokenIds).toEqual([70, 71]);
     expect(response.promptTokenIds).toBeUndefined();
     expect(response.completionLogprobs).toHaveLength(2);
@@ -109,7 +123,11 @@ describe('OpenAICompatibleClient', () => {
 
   it('retries a 429 that carries retry-after, then succeeds', async () => {
     scripted = await scriptedClient({
-      script: [{ error: { status: 429, message: 'busy', headers: { 'retry-after': '0' } } }, { error: { status: 503, headers: { 'retry-after-ms': '5' } } }, 'finally'],
+      script: [
+        { error: { status: 429, message: 'busy', headers: { 'retry-after': '0' } } },
+        { error: { status: 503, headers: { 'retry-after-ms': '5' } } },
+        'finally',
+      ],
     });
     const response = await scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} });
     expect(response.message.content).toBe('finally');
@@ -126,8 +144,14 @@ describe('OpenAICompatibleClient', () => {
   });
 
   it('gives up after the retry budget with a ProviderError carrying the status', async () => {
-    scripted = await scriptedClient({ script: () => ({ error: { status: 503, message: 'overloaded' } }), client: { retry: { maxRetries: 2, baseDelayMs: 1 } } });
-    const error = await scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} }).then(() => null, (e: unknown) => e);
+    scripted = await scriptedClient({
+      script: () => ({ error: { status: 503, message: 'overloaded' } }),
+      client: { retry: { maxRetries: 2, baseDelayMs: 1 } },
+    });
+    const error = await scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(ProviderError.is(error)).toBe(true);
     expect((error as ProviderError).statusCode).toBe(503);
     expect((error as ProviderError).message).toMatch(/overloaded.*after 3 attempts/);
@@ -135,14 +159,22 @@ describe('OpenAICompatibleClient', () => {
   });
 
   it('does not retry a 400 (e.g. a context-length error)', async () => {
-    scripted = await scriptedClient({ script: () => ({ error: { status: 400, message: "This model's maximum context length is 4096 tokens" } }) });
-    const error = await scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} }).then(() => null, (e: unknown) => e);
+    scripted = await scriptedClient({
+      script: () => ({ error: { status: 400, message: "This model's maximum context length is 4096 tokens" } }),
+    });
+    const error = await scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((error as ProviderError).statusCode).toBe(400);
     expect(scripted.server.calls).toBe(1);
   });
 
   it('stops retrying when the caller aborts', async () => {
-    scripted = await scriptedClient({ script: () => ({ error: { status: 500 } }), client: { retry: { maxRetries: 50, baseDelayMs: 20 } } });
+    scripted = await scriptedClient({
+      script: () => ({ error: { status: 500 } }),
+      client: { retry: { maxRetries: 50, baseDelayMs: 20 } },
+    });
     const controller = new AbortController();
     const pending = scripted.client.complete({ model: 'm', messages: [user('q')], sampling: {} }, { signal: controller.signal });
     setTimeout(() => controller.abort(new Error('cancelled by test')), 30);
@@ -152,6 +184,8 @@ describe('OpenAICompatibleClient', () => {
 
   it('rejects bad options at construction, naming the field', () => {
     expect(() => new OpenAICompatibleClient({ baseUrl: 'not a url', apiKey: 'k', model: 'm' })).toThrow(ConfigError);
-    expect(() => new OpenAICompatibleClient({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k', model: 'm', retry: { maxRetries: -1 } })).toThrow(/retry\.maxRetries/);
+    expect(
+      () => new OpenAICompatibleClient({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k', model: 'm', retry: { maxRetries: -1 } }),
+    ).toThrow(/retry\.maxRetries/);
   });
 });

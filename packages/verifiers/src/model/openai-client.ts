@@ -2,8 +2,14 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../interception/dialects/chat.ts';
-import { type ModelCallOptions, type ModelClient, type ModelRequest, type ModelResponse, SamplingSchema } from './model-client.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
+import {
+  type ModelCallOptions,
+  type ModelClient,
+  type ModelRequest,
+  type ModelResponse,
+  SamplingSchema,
+} from './model-client.ts';
 import { isRetryableStatus, type RetryDecision, RetryOptionsSchema, retryAfterMs, withRetry } from './retry.ts';
 
 /** Options of `OpenAICompatibleClient`; everything is injected (never read from the environment). */
@@ -128,5 +134,8 @@ function toProviderError(error: unknown, attempts: number): ProviderError {
   }
   const message = (error as Error)?.message ?? String(error);
   const cause = (error as { cause?: { message?: string } })?.cause?.message;
-  return new ProviderError(`model call failed: ${message}${cause ? ` (${cause})` : ''}${suffix}`, { cause: error, statusCode: 502 });
+  return new ProviderError(`model call failed: ${message}${cause ? ` (${cause})` : ''}${suffix}`, {
+    cause: error,
+    statusCode: 502,
+  });
 }

@@ -26,7 +26,7 @@ describe('retry policy', () => {
     expect(backoffDelayMs({ policy, attempt: 3, random: () => 0 })).toBe(0);
   });
 
-  it("waits what the server asks (retry-after) instead of the jitter, capped by maxRetryAfterMs", () => {
+  it('waits what the server asks (retry-after) instead of the jitter, capped by maxRetryAfterMs', () => {
     expect(backoffDelayMs({ policy, attempt: 0, retryAfterMs: 1234, random: () => 0 })).toBe(1234);
     const capped = RetryOptionsSchema.parse({ maxRetryAfterMs: 500 });
     expect(backoffDelayMs({ policy: capped, attempt: 0, retryAfterMs: 1234 })).toBe(500);
@@ -41,7 +41,11 @@ describe('retry policy', () => {
         if (calls < 3) throw new Error(`fail ${calls}`);
         return 'ok';
       },
-      { policy: { ...policy, baseDelayMs: 4 }, classify: () => ({ retry: true, retryAfterMs: 3 }), onRetry: ({ delayMs }) => waits.push(delayMs) },
+      {
+        policy: { ...policy, baseDelayMs: 4 },
+        classify: () => ({ retry: true, retryAfterMs: 3 }),
+        onRetry: ({ delayMs }) => waits.push(delayMs),
+      },
     );
     expect(result).toBe('ok');
     expect(waits).toEqual([3, 3]);
@@ -53,7 +57,9 @@ describe('retry policy', () => {
       calls++;
       return Promise.reject(new Error(`fail ${calls}`));
     };
-    await expect(withRetry(failing, { policy: { ...policy, baseDelayMs: 1 }, classify: () => ({ retry: true }) })).rejects.toThrow('fail 4');
+    await expect(
+      withRetry(failing, { policy: { ...policy, baseDelayMs: 1 }, classify: () => ({ retry: true }) }),
+    ).rejects.toThrow('fail 4');
     calls = 0;
     await expect(withRetry(failing, { policy, classify: () => ({ retry: false }) })).rejects.toThrow('fail 1');
     calls = 0;

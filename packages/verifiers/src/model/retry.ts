@@ -32,7 +32,10 @@ export function isRetryableStatus(status: number): boolean {
 }
 
 /** Reads `retry-after-ms`, then `retry-after` (seconds or an HTTP date), in milliseconds. */
-export function retryAfterMs(headers: { get(name: string): string | null } | null | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: { get(name: string): string | null } | null | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   const ms = headers.get('retry-after-ms');
   if (ms != null && ms !== '') {

@@ -15,14 +15,16 @@ const chat = (content = 'hi', extra: Record<string, unknown> = {}) =>
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }], ...extra }),
-    signal: AbortSignal.timeout(2000),
+    signal: AbortSignal.timeout(20_000),
   });
 
 describe('ScriptedModelServer', () => {
   it('consumes a script in order and refuses when it runs out', async () => {
     server = await ScriptedModelServer.start({ script: ['one', { content: 'two' }] });
     const program = new OpenAI({ baseURL: server.baseUrl, apiKey: 'k', maxRetries: 0 });
-    const ask = async () => (await program.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'q' }] })).choices[0]?.message.content;
+    const ask = async () =>
+      (await program.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'q' }] })).choices[0]?.message
+        .content;
     expect(await ask()).toBe('one');
     expect(await ask()).toBe('two');
     await expect(ask()).rejects.toThrow(/script exhausted after 2 replies/);
@@ -40,7 +42,9 @@ describe('ScriptedModelServer', () => {
     const anthropic = new Anthropic({ baseURL: server.url, apiKey: 'k', maxRetries: 0 });
     const chatReply = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'a' }] });
     const responsesReply = await openai.responses.create({ model: 'm', input: 'b' });
-    const messagesReply = await anthropic.messages.stream({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'c' }] }).finalMessage();
+    const messagesReply = await anthropic.messages
+      .stream({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'c' }] })
+      .finalMessage();
     expect(chatReply.choices[0]?.message.content).toBe('chat: a');
     expect(responsesReply.output_text).toBe('responses: b');
     expect(messagesReply.content).toEqual([{ type: 'text', text: 'messages: c' }]);
@@ -89,7 +93,12 @@ describe('ScriptedModelServer', () => {
     const malformed = await chat();
     expect(malformed.status).toBe(200);
     await expect(malformed.json()).rejects.toThrow(SyntaxError);
-    const cut = await chat('x', { stream: true }).then((r) => r.text()).then((text) => text, () => 'cut');
+    const cut = await chat('x', { stream: true })
+      .then((r) => r.text())
+      .then(
+        (text) => text,
+        () => 'cut',
+      );
     expect(cut).not.toContain('[DONE]');
     await expect(
       fetch(`${server.baseUrl}/chat/completions`, {
@@ -98,7 +107,16 @@ describe('ScriptedModelServer', () => {
         signal: AbortSignal.timeout(100),
       }),
     ).rejects.toThrow();
-    expect(server.requests.map((r) => r.fault)).toEqual(['500', '503', '429', 'reset', 'truncated', 'malformed', 'stream_cut', 'timeout']);
+    expect(server.requests.map((r) => r.fault)).toEqual([
+      '500',
+      '503',
+      '429',
+      'reset',
+      'truncated',
+      'malformed',
+      'stream_cut',
+      'timeout',
+    ]);
   });
 
   it('injects random faults at the configured rate, the same ones for the same seed', () => {

@@ -43,7 +43,10 @@ export interface ScriptContext {
   body: unknown;
 }
 
-export type ScriptFunction = (request: ModelRequest, context: ScriptContext) => ScriptedReply | string | Promise<ScriptedReply | string>;
+export type ScriptFunction = (
+  request: ModelRequest,
+  context: ScriptContext,
+) => ScriptedReply | string | Promise<ScriptedReply | string>;
 
 /** Options of `ScriptedModelServer`. */
 export interface ScriptedModelServerOptions {
@@ -296,11 +299,14 @@ export class ScriptedModelServer {
     };
     switch (fault) {
       case '500':
-        return error(500);
+        error(500);
+        return;
       case '503':
-        return error(503, { 'retry-after-ms': retryAfterMs });
+        error(503, { 'retry-after-ms': retryAfterMs });
+        return;
       case '429':
-        return error(429, { 'retry-after-ms': retryAfterMs, 'retry-after': String(Math.ceil(Number(retryAfterMs) / 1000)) });
+        error(429, { 'retry-after-ms': retryAfterMs, 'retry-after': String(Math.ceil(Number(retryAfterMs) / 1000)) });
+        return;
       case 'reset':
         entry.status = 0;
         req.socket.destroy();

@@ -52,7 +52,13 @@ describe('chat dialect through interception', () => {
 
   it('streams chunks, tool-call deltas, [DONE] and a usage chunk when include_usage is set', async () => {
     const { program } = await start({
-      script: [{ content: 'Let me look around the directory first.', toolCalls: [{ id: 'call_1', name: 'bash', arguments: '{"command": "ls -la /tmp"}' }], usage: { promptTokens: 11, completionTokens: 7 } }],
+      script: [
+        {
+          content: 'Let me look around the directory first.',
+          toolCalls: [{ id: 'call_1', name: 'bash', arguments: '{"command": "ls -la /tmp"}' }],
+          usage: { promptTokens: 11, completionTokens: 7 },
+        },
+      ],
     });
     const stream = await program.chat.completions.create({
       model: 'm',
@@ -91,12 +97,19 @@ describe('chat dialect through interception', () => {
 
   it('keeps tool call ids, argument strings and tool results exact across a tool round trip', async () => {
     const { rollout, program } = await start({
-      script: [{ toolCalls: [{ id: 'call_Xy9', name: 'bash', arguments: '{ "command":"echo hi" }' }] }, 'The command printed hi.'],
+      script: [
+        { toolCalls: [{ id: 'call_Xy9', name: 'bash', arguments: '{ "command":"echo hi" }' }] },
+        'The command printed hi.',
+      ],
     });
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'say hi with bash' }];
     const first = await program.chat.completions.create({ model: 'm', messages, tools: [bashTool] });
     const call = first.choices[0]?.message.tool_calls?.[0];
-    expect(call).toMatchObject({ id: 'call_Xy9', type: 'function', function: { name: 'bash', arguments: '{ "command":"echo hi" }' } });
+    expect(call).toMatchObject({
+      id: 'call_Xy9',
+      type: 'function',
+      function: { name: 'bash', arguments: '{ "command":"echo hi" }' },
+    });
     messages.push(first.choices[0]!.message, { role: 'tool', tool_call_id: 'call_Xy9', content: 'hi\n' });
     const second = await program.chat.completions.create({ model: 'm', messages, tools: [bashTool], stream: true });
     let text = '';
@@ -127,14 +140,32 @@ describe('chat dialect through interception', () => {
       model: 'm',
       messages: [
         { role: 'developer', content: 'Describe images.' },
-        { role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
       ],
     });
-    expect((reply.choices[0]?.message as unknown as { reasoning_content: string }).reasoning_content).toBe('The picture shows whiskers.');
+    expect((reply.choices[0]!.message as unknown as { reasoning_content: string }).reasoning_content).toBe(
+      'The picture shows whiskers.',
+    );
     expect(rollout.model.requests[0]?.request?.messages).toEqual([
       { role: 'system', content: 'Describe images.' },
-      { role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image', url: 'data:image/png;base64,AAAA' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image', url: 'data:image/png;base64,AAAA' },
+        ],
+      },
     ]);
-    expect(rollout.trace.messages.at(-1)).toEqual({ role: 'assistant', content: 'a cat', reasoning: 'The picture shows whiskers.' });
+    expect(rollout.trace.messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'a cat',
+      reasoning: 'The picture shows whiskers.',
+    });
   });
 });

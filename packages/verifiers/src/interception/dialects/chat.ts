@@ -300,9 +300,7 @@ function renderChatStream(response: ModelResponse, parsed: ParsedWireRequest): s
   for (const piece of splitDeltas(response.message.reasoning ?? '')) frames.push(chunk({ reasoning_content: piece }));
   for (const piece of splitDeltas(response.message.content ?? '')) frames.push(chunk({ content: piece }));
   (response.message.toolCalls ?? []).forEach((call, index) => {
-    frames.push(
-      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
-    );
+    frames.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
     for (const piece of splitDeltas(call.arguments, 64)) {
       frames.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     }
@@ -336,7 +334,11 @@ export const chatDialect: WireDialect = {
   parseRequest(body: unknown): ParsedWireRequest {
     const wire = parseWire(ChatRequestSchema, body, 'chat completions request');
     if (wire.n != null && wire.n !== 1) throw new WireRequestError('n: only n=1 is supported', { param: 'n' });
-    const request: ModelRequest = { model: wire.model, messages: chatMessagesToNeutral(wire.messages), sampling: chatSampling(wire) };
+    const request: ModelRequest = {
+      model: wire.model,
+      messages: chatMessagesToNeutral(wire.messages),
+      sampling: chatSampling(wire),
+    };
     const tools = chatTools(wire.tools);
     if (tools) request.tools = tools;
     const toolChoice = chatToolChoice(wire.tool_choice);
@@ -387,7 +389,7 @@ export function chatRequestBody(request: ModelRequest, options: ChatRequestBodyO
         if (message.reasoning) out.reasoning_content = message.reasoning;
         return out;
       }
-      case 'tool':
+      default:
         return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
     }
   });
@@ -400,7 +402,9 @@ export function chatRequestBody(request: ModelRequest, options: ChatRequestBodyO
   }
   if (request.toolChoice) {
     body.tool_choice =
-      typeof request.toolChoice === 'string' ? request.toolChoice : { type: 'function', function: { name: request.toolChoice.name } };
+      typeof request.toolChoice === 'string'
+        ? request.toolChoice
+        : { type: 'function', function: { name: request.toolChoice.name } };
   }
   const s = request.sampling;
   if (s.temperature != null) body.temperature = s.temperature;

@@ -64,12 +64,24 @@ describe('Anthropic messages dialect through interception', () => {
 
   it('streams the real event sequence: message_start, text and tool_use blocks, message_delta, message_stop', async () => {
     const { rollout } = await start({
-      script: [{ content: 'Creating the file.', reasoning: 'I should use Bash.', toolCalls: [{ id: 'toolu_01', name: 'Bash', arguments: '{"command":"echo hello > probe.txt"}' }] }],
+      script: [
+        {
+          content: 'Creating the file.',
+          reasoning: 'I should use Bash.',
+          toolCalls: [{ id: 'toolu_01', name: 'Bash', arguments: '{"command":"echo hello > probe.txt"}' }],
+        },
+      ],
     });
     const response = await fetch(`${rollout.interception.url}/v1/messages?beta=true`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': rollout.session.secret, 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify({ model: 'm', max_tokens: 1024, stream: true, tools: [bashTool], messages: [{ role: 'user', content: 'create probe file' }] }),
+      body: JSON.stringify({
+        model: 'm',
+        max_tokens: 1024,
+        stream: true,
+        tools: [bashTool],
+        messages: [{ role: 'user', content: 'create probe file' }],
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -78,7 +90,9 @@ describe('Anthropic messages dialect through interception', () => {
     const types = events.map((e) => e.data.type);
     expect(types[0]).toBe('message_start');
     expect(types.slice(-2)).toEqual(['message_delta', 'message_stop']);
-    const starts = events.filter((e) => e.data.type === 'content_block_start').map((e) => (e.data.content_block as { type: string }).type);
+    const starts = events
+      .filter((e) => e.data.type === 'content_block_start')
+      .map((e) => (e.data.content_block as { type: string }).type);
     expect(starts).toEqual(['thinking', 'text', 'tool_use']);
     expect(types.filter((t) => t === 'content_block_stop')).toHaveLength(3);
     const json = events
@@ -92,9 +106,17 @@ describe('Anthropic messages dialect through interception', () => {
 
   it('is accumulated by the Anthropic SDK stream into the same message as the non-streaming reply', async () => {
     const { program } = await start({
-      script: [{ content: 'Creating the file.', reasoning: 'Think first.', toolCalls: [{ id: 'toolu_01', name: 'Bash', arguments: '{"command":"ls"}' }] }],
+      script: [
+        {
+          content: 'Creating the file.',
+          reasoning: 'Think first.',
+          toolCalls: [{ id: 'toolu_01', name: 'Bash', arguments: '{"command":"ls"}' }],
+        },
+      ],
     });
-    const message = await program.messages.stream({ model: 'm', max_tokens: 1024, tools: [bashTool], messages: [{ role: 'user', content: 'go' }] }).finalMessage();
+    const message = await program.messages
+      .stream({ model: 'm', max_tokens: 1024, tools: [bashTool], messages: [{ role: 'user', content: 'go' }] })
+      .finalMessage();
     expect(message.content).toEqual([
       { type: 'thinking', thinking: 'Think first.', signature: '' },
       { type: 'text', text: 'Creating the file.' },
@@ -132,7 +154,15 @@ describe('Anthropic messages dialect through interception', () => {
         { role: 'assistant', content: first.content },
         {
           role: 'user',
-          content: [{ type: 'tool_result', tool_use_id: 'toolu_A1', content: '(Bash completed with no output)', is_error: false, cache_control: { type: 'ephemeral' } }],
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_A1',
+              content: '(Bash completed with no output)',
+              is_error: false,
+              cache_control: { type: 'ephemeral' },
+            },
+          ],
         },
       ],
     };
@@ -150,7 +180,11 @@ describe('Anthropic messages dialect through interception', () => {
       { role: 'system', content: 'You are an agent.' },
       { role: 'user', content: [{ type: 'text', text: 'create probe file' }] },
       { role: 'system', content: 'Available skills: none.' },
-      { role: 'assistant', content: null, toolCalls: [{ id: 'toolu_A1', name: 'Bash', arguments: '{"command":"echo hello > probe.txt"}' }] },
+      {
+        role: 'assistant',
+        content: null,
+        toolCalls: [{ id: 'toolu_A1', name: 'Bash', arguments: '{"command":"echo hello > probe.txt"}' }],
+      },
       { role: 'tool', toolCallId: 'toolu_A1', content: '(Bash completed with no output)' },
     ]);
     // The re-sent assistant turn is recognised as the sampled node: one branch, two sampled turns.
@@ -165,7 +199,12 @@ describe('Anthropic messages dialect through interception', () => {
       script: [{ toolCalls: [{ id: 'toolu_T', name: 'Bash', arguments: '{"command":"ls"}' }] }, 'All done.'],
       vllmTokens: true,
     });
-    const first = await program.messages.create({ model: 'm', max_tokens: 100, tools: [bashTool], messages: [{ role: 'user', content: 'look' }] });
+    const first = await program.messages.create({
+      model: 'm',
+      max_tokens: 100,
+      tools: [bashTool],
+      messages: [{ role: 'user', content: 'look' }],
+    });
     await program.messages
       .stream({
         model: 'm',

@@ -225,7 +225,8 @@ function renderMessagesStream(response: ModelResponse): string[] {
   }
   if (message.content) {
     emit('content_block_start', { index, content_block: { type: 'text', text: '' } });
-    for (const piece of splitDeltas(message.content)) emit('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
+    for (const piece of splitDeltas(message.content))
+      emit('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
     emit('content_block_stop', { index });
     index++;
   }
@@ -263,7 +264,11 @@ export const messagesDialect: WireDialect = {
   name: 'messages',
   parseRequest(body: unknown): ParsedWireRequest {
     const wire = parseWire(MessagesRequestSchema, body, 'messages request');
-    const request: ModelRequest = { model: wire.model, messages: anthropicMessagesToNeutral(wire), sampling: anthropicSampling(wire) };
+    const request: ModelRequest = {
+      model: wire.model,
+      messages: anthropicMessagesToNeutral(wire),
+      sampling: anthropicSampling(wire),
+    };
     const tools = anthropicTools(wire.tools);
     if (tools) request.tools = tools;
     const toolChoice = anthropicToolChoice(wire.tool_choice);

@@ -35,7 +35,11 @@ describe('OpenAI responses dialect through interception', () => {
     });
     expect(reply.output_text).toBe('Paris.');
     expect(reply.status).toBe('completed');
-    expect(reply.output[0]).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Paris.' }] });
+    expect(reply.output[0]).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: 'Paris.' }],
+    });
     const seen = rollout.model.requests[0]?.body as Record<string, unknown>;
     expect(seen.model).toBe('policy-7b');
     expect(seen.temperature).toBeUndefined();
@@ -50,7 +54,13 @@ describe('OpenAI responses dialect through interception', () => {
 
   it('streams created, output_item.added/done, text and argument deltas, and completed (what Codex needs)', async () => {
     const { program } = await start({
-      script: [{ content: 'Running it now.', reasoning: 'Need a shell.', toolCalls: [{ id: 'call_77', name: 'exec_command', arguments: '{"cmd":"echo hello > probe.txt"}' }] }],
+      script: [
+        {
+          content: 'Running it now.',
+          reasoning: 'Need a shell.',
+          toolCalls: [{ id: 'call_77', name: 'exec_command', arguments: '{"cmd":"echo hello > probe.txt"}' }],
+        },
+      ],
     });
     const stream = await program.responses.create({ model: 'm', input: 'create probe file', tools: [execTool], stream: true });
     const types: string[] = [];
@@ -71,7 +81,13 @@ describe('OpenAI responses dialect through interception', () => {
     expect(text).toBe('Running it now.');
     expect(args).toBe('{"cmd":"echo hello > probe.txt"}');
     expect(done.map((item) => item.type)).toEqual(['reasoning', 'message', 'function_call']);
-    expect(done[2]).toMatchObject({ type: 'function_call', call_id: 'call_77', name: 'exec_command', arguments: '{"cmd":"echo hello > probe.txt"}', status: 'completed' });
+    expect(done[2]).toMatchObject({
+      type: 'function_call',
+      call_id: 'call_77',
+      name: 'exec_command',
+      arguments: '{"cmd":"echo hello > probe.txt"}',
+      status: 'completed',
+    });
     expect(completed?.output).toHaveLength(3);
     expect(completed?.usage?.total_tokens).toBeGreaterThan(0);
   });
@@ -95,7 +111,14 @@ describe('OpenAI responses dialect through interception', () => {
       store: false,
       input: [
         ...baseInput,
-        { type: 'function_call', id: call.id, call_id: call.call_id, name: call.name, arguments: call.arguments, status: 'completed' },
+        {
+          type: 'function_call',
+          id: call.id,
+          call_id: call.call_id,
+          name: call.name,
+          arguments: call.arguments,
+          status: 'completed',
+        },
         { type: 'function_call_output', call_id: 'call_A', output: 'Process exited with code 0\nOutput:\nprobe.txt\n' },
       ],
     });

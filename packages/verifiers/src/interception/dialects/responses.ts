@@ -88,7 +88,8 @@ function userParts(content: string | Part[]): string | ContentPart[] {
   const parts: ContentPart[] = [];
   for (const part of content) {
     if (typeof part.text === 'string') parts.push({ type: 'text', text: part.text });
-    else if (part.type === 'input_image' && typeof part.image_url === 'string') parts.push({ type: 'image', url: part.image_url });
+    else if (part.type === 'input_image' && typeof part.image_url === 'string')
+      parts.push({ type: 'image', url: part.image_url });
   }
   return parts;
 }
@@ -262,7 +263,8 @@ function renderResponsesStream(response: ModelResponse): string[] {
   const plan = outputItems(response);
   const frames: string[] = [];
   let sequence = 0;
-  const emit = (type: string, data: Record<string, unknown>) => frames.push(sseFrame(type, { type, sequence_number: sequence++, ...data }));
+  const emit = (type: string, data: Record<string, unknown>) =>
+    frames.push(sseFrame(type, { type, sequence_number: sequence++, ...data }));
   emit('response.created', { response: responseObject(response, plan, 'in_progress', []) });
   emit('response.in_progress', { response: responseObject(response, plan, 'in_progress', []) });
   plan.items.forEach((item, outputIndex) => {
