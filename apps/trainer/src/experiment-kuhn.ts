@@ -10,9 +10,8 @@ const { values } = parseArgs({ options: { 'max-steps': { type: 'string', default
 const arms: [string, TrainRunConfigInput['algorithm']][] = [
   ['RAE (per-role EMA baseline)', { type: 'rae', decay: 0.95 } as never],
   ['GRPO (roles pooled)', { type: 'grpo' } as never],
-  // RAE with decay 0 and a baseline that never moves is not "no baseline"; MaxRL is not either.
-  // No baseline = REINFORCE on the raw payoff: GRPO over singleton groups gives A=0, so use RAE
-  // with decay → 1 is invalid too. We run RAE with a frozen 0 baseline by decay 0.999999 (≈0).
+  // No baseline = REINFORCE on the raw payoff (A = r): RAE whose baseline starts at 0 and
+  // essentially never moves (decay 0.999999; decay 1 is refused by the RAE config).
   ['No baseline (REINFORCE)', { type: 'rae', decay: 0.999999 } as never],
 ];
 const seeds = values.seeds.split(',').map(Number);
