@@ -1,1 +1,1 @@
-export {};
+export * from './prime-runtime.ts';

@@ -1,0 +1,281 @@
+import { posix } from 'node:path';
+import {
+  type CreationSlot,
+  CreationLimiter,
+  CreationLimitsSchema,
+  type ExecOptions,
+  type ExecResult,
+  downloadTree,
+  parseRuntimeOptions,
+  type Runtime,
+  type RuntimeCapabilities,
+  type Sandbox,
+  SandboxError,
+  type SandboxOptions,
+  SandboxOptionsSchema,
+  shellJoin,
+  shellQuote,
+  uploadTree,
+  withoutSecrets,
+} from '@troupe/verifiers';
+import { z } from 'zod';
+
+/** Config of the `prime` runtime. The API key is injected by the caller. */
+export const PrimeRuntimeOptionsSchema = z
+  .object({
+    apiKey: z.string().min(1),
+    /** API base (default `https://api.primeintellect.ai/api/v1`). */
+    baseUrl: z.string().url().optional(),
+    teamId: z.string().optional(),
+    /** Default image (a sandbox's `image` overrides it; default `python:3.11-slim`). */
+    image: z.string().min(1).optional(),
+    /** Working directory for commands (default `/`). */
+    workdir: z.string().startsWith('/').optional(),
+    diskSizeGb: z.number().int().positive().optional(),
+    /** Sandbox lifetime on Prime's side (default 60 min). */
+    timeoutMinutes: z.number().int().positive().optional(),
+    /** Status polls while a sandbox is created (default 180, one per second after the first few). */
+    maxCreatePolls: z.number().int().positive().optional(),
+    /** Delay between status polls in ms (default 1000). */
+    pollIntervalMs: z.number().int().nonnegative().optional(),
+    ...CreationLimitsSchema.shape,
+  })
+  .strict();
+export type PrimeRuntimeOptions = z.infer<typeof PrimeRuntimeOptionsSchema>;
+
+/** `Sandbox` as the API returns it (camelCase); only the fields troupe reads. */
+export const PrimeSandboxSchema = z.object({ id: z.string(), status: z.string(), name: z.string().optional() }).passthrough();
+/** Answer of `POST /sandbox/{id}/command`. */
+export const PrimeCommandResponseSchema = z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int() });
+
+/** Bytes per `writeFile` command (base64 text stays well under argument limits). */
+const WRITE_CHUNK_BYTES = 48 * 1024;
+
+/** A small client for Prime's sandbox REST API (`/sandbox`, `/sandbox/{id}`, `/sandbox/{id}/command`). */
+export class PrimeSandboxApi {
+  constructor(private readonly options: { apiKey: string; baseUrl: string; fetch?: typeof fetch }) {}
+
+  async request<T extends z.ZodType>(options: { method: string; path: string; body?: unknown; schema: T; signal?: AbortSignal }): Promise<z.infer<T>> {
+    const response = await (this.options.fetch ?? fetch)(`${this.options.baseUrl.replace(/\/$/, '')}${options.path}`, {
+      method: options.method,
+      headers: { authorization: `Bearer ${this.options.apiKey}`, ...(options.body !== undefined && { 'content-type': 'application/json' }) },
+      ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
+      ...(options.signal && { signal: options.signal }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new SandboxError(`prime API ${options.method} ${options.path} answered ${response.status}: ${text.slice(0, 300)}`, { statusCode: response.status });
+    const parsed = options.schema.safeParse(text ? JSON.parse(text) : {});
+    if (!parsed.success) throw new SandboxError(`prime API ${options.method} ${options.path} returned an unexpected body: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+    return parsed.data;
+  }
+}
+
+/**
+ * One Prime sandbox. Commands go through `POST /sandbox/{id}/command` under `timeout -s KILL`
+ * (GNU and busybox `timeout` signal the command's process group); files move as base64 through
+ * commands, so only the documented command API is needed.
+ */
+export class PrimeSandbox implements Sandbox {
+  readonly runtime = 'prime';
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(
+    private readonly api: PrimeSandboxApi,
+    readonly id: string,
+    readonly workdir: string,
+    private readonly slot: CreationSlot,
+  ) {}
+
+  private assertRunning(operation: string): void {
+    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
+  }
+
+  private resolve(path: string): string {
+    if (!path) throw new SandboxError('empty sandbox path');
+    return posix.resolve(this.workdir, path);
+  }
+
+  private async command(line: string, options: { cwd?: string; env?: Record<string, string>; signal?: AbortSignal } = {}) {
+    this.assertRunning('exec');
+    return this.api.request({
+      method: 'POST',
+      path: `/sandbox/${this.id}/command`,
+      body: { command: line, working_dir: options.cwd ?? this.workdir, ...(options.env && Object.keys(options.env).length > 0 && { env: options.env }) },
+      schema: PrimeCommandResponseSchema,
+      ...(options.signal && { signal: options.signal }),
+    });
+  }
+
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertRunning('exec');
+    if (options.signal?.aborted) throw options.signal.reason;
+    let line = typeof command === 'string' ? command : shellJoin(command);
+    if (options.stdin !== undefined) {
+      const stdinFile = `/tmp/.troupe-stdin-${Date.now()}-${Math.random().toString(16).slice(2)}`;
+      await this.writeFile(stdinFile, options.stdin);
+      line = `sh -c ${shellQuote(line)} < ${stdinFile}; status=$?; rm -f ${stdinFile}; exit $status`;
+    } else {
+      line = `sh -c ${shellQuote(line)} < /dev/null`;
+    }
+    if (options.timeoutMs !== undefined) line = `timeout -s KILL ${Math.max(1, Math.ceil(options.timeoutMs / 1000))} sh -c ${shellQuote(line)}`;
+    const started = performance.now();
+    try {
+      const response = await this.command(line, {
+        ...(options.cwd !== undefined && { cwd: this.resolve(options.cwd) }),
+        ...(options.env && { env: options.env }),
+        ...(options.signal && { signal: options.signal }),
+      });
+      options.onStdout?.(response.stdout);
+      options.onStderr?.(response.stderr);
+      return {
+        exitCode: response.exit_code,
+        stdout: response.stdout,
+        stderr: response.stderr,
+        timedOut: options.timeoutMs !== undefined && response.exit_code === 137,
+        durationMs: performance.now() - started,
+      };
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (error instanceof SandboxError) throw error;
+      throw new SandboxError(`exec failed in prime sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    const target = this.resolve(path);
+    const response = await this.command(`[ -f ${shellQuote(target)} ] || { echo "no such file: ${target}" >&2; exit 2; }; base64 < ${shellQuote(target)}`);
+    if (response.exit_code !== 0) throw new SandboxError(`cannot read ${path} in prime sandbox ${this.id}: ${response.stderr.trim()}`);
+    return new Uint8Array(Buffer.from(response.stdout.replace(/\s+/g, ''), 'base64'));
+  }
+
+  async writeFile(path: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+    const target = this.resolve(path);
+    const bytes = Buffer.from(data);
+    const quoted = shellQuote(target);
+    const first = await this.command(`mkdir -p ${shellQuote(posix.dirname(target))} && : > ${quoted}`);
+    if (first.exit_code !== 0) throw new SandboxError(`cannot write ${path} in prime sandbox ${this.id}: ${first.stderr.trim()}`);
+    for (let offset = 0; offset < bytes.length; offset += WRITE_CHUNK_BYTES) {
+      const chunk = bytes.subarray(offset, offset + WRITE_CHUNK_BYTES).toString('base64');
+      const appended = await this.command(`printf %s ${chunk} | base64 -d >> ${quoted}`);
+      if (appended.exit_code !== 0) throw new SandboxError(`cannot write ${path} in prime sandbox ${this.id}: ${appended.stderr.trim()}`);
+    }
+    if (options.mode !== undefined) await this.command(`chmod ${options.mode.toString(8)} ${quoted}`);
+  }
+
+  upload(hostPath: string, sandboxPath: string): Promise<void> {
+    return uploadTree({ sandbox: this, hostPath, sandboxPath: this.resolve(sandboxPath) });
+  }
+
+  download(sandboxPath: string, hostPath: string): Promise<void> {
+    return downloadTree({ sandbox: this, sandboxPath: this.resolve(sandboxPath), hostPath });
+  }
+
+  async alive(): Promise<boolean> {
+    if (this.stopped) return false;
+    try {
+      const sandbox = await this.api.request({ method: 'GET', path: `/sandbox/${this.id}`, schema: PrimeSandboxSchema });
+      return sandbox.status === 'RUNNING';
+    } catch {
+      return false;
+    }
+  }
+
+  /** Prime sandboxes are remote: a host loopback URL is not reachable from them. */
+  async reachHost(hostUrl: string): Promise<string> {
+    const url = new URL(hostUrl);
+    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+      throw new SandboxError(`prime sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`);
+    }
+    return hostUrl;
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      try {
+        await this.api.request({ method: 'DELETE', path: `/sandbox/${this.id}`, schema: z.unknown() });
+      } catch (error) {
+        if ((error as { statusCode?: number }).statusCode !== 404) throw error;
+      } finally {
+        this.slot.release();
+      }
+    })();
+    return this.stopping;
+  }
+}
+
+/** Sandboxes on Prime Intellect over its REST API: created, polled until RUNNING, deleted on stop. */
+export class PrimeRuntime implements Runtime {
+  readonly id = 'prime';
+  readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: false };
+  private readonly options: PrimeRuntimeOptions;
+  private readonly api: PrimeSandboxApi;
+  private readonly limiter: CreationLimiter;
+  private readonly sandboxes = new Set<PrimeSandbox>();
+
+  constructor(options: PrimeRuntimeOptions & { fetch?: typeof fetch }) {
+    const { fetch: injectedFetch, ...rest } = options;
+    this.options = parseRuntimeOptions({ schema: PrimeRuntimeOptionsSchema, value: rest, what: 'prime' });
+    this.api = new PrimeSandboxApi({ apiKey: this.options.apiKey, baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1', ...(injectedFetch && { fetch: injectedFetch }) });
+    this.limiter = new CreationLimiter(this.options);
+  }
+
+  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
+    const slot = await this.limiter.acquire();
+    let id: string | undefined;
+    try {
+      const labels = Object.entries({ 'troupe.sandbox': '1', ...sandboxOptions.labels }).map(([name, value]) => `${name}=${value}`);
+      const created = await this.api.request({
+        method: 'POST',
+        path: '/sandbox',
+        body: {
+          name: `troupe-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+          docker_image: sandboxOptions.image ?? this.options.image ?? 'python:3.11-slim',
+          start_command: 'tail -f /dev/null',
+          cpu_cores: Math.max(1, Math.ceil(sandboxOptions.cpu ?? 1)),
+          memory_gb: Math.max(1, Math.ceil((sandboxOptions.memoryMb ?? 2048) / 1024)),
+          disk_size_gb: this.options.diskSizeGb ?? 10,
+          gpu_count: 0,
+          timeout_minutes: this.options.timeoutMinutes ?? 60,
+          environment_vars: withoutSecrets(sandboxOptions.env),
+          labels,
+          ...(this.options.teamId && { team_id: this.options.teamId }),
+        },
+        schema: PrimeSandboxSchema,
+      });
+      id = created.id;
+      await this.waitRunning(created.id, created.status);
+      const sandbox: PrimeSandbox = new PrimeSandbox(this.api, created.id, sandboxOptions.workdir ?? this.options.workdir ?? '/', {
+        release: () => {
+          this.sandboxes.delete(sandbox);
+          slot.release();
+        },
+      });
+      this.sandboxes.add(sandbox);
+      return sandbox;
+    } catch (error) {
+      slot.release();
+      if (id) await this.api.request({ method: 'DELETE', path: `/sandbox/${id}`, schema: z.unknown() }).catch(() => undefined);
+      if (error instanceof SandboxError) throw error;
+      throw new SandboxError(`prime sandbox could not be created: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  private async waitRunning(id: string, initialStatus: string): Promise<void> {
+    let status = initialStatus;
+    const polls = this.options.maxCreatePolls ?? 180;
+    for (let attempt = 0; attempt < polls; attempt++) {
+      if (status === 'RUNNING') return;
+      if (status === 'ERROR' || status === 'TERMINATED') throw new SandboxError(`prime sandbox ${id} did not start (status ${status})`);
+      await new Promise((resolve) => setTimeout(resolve, attempt < 5 ? Math.min(250, this.options.pollIntervalMs ?? 1000) : (this.options.pollIntervalMs ?? 1000)));
+      status = (await this.api.request({ method: 'GET', path: `/sandbox/${id}`, schema: PrimeSandboxSchema })).status;
+    }
+    throw new SandboxError(`prime sandbox ${id} was not RUNNING after ${polls} polls (status ${status})`);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+  }
+}
