@@ -5,7 +5,7 @@
  *
  * The traces are built before timing (reported separately as `buildMs`). Each measurement is the
  * median of REPEATS runs after one warm-up. The timed path per group is: `scoreGroup(episodes)`,
- * then `BatchBuilder.addEpisodes` (trace → TrainingSample, batch cut every 4096 traces, the
+ * then `BatchBuilder.addEpisodes` (trace → TrainingSample, batch cut every 128 traces (prime-rl's default batch_size), the
  * zero-advantage filter on). The last stdout line is one JSON object.
  */
 import { availableParallelism, loadavg } from 'node:os';
@@ -24,6 +24,8 @@ const NUM_TRACES = tracesFlag > 0 ? Number(process.argv[tracesFlag + 1]) : 1_000
 const GROUP_SIZE = 16;
 const EPISODES_PER_HIERARCHICAL_GROUP = 4; // 1 proposer + 3 solvers each: 16 traces per group
 const REPEATS = 3;
+/** Traces per batch: prime-rl's default `batch_size`. */
+const BATCH_SIZE = 128;
 const ENV = 'bench';
 
 /** Deterministic PRNG (mulberry32) so every run scores the same rewards. */
@@ -120,7 +122,7 @@ interface Run {
 }
 
 function scoreAndSample(algorithm: Algorithm, groups: readonly Episode[][], keep: boolean): Run {
-  const builder = new BatchBuilder({ batchSize: 4096 });
+  const builder = new BatchBuilder({ batchSize: BATCH_SIZE });
   const kept: TrainingSample[] = [];
   let samples = 0;
   let droppedSamples = 0;

@@ -47,7 +47,7 @@ export interface PackResult {
 /**
  * First-fit-decreasing packing of samples into fixed-length micro-batches: samples sorted by
  * length (longest first, ties by input order) each go into the first micro-batch with room.
- * O(n log n) via a segment tree over the remaining room of each micro-batch.
+ * O(n log n) via a counting sort and a segment tree over the remaining room of each micro-batch.
  */
 export function packMicroBatches(options: PackMicroBatchesOptions): PackResult {
   const { samples, microBatchLength } = options;
@@ -74,7 +74,12 @@ export function packMicroBatches(options: PackMicroBatchesOptions): PackResult {
     }
     lengths[i] = length;
   }
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => lengths[b]! - lengths[a]! || a - b);
+  // Longest first, ties in input order: a counting sort, lengths being bounded by microBatchLength.
+  const starts = new Int32Array(microBatchLength + 2);
+  for (let i = 0; i < n; i++) starts[microBatchLength - lengths[i]! + 1]!++;
+  for (let k = 1; k < starts.length; k++) starts[k]! += starts[k - 1]!;
+  const order = new Int32Array(n);
+  for (let i = 0; i < n; i++) order[starts[microBatchLength - lengths[i]!]!++] = i;
 
   // Segment tree: leaf b = room left in bin b (unopened bins are empty bins); node = max of children.
   let size = 1;
