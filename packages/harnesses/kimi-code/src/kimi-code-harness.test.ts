@@ -11,7 +11,7 @@ describe('kimi_code (recorded, not run here)', () => {
       expect: { install: ['https://code.kimi.com/kimi-code/install.sh', 'KIMI_CODE_VERSION=0.36.0'], launch: ['kimi', '--print', '--yolo', '-p'] },
     });
     expect(checks.filter((check) => !check.ok)).toEqual([]);
-    expect(sandbox.commandLines.some((line) => line.includes('recorded-prompt-marker') || line.includes('prompt'))).toBe(true);
+    expect(sandbox.uploads).toEqual([]);
   });
 
   it('installs once per sandbox (a marker guards the install script)', async () => {

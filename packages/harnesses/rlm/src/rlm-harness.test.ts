@@ -11,7 +11,7 @@ describe('rlm (recorded, not run here)', () => {
       expect: { install: ['git+https://github.com/PrimeIntellect-ai/nano-rlm@main'], launch: ['rlm', '--model', '--max-depth'] },
     });
     expect(checks.filter((check) => !check.ok)).toEqual([]);
-    expect(sandbox.commandLines.some((line) => line.includes('recorded-prompt-marker') || line.includes('prompt'))).toBe(true);
+    expect(sandbox.uploads).toEqual([]);
   });
 
   it('installs once per sandbox (a marker guards the install script)', async () => {
