@@ -75,7 +75,7 @@ describe('buildRunIndex', () => {
     expect(row.turns).toBe(5);
     expect(row.tokens).toBeGreaterThan(0);
     expect(row.ok).toBe(true);
-    expect(row.text).toContain('sum-to-20');
+    expect(row.text).toContain('what is the sum of the integers from 1 to 20');
     const failed = index.episodes.find((r) => r.id === 'error-provider')!;
     expect(failed.ok).toBe(false);
     expect(failed.errors).toEqual(['ProviderError']);

@@ -78,7 +78,10 @@ export const EpisodeRowSchema = z.object({
   cost: z.number(),
   durationMs: z.number().nullable(),
   stops: z.array(z.string()),
-  /** Lower-case text the free-text filter searches (ids, task, errors). */
+  /**
+   * Lower-case text the free-text filter searches besides the row's own fields (id, env, task,
+   * roles, error types): the group id, the start of the task data and the error messages.
+   */
   text: z.string(),
 });
 export type EpisodeRow = z.infer<typeof EpisodeRowSchema>;
@@ -330,17 +333,7 @@ function episodeRow(
     cost,
     durationMs: episode.endedAt === null ? null : episode.endedAt - episode.startedAt,
     stops: [...episodeStops],
-    text: [
-      episode.id,
-      episode.env.id,
-      episode.task.key,
-      episode.group.id,
-      taskText,
-      ...errorText,
-      ...episode.traces.map((t) => t.agent.name),
-    ]
-      .join(' ')
-      .toLowerCase(),
+    text: [episode.group.id, taskText, ...errorText].join(' ').toLowerCase(),
   };
 }
 

@@ -781,6 +781,17 @@
     );
   }
 
+  /** Everything the free-text filter searches, built on first use. */
+  const searchTexts = new Map();
+  function searchText(row) {
+    let text = searchTexts.get(row);
+    if (text === undefined) {
+      text = [row.id, row.env, row.task, ...Object.keys(row.rewards), ...row.errors, row.text].join(' ').toLowerCase();
+      searchTexts.set(row, text);
+    }
+    return text;
+  }
+
   function matches(row) {
     if (filters.role && !(filters.role in row.rewards)) return false;
     if (filters.error === '__none') {
@@ -800,7 +811,8 @@
     }
     if (filters.text) {
       const words = filters.text.toLowerCase().split(/\s+/).filter(Boolean);
-      for (const word of words) if (!row.text.includes(word)) return false;
+      const text = searchText(row);
+      for (const word of words) if (!text.includes(word)) return false;
     }
     return true;
   }
