@@ -114,7 +114,10 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   const report = () =>
     options.onProgress?.({ done: finished.length, total, failed, rewardMean: rewardCount ? rewardSum / rewardCount : null });
   report();
-  const worker = async () => {
+  const worker = async (_: unknown, workerIndex: number) => {
+    // Ramp up: 32 more workers per millisecond, so a high concurrency does not start every
+    // episode in one tick and block the event loop (and every interception request) meanwhile.
+    if (workerIndex >= 32) await new Promise((resolve) => setTimeout(resolve, Math.floor(workerIndex / 32)));
     while (next < queue.length && !options.signal?.aborted) {
       const item = queue[next++] as { task: Task; index: number };
       const episode = await env.runEpisode({
