@@ -45,7 +45,8 @@ export class FetchProgramHarness implements Harness {
         signal: AbortSignal.any([context.signal, AbortSignal.timeout(this.requestTimeoutMs)]),
       });
     } catch (error) {
-      return { exitCode: 1, stdout: '', stderr: `request failed: ${(error as Error).message}` };
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      return { exitCode: 1, stdout: '', stderr: `request failed: ${(error as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}` };
     }
     const text = await response.text();
     if (!response.ok) return { exitCode: 1, stdout: '', stderr: `HTTP ${response.status}: ${text.slice(0, 500)}` };

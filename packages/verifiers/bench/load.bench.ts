@@ -1,0 +1,148 @@
+/**
+ * `pnpm bench:load`: 1,000 concurrent single-agent episodes, each an HTTP program that calls
+ * `register(session).baseUrl` of the interception server with its rollout secret (the route an
+ * external program takes; the programs run in a separate fleet process, as real ones would),
+ * against a scripted model server with 50 ms latency in its own process. Measured here: the
+ * process that runs the env, the agents, interception and the model client.
+ *
+ * Last stdout line (JSON): episodes, lost (episodes missing from traces.jsonl or not ok),
+ * episodes_per_s, event_loop_lag_p99_ms (perf_hooks.monitorEventLoopDelay during the episodes),
+ * rss_mb_peak, baseline (the ideal bound: every episode at once, each taking the model latency,
+ * 1000 / 50 ms = 20,000 episodes/s), ratio = episodes_per_s / baseline, and direct_per_s: the
+ * same number of bare concurrent requests sent straight to the model server, measured in this run,
+ * and idle_process_lag_p99_ms: the lag p99 of an idle Node process during the same window (how
+ * much of the lag is the machine, not us).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { Env } from '../src/env/env.ts';
+import { singleAgentEnv } from '../src/envs/single-agent/single-agent-env.ts';
+import { runEval } from '../src/eval/eval-runner.ts';
+import { InterceptionServer } from '../src/interception/interception-server.ts';
+import { OpenAICompatibleClient } from '../src/model/openai-client.ts';
+import { reliabilityTaskset } from '../test/reliability/support/arithmetic-script.ts';
+import { registerHarness } from '../src/agent/plugins.ts';
+import { registerReliabilityPlugins } from '../test/reliability/support/register-plugins.ts';
+import { FleetHarness } from './support/fleet-harness.ts';
+
+const { values } = parseArgs({
+  options: { episodes: { type: 'string', default: '1000' }, latency: { type: 'string', default: '50' } },
+});
+const episodes = Number(values.episodes);
+const latencyMs = Number(values.latency);
+
+async function startModelProcess(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support/scripted-model-process.ts'), String(latencyMs)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  for await (const line of lines) {
+    const { url } = JSON.parse(line) as { url: string };
+    return { url, child };
+  }
+  throw new Error('the scripted model process exited before listening');
+}
+
+/** `count` bare concurrent chat requests straight to the model server: what the hardware allows. */
+async function directBaseline(url: string, count: number): Promise<number> {
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `Task ${i}: What is 1 + ${i}?` }] }),
+      }).then((r) => r.text()),
+    ),
+  );
+  return count / ((performance.now() - started) / 1000);
+}
+
+async function main(): Promise<void> {
+  registerReliabilityPlugins();
+  const fleet = new FleetHarness();
+  registerHarness('fleet_program', () => fleet);
+  const model = await startModelProcess();
+  const interception = new InterceptionServer();
+  await interception.start();
+  const outDir = mkdtempSync(join(tmpdir(), 'troupe-load-'));
+  try {
+    const client = new OpenAICompatibleClient({ baseUrl: `${model.url}/v1`, apiKey: 'sk-load', model: 'scripted-model', retry: { maxRetries: 0 } });
+    const env = await Env.create({
+      definition: singleAgentEnv,
+      config: { id: 'single-agent', agent: { harness: 'fleet-program', runtime: 'memory' } },
+      run: { model: 'scripted-model', client },
+      interception: async () => interception,
+    });
+    // Warm up both paths (JIT, sockets) off the clock.
+    await directBaseline(model.url, 50);
+    await runEval({ env, taskset: reliabilityTaskset(50), outDir: join(outDir, 'warmup'), model: 'scripted-model', concurrency: 50 });
+    const direct = await directBaseline(model.url, episodes);
+
+    const idle = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support/program-fleet-process.ts'), '--idle'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    const idleReport = new Promise<number>((resolve) => {
+      createInterface({ input: idle.stdout as NodeJS.ReadableStream }).once('line', (line) => resolve((JSON.parse(line) as { idle_lag_p99_ms: number }).idle_lag_p99_ms));
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    let rssPeak = process.memoryUsage().rss;
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+    }, 20);
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
+    const started = performance.now();
+    await runEval({ env, taskset: reliabilityTaskset(episodes), outDir, model: 'scripted-model', concurrency: episodes });
+    const seconds = (performance.now() - started) / 1000;
+    lag.disable();
+    clearInterval(sampler);
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+    idle.stdin?.end();
+    const idleLag = await idleReport;
+
+    const lines = readFileSync(join(outDir, 'traces.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+    const parsed = lines.map((l) => JSON.parse(l) as { ok: boolean; task: { key: string }; traces: { errors: { type: string; message: string }[] }[] });
+    const okKeys = new Set(parsed.filter((e) => e.ok).map((e) => e.task.key));
+    const failures: Record<string, number> = {};
+    for (const e of parsed.filter((p) => !p.ok)) {
+      const error = e.traces[0]?.errors[0];
+      const label = `${error?.type}: ${error?.message.slice(0, 80)}`;
+      failures[label] = (failures[label] ?? 0) + 1;
+    }
+    const episodesPerSecond = episodes / seconds;
+    const baseline = episodes / (latencyMs / 1000);
+    const result = {
+      name: 'load',
+      value: Number(episodesPerSecond.toFixed(1)),
+      unit: 'episodes/s',
+      baseline,
+      ratio: Number((episodesPerSecond / baseline).toFixed(4)),
+      episodes,
+      lost: episodes - okKeys.size,
+      episodes_per_s: Number(episodesPerSecond.toFixed(1)),
+      event_loop_lag_p99_ms: Number((lag.percentile(99) / 1e6).toFixed(1)),
+      event_loop_lag_max_ms: Number((lag.max / 1e6).toFixed(1)),
+      idle_process_lag_p99_ms: Number(idleLag.toFixed(1)),
+      rss_mb_peak: Math.round(rssPeak / 1024 / 1024),
+      wall_s: Number(seconds.toFixed(2)),
+      latency_ms: latencyMs,
+      direct_per_s: Number(direct.toFixed(1)),
+      ratio_vs_direct: Number((episodesPerSecond / direct).toFixed(4)),
+      failures,
+    };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await interception.close();
+    fleet.close();
+    model.child.kill('SIGTERM');
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+await main();
