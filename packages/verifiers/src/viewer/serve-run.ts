@@ -37,6 +37,9 @@ interface Loaded {
   byId: Map<string, number>;
   /** traces.jsonl size and mtime when it was read; a change triggers a reload. */
   stamp: string;
+  /** The rendered page and index JSON, built on first request. */
+  page?: string;
+  indexJson?: string;
 }
 
 /**
@@ -101,13 +104,15 @@ export async function serveRun(options: ServeRunOptions): Promise<ServedRun> {
     }
     const path = new URL(req.url ?? '/', 'http://loopback').pathname;
     if (path === '/' || path === '/index.html') {
-      const { run, index } = await current();
-      send(res, 200, 'text/html; charset=utf-8', renderRunHtml(run, { embedEpisodes: false, index }));
+      const loaded = await current();
+      loaded.page ??= renderRunHtml(loaded.run, { embedEpisodes: false, index: loaded.index });
+      send(res, 200, 'text/html; charset=utf-8', loaded.page);
       return;
     }
     if (path === '/api/index.json') {
-      const { index } = await current();
-      send(res, 200, 'application/json; charset=utf-8', JSON.stringify(index));
+      const loaded = await current();
+      loaded.indexJson ??= JSON.stringify(loaded.index);
+      send(res, 200, 'application/json; charset=utf-8', loaded.indexJson);
       return;
     }
     if (path.startsWith('/api/episodes/')) {
