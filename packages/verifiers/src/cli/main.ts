@@ -260,18 +260,21 @@ async function viewCommand(args: string[]): Promise<number> {
   const runDir = positionals[0];
   if (!runDir) throw new ConfigError('troupe view <run-dir>: name a run directory');
   if (!existsSync(join(runDir, 'traces.jsonl'))) throw new ConfigError(`${runDir} has no traces.jsonl (is it a run directory?)`);
-  const viewer = (await import('../viewer/index.ts')) as {
-    serveRun: (o: { runDir: string; port?: number; host?: string }) => Promise<{ url: string; close: () => Promise<void> }>;
-    writeHtmlReport: (o: { runDir: string; outFile: string }) => Promise<void>;
-  };
+  const { serveRun, writeHtmlReport } = await import('../viewer/index.ts');
+  const onWarning = (warning: string) => process.stderr.write(`warning: ${warning}\n`);
   if (values.html) {
-    await viewer.writeHtmlReport({ runDir, outFile: values.html });
-    process.stdout.write(`wrote ${values.html}\n`);
+    await writeHtmlReport({ runDir, outFile: values.html, onWarning });
+    process.stdout.write(`wrote ${values.html} (self-contained: opens offline)\n`);
     return 0;
   }
-  const { url } = await viewer.serveRun({ runDir, ...(values.port ? { port: Number(values.port) } : {}) });
-  process.stdout.write(`viewing ${runDir} at ${url} (Ctrl-C to stop)\n`);
-  await new Promise(() => {});
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    throw new ConfigError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
+  }
+  const served = await serveRun({ runDir, ...(port !== undefined ? { port } : {}), ...(values.host ? { host: values.host } : {}), onWarning });
+  process.stdout.write(`viewing ${runDir} at ${served.url} (Ctrl-C to stop)\n`);
+  await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+  await served.close();
   return 0;
 }
 
