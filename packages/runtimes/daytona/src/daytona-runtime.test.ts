@@ -30,7 +30,21 @@ class FakeDaytona {
   }
 
   private sandbox() {
-    return { id: 'sb-1', state: this.state, toolboxProxyUrl: `${this.url}/toolbox`, labels: {}, env: {}, cpu: 1, memory: 1, disk: 3, gpu: 0, user: 'daytona', public: false, target: 'us', organizationId: 'org' };
+    return {
+      id: 'sb-1',
+      state: this.state,
+      toolboxProxyUrl: `${this.url}/toolbox`,
+      labels: {},
+      env: {},
+      cpu: 1,
+      memory: 1,
+      disk: 3,
+      gpu: 0,
+      user: 'daytona',
+      public: false,
+      target: 'us',
+      organizationId: 'org',
+    };
   }
 
   private json(response: ServerResponse, status: number, body: unknown): void {
@@ -52,9 +66,14 @@ class FakeDaytona {
       this.state = 'destroyed';
       return this.json(response, 200, this.sandbox());
     }
-    if (url.pathname === '/toolbox/sb-1/process/execute') return this.execute(body as { command: string; timeout?: number }, response);
+    if (url.pathname === '/toolbox/sb-1/process/execute')
+      return this.execute(body as { command: string; timeout?: number }, response);
     if (url.pathname === '/toolbox/sb-1/files/bulk-upload') {
-      const form = await new Request('http://fixture/', { method: 'POST', headers: { 'content-type': contentType }, body: raw }).formData();
+      const form = await new Request('http://fixture/', {
+        method: 'POST',
+        headers: { 'content-type': contentType },
+        body: raw,
+      }).formData();
       for (let index = 0; form.has(`files[${index}].path`); index++) {
         const file = form.get(`files[${index}].file`) as Blob;
         this.files.set(String(form.get(`files[${index}].path`)), Buffer.from(await file.arrayBuffer()));
@@ -69,7 +88,9 @@ class FakeDaytona {
         const content = file ?? Buffer.from(JSON.stringify({ message: `file not found: ${path}`, statusCode: 404 }));
         const type = file ? 'application/octet-stream' : 'application/json';
         return Buffer.concat([
-          Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${path}"\r\nContent-Type: ${type}\r\n\r\n`),
+          Buffer.from(
+            `--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${path}"\r\nContent-Type: ${type}\r\n\r\n`,
+          ),
           content,
           Buffer.from('\r\n'),
         ]);
@@ -113,8 +134,12 @@ describe('DaytonaRuntime against a loopback Daytona (real wire format, not run a
     const sandbox = await runtime.createSandbox({ labels: { run: 'r1' }, env: { PLAIN: 'x', GITHUB_TOKEN: 'secret' } });
     const create = fake.requests.find((request) => request.path === 'POST /sandbox');
     expect(create?.headers.authorization).toBe('Bearer dtn_test_key');
-    expect(create?.body).toMatchObject({ env: { PLAIN: 'x' }, labels: { 'troupe.sandbox': '1', run: 'r1' }, networkBlockAll: true });
-    expect((create?.body as { env: Record<string, string> }).env.GITHUB_TOKEN).toBeUndefined();
+    expect(create?.body).toMatchObject({
+      env: { PLAIN: 'x' },
+      labels: { 'troupe.sandbox': '1', run: 'r1' },
+      networkBlockAll: true,
+    });
+    expect((create?.body as { env: Record<string, string> } | undefined)?.env.GITHUB_TOKEN).toBeUndefined();
     expect(sandbox.id).toBe('sb-1');
     await sandbox.stop();
   });
@@ -126,7 +151,7 @@ describe('DaytonaRuntime against a loopback Daytona (real wire format, not run a
     expect(result).toMatchObject({ exitCode: 3, stdout: 'out\n', stderr: 'err\n', timedOut: false });
     const execute = fake.requests.find((request) => request.path === 'POST /toolbox/sb-1/process/execute');
     expect(execute?.body).toMatchObject({ cwd: '/home/daytona', envs: { ONLY_HERE: '1' } });
-    expect((execute?.body as { command: string }).command).toContain('< /dev/null');
+    expect((execute?.body as { command: string } | undefined)?.command).toContain('< /dev/null');
     await sandbox.stop();
   });
 
@@ -136,7 +161,9 @@ describe('DaytonaRuntime against a loopback Daytona (real wire format, not run a
     const result = await sandbox.exec('sleep 60', { timeoutMs: 1000 });
     expect(result.timedOut).toBe(true);
     expect(result.exitCode).toBe(137);
-    const execute = fake.requests.filter((request) => request.path === 'POST /toolbox/sb-1/process/execute').find((request) => (request.body as { command: string }).command.includes('sleep'));
+    const execute = fake.requests
+      .filter((request) => request.path === 'POST /toolbox/sb-1/process/execute')
+      .find((request) => (request.body as { command: string }).command.includes('sleep'));
     expect(execute?.body).toMatchObject({ timeout: 1 });
     await sandbox.stop();
   });

@@ -1,19 +1,19 @@
 import { posix } from 'node:path';
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
 import {
-  type CreationSlot,
   CreationLimiter,
   CreationLimitsSchema,
+  type CreationSlot,
+  downloadTree,
   type ExecOptions,
   type ExecResult,
+  parseRuntimeOptions,
   type Runtime,
   type RuntimeCapabilities,
   type Sandbox,
   SandboxError,
   type SandboxOptions,
   SandboxOptionsSchema,
-  downloadTree,
-  parseRuntimeOptions,
   shellJoin,
   shellQuote,
   uploadTree,
@@ -44,7 +44,9 @@ export type DaytonaRuntimeOptions = z.infer<typeof DaytonaRuntimeOptionsSchema>;
 
 function sandboxError(operation: string, id: string, error: unknown): SandboxError {
   if (error instanceof SandboxError) return error;
-  return new SandboxError(`${operation} failed in daytona sandbox ${id}: ${(error as Error).message ?? String(error)}`, { cause: error });
+  return new SandboxError(`${operation} failed in daytona sandbox ${id}: ${(error as Error).message ?? String(error)}`, {
+    cause: error,
+  });
 }
 
 const STDERR_DIR = '/tmp/.troupe-stderr';
@@ -103,12 +105,23 @@ export class DaytonaSandbox implements Sandbox {
       throw sandboxError('exec', this.id, error);
     }
     const durationMs = performance.now() - started;
-    const stderr = await this.readFile(stderrFile).then((bytes) => Buffer.from(bytes).toString('utf8'), () => '');
+    const stderr = await this.readFile(stderrFile).then(
+      (bytes) => Buffer.from(bytes).toString('utf8'),
+      () => '',
+    );
     void this.client.process.executeCommand(`rm -f ${stderrFile} ${stdinFile}`).catch(() => undefined);
-    const timedOut = options.timeoutMs !== undefined && (response.exitCode === -1 || (response.exitCode !== 0 && durationMs >= options.timeoutMs));
+    const timedOut =
+      options.timeoutMs !== undefined &&
+      (response.exitCode === -1 || (response.exitCode !== 0 && durationMs >= options.timeoutMs));
     options.onStdout?.(response.result);
     if (stderr) options.onStderr?.(stderr);
-    return { exitCode: response.exitCode === -1 ? 137 : response.exitCode, stdout: response.result, stderr, timedOut, durationMs };
+    return {
+      exitCode: response.exitCode === -1 ? 137 : response.exitCode,
+      stdout: response.result,
+      stderr,
+      timedOut,
+      durationMs,
+    };
   }
 
   async readFile(path: string): Promise<Uint8Array> {
@@ -153,7 +166,9 @@ export class DaytonaSandbox implements Sandbox {
   async reachHost(hostUrl: string): Promise<string> {
     const url = new URL(hostUrl);
     if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(`daytona sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`);
+      throw new SandboxError(
+        `daytona sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`,
+      );
     }
     return hostUrl;
   }
@@ -204,7 +219,12 @@ export class DaytonaRuntime implements Runtime {
       };
       const resources =
         sandboxOptions.cpu !== undefined || sandboxOptions.memoryMb !== undefined
-          ? { resources: { ...(sandboxOptions.cpu !== undefined && { cpu: Math.ceil(sandboxOptions.cpu) }), ...(sandboxOptions.memoryMb !== undefined && { memory: Math.ceil(sandboxOptions.memoryMb / 1024) }) } }
+          ? {
+              resources: {
+                ...(sandboxOptions.cpu !== undefined && { cpu: Math.ceil(sandboxOptions.cpu) }),
+                ...(sandboxOptions.memoryMb !== undefined && { memory: Math.ceil(sandboxOptions.memoryMb / 1024) }),
+              },
+            }
           : {};
       const params = sandboxOptions.image
         ? { ...common, image: sandboxOptions.image, ...resources }

@@ -51,7 +51,9 @@ const docker = new Docker({ socketPath: socket });
 try {
   await docker.ping();
 } catch (error) {
-  console.error(`bench:runtimes needs a Docker engine at ${socket}: run tooling/scripts/docker-engine.sh start (${(error as Error).message})`);
+  console.error(
+    `bench:runtimes needs a Docker engine at ${socket}: run tooling/scripts/docker-engine.sh start (${(error as Error).message})`,
+  );
   process.exit(1);
 }
 
@@ -59,7 +61,10 @@ const root = await mkdtemp(join(tmpdir(), 'troupe-bench-local-'));
 const local = new LocalRuntime({ root });
 const dockerRuntime = new DockerRuntime({ docker, image });
 // One warm-up each, so image and page caches are hot for all three.
-await createAndFirstExec(local).then(() => undefined, () => undefined);
+await createAndFirstExec(local).then(
+  () => undefined,
+  () => undefined,
+);
 await dockerRuntime.createSandbox().then((sandbox) => sandbox.stop());
 await run('docker', ['-H', `unix://${socket}`, 'run', '--rm', '--network', 'none', image, 'true']);
 

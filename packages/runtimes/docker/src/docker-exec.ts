@@ -101,10 +101,13 @@ export async function runDockerExec(run: DockerExecRun): Promise<ExecResult> {
     })();
     return killing;
   };
-  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
-    timedOut = true;
-    void kill();
-  }, options.timeoutMs);
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          void kill();
+        }, options.timeoutMs);
   const onAbort = () => {
     aborted = true;
     void kill();

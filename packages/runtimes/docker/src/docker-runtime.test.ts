@@ -15,7 +15,10 @@ const skip = socket ? false : 'TROUPE_DOCKER_HOST is not set (start an engine wi
 const docker = new Docker({ socketPath: socket ?? '/var/run/docker.sock' });
 
 const leftovers = async (labels: Record<string, string>) => {
-  const containers = await docker.listContainers({ all: true, filters: { label: Object.entries(labels).map(([name, value]) => `${name}=${value}`) } });
+  const containers = await docker.listContainers({
+    all: true,
+    filters: { label: Object.entries(labels).map(([name, value]) => `${name}=${value}`) },
+  });
   return containers.map((container) => container.Id);
 };
 
@@ -86,7 +89,9 @@ describe.skipIf(!socket)('DockerRuntime against the real engine', () => {
 
   it('turns a missing image into a SandboxError and keeps no container', async () => {
     const strict = new DockerRuntime({ docker, pull: false, labels: { purpose: 'missing-image' } });
-    await expect(strict.createSandbox({ image: 'troupe-does-not-exist:never' })).rejects.toThrow(/SandboxError|could not be created/);
+    await expect(strict.createSandbox({ image: 'troupe-does-not-exist:never' })).rejects.toThrow(
+      /SandboxError|could not be created/,
+    );
     await expect(strict.createSandbox({ image: 'troupe-does-not-exist:never' })).rejects.toMatchObject({ name: 'SandboxError' });
     expect(await leftovers({ purpose: 'missing-image' })).toEqual([]);
   });
@@ -96,7 +101,10 @@ describe.skipIf(!socket)('DockerRuntime against the real engine', () => {
     const containerId = (sandbox as unknown as { containerId: string }).containerId;
     await docker.getContainer(containerId).kill();
     expect(await sandbox.alive()).toBe(false);
-    await expect(sandbox.exec('echo hi')).rejects.toMatchObject({ name: 'SandboxError', message: expect.stringMatching(/not running/) });
+    await expect(sandbox.exec('echo hi')).rejects.toMatchObject({
+      name: 'SandboxError',
+      message: expect.stringMatching(/not running/),
+    });
     await sandbox.stop();
   });
 
@@ -104,7 +112,11 @@ describe.skipIf(!socket)('DockerRuntime against the real engine', () => {
     const orphan = await docker.createContainer({
       Image: image,
       Cmd: ['sleep', '600'],
-      Labels: { [SANDBOX_LABEL]: '1', 'troupe.owner-pid': String(2 ** 22 + 7), 'troupe.owner-host': (await import('node:os')).hostname() },
+      Labels: {
+        [SANDBOX_LABEL]: '1',
+        'troupe.owner-pid': String(2 ** 22 + 7),
+        'troupe.owner-host': (await import('node:os')).hostname(),
+      },
       HostConfig: { NetworkMode: 'none' },
     });
     const fresh = new DockerRuntime({ docker, image });

@@ -4,6 +4,7 @@ import {
   ConfigError,
   CreationLimiter,
   CreationLimitsSchema,
+  parseRuntimeOptions,
   type Runtime,
   type RuntimeCapabilities,
   type RuntimeLogger,
@@ -11,7 +12,6 @@ import {
   SandboxError,
   type SandboxOptions,
   SandboxOptionsSchema,
-  parseRuntimeOptions,
   withoutSecrets,
 } from '@troupe/verifiers';
 import Docker from 'dockerode';
@@ -162,7 +162,9 @@ export class DockerRuntime implements Runtime {
       slot.release();
       await container?.remove({ force: true }).catch(() => undefined);
       if (error instanceof SandboxError || error instanceof ConfigError) throw error;
-      throw new SandboxError(`docker sandbox could not be created from image ${image}: ${(error as Error).message}`, { cause: error });
+      throw new SandboxError(`docker sandbox could not be created from image ${image}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 
@@ -174,14 +176,19 @@ export class DockerRuntime implements Runtime {
       if (!missingImage || this.options.pull === false) throw error;
       this.logger?.warn(`docker runtime: pulling missing image ${spec.Image}`);
       const stream = await this.docker.pull(spec.Image as string);
-      await new Promise<void>((resolve, reject) => this.docker.modem.followProgress(stream, (pullError: Error | null) => (pullError ? reject(pullError) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        this.docker.modem.followProgress(stream, (pullError: Error | null) => (pullError ? reject(pullError) : resolve())),
+      );
       return await this.docker.createContainer(spec);
     }
   }
 
   /** Removes containers labelled `troupe.sandbox` whose owning process on this host is gone. */
   async sweepLeftovers(): Promise<string[]> {
-    const containers = await this.docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${OWNER_HOST_LABEL}=${hostname()}`] } });
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`${SANDBOX_LABEL}=1`, `${OWNER_HOST_LABEL}=${hostname()}`] },
+    });
     const removed: string[] = [];
     await Promise.all(
       containers
@@ -190,7 +197,10 @@ export class DockerRuntime implements Runtime {
           return Number.isInteger(pid) && pid > 0 && !processExists(pid);
         })
         .map(async (info) => {
-          await this.docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined);
+          await this.docker
+            .getContainer(info.Id)
+            .remove({ force: true })
+            .catch(() => undefined);
           removed.push(info.Id);
         }),
     );
@@ -204,6 +214,8 @@ export class DockerRuntime implements Runtime {
 }
 
 /** Makes a {@link DockerRuntime}. */
-export function createDockerRuntime(options: DockerRuntimeOptions & { docker?: Docker; logger?: RuntimeLogger } = {}): DockerRuntime {
+export function createDockerRuntime(
+  options: DockerRuntimeOptions & { docker?: Docker; logger?: RuntimeLogger } = {},
+): DockerRuntime {
   return new DockerRuntime(options);
 }

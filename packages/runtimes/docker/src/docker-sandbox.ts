@@ -73,7 +73,10 @@ export class DockerSandbox implements Sandbox {
       if (this.stopped) throw new SandboxError(`sandbox ${this.id} was stopped during ${operation}`, { cause: error });
       const alive = await this.alive();
       const message = (error as Error).message ?? String(error);
-      throw new SandboxError(`${operation} failed in docker sandbox ${this.id}${alive ? '' : ' (container is not running)'}: ${message}`, { cause: error });
+      throw new SandboxError(
+        `${operation} failed in docker sandbox ${this.id}${alive ? '' : ' (container is not running)'}: ${message}`,
+        { cause: error },
+      );
     }
   }
 
@@ -93,7 +96,11 @@ export class DockerSandbox implements Sandbox {
         maxOutputBytes: this.init.maxOutputBytes,
       });
       // An exec whose working directory does not exist fails before the wrapper runs.
-      if (result.exitCode === 126 && /no such file or directory/i.test(result.stdout + result.stderr) && options.cwd !== undefined) {
+      if (
+        result.exitCode === 126 &&
+        /no such file or directory/i.test(result.stdout + result.stderr) &&
+        options.cwd !== undefined
+      ) {
         throw new SandboxError(`exec cwd is not a directory in sandbox ${this.id}: ${options.cwd}`);
       }
       return result;
@@ -108,7 +115,8 @@ export class DockerSandbox implements Sandbox {
         try {
           archive = await this.container.getArchive({ path: target });
         } catch (error) {
-          if (isNotFound(error)) throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: no such file`, { cause: error });
+          if (isNotFound(error))
+            throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: no such file`, { cause: error });
           throw error;
         }
         const { header, data } = await readFirstEntry(archive);
@@ -128,7 +136,9 @@ export class DockerSandbox implements Sandbox {
       const target = this.resolve(path);
       if (target === '/') throw new SandboxError(`cannot write the sandbox root: ${path}`);
       const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-      await this.putArchive(posix.dirname(target), () => packFile({ name: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 }));
+      await this.putArchive(posix.dirname(target), () =>
+        packFile({ name: posix.basename(target), data: bytes, mode: options.mode ?? 0o644 }),
+      );
     });
   }
 
@@ -150,7 +160,8 @@ export class DockerSandbox implements Sandbox {
       try {
         archive = await this.container.getArchive({ path: source });
       } catch (error) {
-        if (isNotFound(error)) throw new SandboxError(`cannot download ${sandboxPath} from sandbox ${this.id}: it does not exist`, { cause: error });
+        if (isNotFound(error))
+          throw new SandboxError(`cannot download ${sandboxPath} from sandbox ${this.id}: it does not exist`, { cause: error });
         throw error;
       }
       await mkdir(dirname(hostPath), { recursive: true });
@@ -190,14 +201,18 @@ export class DockerSandbox implements Sandbox {
     const url = new URL(hostUrl);
     if (this.init.hostNetwork) return hostUrl;
     const loopback = ['127.0.0.1', 'localhost', '[::1]', '::1'].includes(url.hostname);
-    if (!loopback) throw new SandboxError(`sandbox ${this.id} has no network: ${url.host} is unreachable (create it with network: true)`);
+    if (!loopback)
+      throw new SandboxError(`sandbox ${this.id} has no network: ${url.host} is unreachable (create it with network: true)`);
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     if (!this.forwarder) {
       const info = await this.container.inspect();
       if (!info.State.Pid) throw new SandboxError(`sandbox ${this.id} has no running process to forward into`);
       this.forwarder = new HostForwarder({ containerPid: info.State.Pid, nodePath: this.init.nodePath });
     }
-    await this.forwarder.forward({ hostName: url.hostname === 'localhost' ? '127.0.0.1' : url.hostname.replace(/^\[|\]$/g, ''), port });
+    await this.forwarder.forward({
+      hostName: url.hostname === 'localhost' ? '127.0.0.1' : url.hostname.replace(/^\[|\]$/g, ''),
+      port,
+    });
     url.hostname = '127.0.0.1';
     return url.toString().replace(/\/$/, hostUrl.endsWith('/') ? '/' : '');
   }

@@ -65,7 +65,15 @@ export class HostForwarder {
     });
     const child = spawn(
       this.options.nsenterPath ?? 'nsenter',
-      [`--net=/proc/${this.options.containerPid}/ns/net`, '--', this.options.nodePath, '-e', FORWARDER_SOURCE, String(target.port), socketPath],
+      [
+        `--net=/proc/${this.options.containerPid}/ns/net`,
+        '--',
+        this.options.nodePath,
+        '-e',
+        FORWARDER_SOURCE,
+        String(target.port),
+        socketPath,
+      ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
     try {
@@ -83,7 +91,10 @@ export class HostForwarder {
     } catch (error) {
       child.kill('SIGKILL');
       server.close();
-      throw new SandboxError(`cannot forward port ${target.port} into the container (needs root, nsenter and a local engine): ${(error as Error).message}`, { cause: error });
+      throw new SandboxError(
+        `cannot forward port ${target.port} into the container (needs root, nsenter and a local engine): ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     child.removeAllListeners('exit');
     return { server, child };

@@ -1,7 +1,6 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, constants as fsConstants } from 'node:fs';
 import { lstat, mkdir, open, readdir, readlink, realpath, symlink } from 'node:fs/promises';
 import { dirname, join, posix, resolve, sep } from 'node:path';
-import { constants as fsConstants } from 'node:fs';
 import { Readable } from 'node:stream';
 import { SandboxError } from '@troupe/verifiers';
 import tar from 'tar-stream';
@@ -30,7 +29,9 @@ export function packHostPath(options: { hostPath: string; name: string }): Reada
       for (const child of (await readdir(hostPath)).sort()) await add(join(hostPath, child), `${name}/${child}`);
     } else if (info.isFile()) {
       await new Promise<void>((resolveEntry, rejectEntry) => {
-        const sink = pack.entry({ name, type: 'file', size: info.size, mode }, (error) => (error ? rejectEntry(error) : resolveEntry()));
+        const sink = pack.entry({ name, type: 'file', size: info.size, mode }, (error) =>
+          error ? rejectEntry(error) : resolveEntry(),
+        );
         createReadStream(hostPath).on('error', rejectEntry).pipe(sink);
       });
     }
@@ -43,7 +44,9 @@ export function packHostPath(options: { hostPath: string; name: string }): Reada
 }
 
 function entry(pack: tar.Pack, header: Partial<tar.Header> & { name: string }): Promise<void> {
-  return new Promise((resolveEntry, rejectEntry) => pack.entry(header as tar.Header, (error) => (error ? rejectEntry(error) : resolveEntry())));
+  return new Promise((resolveEntry, rejectEntry) =>
+    pack.entry(header as tar.Header, (error) => (error ? rejectEntry(error) : resolveEntry())),
+  );
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<Buffer> {
@@ -71,7 +74,11 @@ export async function readFirstEntry(archive: NodeJS.ReadableStream): Promise<{ 
  * becomes `hostPath`). Refuses entries that climb out with `..` or absolute names, and never
  * writes through a symlink (links are recreated as links, files opened with `O_NOFOLLOW`).
  */
-export async function extractToHost(options: { archive: NodeJS.ReadableStream; topName: string; hostPath: string }): Promise<void> {
+export async function extractToHost(options: {
+  archive: NodeJS.ReadableStream;
+  topName: string;
+  hostPath: string;
+}): Promise<void> {
   const root = resolve(options.hostPath);
   const extract = tar.extract();
   (options.archive as Readable).pipe(extract as unknown as NodeJS.WritableStream);
@@ -102,7 +109,11 @@ export async function extractToHost(options: { archive: NodeJS.ReadableStream; t
       await symlink(header.linkname, target);
       item.resume();
     } else if (header.type === 'file') {
-      const handle = await open(target, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW, mode);
+      const handle = await open(
+        target,
+        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW,
+        mode,
+      );
       try {
         for await (const chunk of item) await handle.write(chunk as Buffer);
         await handle.chmod(mode);

@@ -54,7 +54,15 @@ class FakeE2B {
 
     if (request.method === 'POST' && url.pathname === '/v2/sandboxes') {
       response.writeHead(201, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ sandboxID: 'sbx-1', templateID: (body as { templateID: string }).templateID, clientID: 'client', envdVersion: '0.5.0', envdAccessToken: 'envd-token' }));
+      response.end(
+        JSON.stringify({
+          sandboxID: 'sbx-1',
+          templateID: (body as { templateID: string }).templateID,
+          clientID: 'client',
+          envdVersion: '0.5.0',
+          envdAccessToken: 'envd-token',
+        }),
+      );
     } else if (request.method === 'DELETE' && url.pathname.startsWith('/sandboxes/')) {
       response.writeHead(204).end();
     } else if (url.pathname === '/health') {
@@ -68,16 +76,24 @@ class FakeE2B {
     } else if (url.pathname === '/files' && request.method === 'GET') {
       const file = this.files.get(url.searchParams.get('path') ?? '');
       if (!file) {
-        response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 404, message: 'file not found' }));
+        response
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ code: 404, message: 'file not found' }));
         return;
       }
       response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': file.length }).end(file);
     } else if (url.pathname === '/files' && request.method === 'POST') {
       const path = url.searchParams.get('path') ?? '';
-      const form = await new Request('http://fixture/', { method: 'POST', headers: { 'content-type': contentType }, body: raw }).formData();
+      const form = await new Request('http://fixture/', {
+        method: 'POST',
+        headers: { 'content-type': contentType },
+        body: raw,
+      }).formData();
       const file = form.get('file') as Blob;
       this.files.set(path, Buffer.from(await file.arrayBuffer()));
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([{ name: path.split('/').pop(), type: 'file', path }]));
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify([{ name: path.split('/').pop(), type: 'file', path }]));
     } else {
       response.writeHead(404).end();
     }
@@ -105,7 +121,9 @@ class FakeE2B {
         return;
       }
     }
-    response.write(envelope(0, { event: { end: { ...(exitCode !== 0 && { exitCode }), exited: true, status: `exit status ${exitCode}` } } }));
+    response.write(
+      envelope(0, { event: { end: { ...(exitCode !== 0 && { exitCode }), exited: true, status: `exit status ${exitCode}` } } }),
+    );
     response.end(envelope(2, {}));
   }
 }
@@ -126,8 +144,13 @@ describe('E2BRuntime against a loopback E2B (real wire format, not run against t
     const sandbox = await runtime.createSandbox({ labels: { run: 'r1' }, env: { PLAIN: 'x', OPENAI_API_KEY: 'secret' } });
     const create = fake.requests.find((request) => request.path === 'POST /v2/sandboxes');
     expect(create?.headers['x-api-key']).toBe('e2b_test_key');
-    expect(create?.body).toMatchObject({ templateID: 'troupe-template', metadata: { 'troupe.sandbox': '1', run: 'r1' }, envVars: { PLAIN: 'x' }, allow_internet_access: false });
-    expect((create?.body as { envVars: Record<string, string> }).envVars.OPENAI_API_KEY).toBeUndefined();
+    expect(create?.body).toMatchObject({
+      templateID: 'troupe-template',
+      metadata: { 'troupe.sandbox': '1', run: 'r1' },
+      envVars: { PLAIN: 'x' },
+      allow_internet_access: false,
+    });
+    expect((create?.body as { envVars: Record<string, string> } | undefined)?.envVars.OPENAI_API_KEY).toBeUndefined();
     expect(sandbox.id).toBe('sbx-1');
     await sandbox.stop();
   });
@@ -137,7 +160,9 @@ describe('E2BRuntime against a loopback E2B (real wire format, not run against t
     const ok = await sandbox.exec('echo hello; echo oops >&2', { env: { ONLY_HERE: '1' } });
     expect(ok).toMatchObject({ exitCode: 0, stdout: 'hello\n', stderr: 'oops\n', timedOut: false });
     const start = fake.requests.filter((request) => request.path === 'POST /process.Process/Start').at(-1);
-    expect(start?.body).toMatchObject({ process: { cmd: '/bin/bash', args: ['-l', '-c', 'echo hello; echo oops >&2'], cwd: '/home/user', envs: { ONLY_HERE: '1' } } });
+    expect(start?.body).toMatchObject({
+      process: { cmd: '/bin/bash', args: ['-l', '-c', 'echo hello; echo oops >&2'], cwd: '/home/user', envs: { ONLY_HERE: '1' } },
+    });
     expect(start?.headers['x-access-token']).toBe('envd-token');
     expect((await sandbox.exec('exit 7')).exitCode).toBe(7);
     await sandbox.stop();

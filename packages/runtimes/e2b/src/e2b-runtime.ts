@@ -1,23 +1,23 @@
 import { posix } from 'node:path';
 import {
-  type CreationSlot,
   CreationLimiter,
   CreationLimitsSchema,
+  type CreationSlot,
+  downloadTree,
   type ExecOptions,
   type ExecResult,
+  parseRuntimeOptions,
   type Runtime,
   type RuntimeCapabilities,
   type Sandbox,
   SandboxError,
   type SandboxOptions,
   SandboxOptionsSchema,
-  downloadTree,
-  parseRuntimeOptions,
   shellJoin,
   uploadTree,
   withoutSecrets,
 } from '@troupe/verifiers';
-import { type CommandHandle, CommandExitError, Sandbox as E2BSandboxClient } from 'e2b';
+import { CommandExitError, type CommandHandle, Sandbox as E2BSandboxClient } from 'e2b';
 import { z } from 'zod';
 
 /** Config of the `e2b` runtime. The API key is injected by the caller (never read from the environment here). */
@@ -46,7 +46,9 @@ export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
 
 function sandboxError(operation: string, id: string, error: unknown): SandboxError {
   if (error instanceof SandboxError) return error;
-  return new SandboxError(`${operation} failed in e2b sandbox ${id}: ${(error as Error).message ?? String(error)}`, { cause: error });
+  return new SandboxError(`${operation} failed in e2b sandbox ${id}: ${(error as Error).message ?? String(error)}`, {
+    cause: error,
+  });
 }
 
 /** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */
@@ -102,10 +104,13 @@ export class E2BSandbox implements Sandbox {
     let timedOut = false;
     let aborted = false;
     const kill = () => void handle.kill().catch(() => undefined);
-    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, options.timeoutMs);
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            kill();
+          }, options.timeoutMs);
     const onAbort = () => {
       aborted = true;
       kill();
@@ -151,7 +156,8 @@ export class E2BSandbox implements Sandbox {
     }
     if (options.mode !== undefined) {
       const changed = await this.exec(['chmod', options.mode.toString(8), target]);
-      if (changed.exitCode !== 0) throw new SandboxError(`chmod ${path} failed in e2b sandbox ${this.id}: ${changed.stderr.trim()}`);
+      if (changed.exitCode !== 0)
+        throw new SandboxError(`chmod ${path} failed in e2b sandbox ${this.id}: ${changed.stderr.trim()}`);
     }
   }
 
@@ -172,7 +178,9 @@ export class E2BSandbox implements Sandbox {
   async reachHost(hostUrl: string): Promise<string> {
     const url = new URL(hostUrl);
     if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(`e2b sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`);
+      throw new SandboxError(
+        `e2b sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`,
+      );
     }
     return hostUrl;
   }
@@ -207,7 +215,13 @@ export class E2BRuntime implements Runtime {
 
   private connection() {
     const { apiKey, apiUrl, sandboxUrl, domain, requestTimeoutMs } = this.options;
-    return { apiKey, ...(apiUrl && { apiUrl }), ...(sandboxUrl && { sandboxUrl }), ...(domain && { domain }), ...(requestTimeoutMs && { requestTimeoutMs }) };
+    return {
+      apiKey,
+      ...(apiUrl && { apiUrl }),
+      ...(sandboxUrl && { sandboxUrl }),
+      ...(domain && { domain }),
+      ...(requestTimeoutMs && { requestTimeoutMs }),
+    };
   }
 
   async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {

@@ -23,12 +23,19 @@ class FakeApiServer {
   readonly pods = new Map<string, V1Pod & { polls: number }>();
   failImage = 'bad/image:none';
   server: Server = createServer((request, response) => void this.handle(request, response));
-  private readonly sockets = new WebSocketServer({ noServer: true, handleProtocols: (protocols) => (protocols.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false) });
+  private readonly sockets = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (protocols) => (protocols.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : false),
+  });
   url = '';
 
   async start(): Promise<void> {
     this.server.on('upgrade', (request, socket, head) => {
-      this.requests.push({ path: `WS ${new URL(request.url ?? '/', 'http://x').pathname}`, headers: request.headers, body: undefined });
+      this.requests.push({
+        path: `WS ${new URL(request.url ?? '/', 'http://x').pathname}`,
+        headers: request.headers,
+        body: undefined,
+      });
       this.sockets.handleUpgrade(request, socket, head, (ws) => this.exec(request, ws));
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -46,7 +53,8 @@ class FakeApiServer {
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
     this.requests.push({ path: `${request.method} ${url.pathname}`, headers: request.headers, body });
     const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
-    if (!match) return this.json(response, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound' });
+    if (!match)
+      return this.json(response, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound' });
     const [, namespace, name] = match;
     if (request.method === 'POST' && !name) {
       const pod = { ...(body as V1Pod), status: { phase: 'Pending' }, polls: 0 };
@@ -54,16 +62,41 @@ class FakeApiServer {
       return this.json(response, 201, { ...pod, polls: undefined });
     }
     if (request.method === 'GET' && !name) {
-      const selector = (url.searchParams.get('labelSelector') ?? '').split(',').filter(Boolean).map((pair) => pair.split('='));
-      const items = [...this.pods.values()].filter((pod) => selector.every(([key, value]) => pod.metadata?.labels?.[key ?? ''] === value));
+      const selector = (url.searchParams.get('labelSelector') ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((pair) => pair.split('='));
+      const items = [...this.pods.values()].filter((pod) =>
+        selector.every(([key, value]) => pod.metadata?.labels?.[key ?? ''] === value),
+      );
       return this.json(response, 200, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items });
     }
     const pod = this.pods.get(name ?? '');
-    if (!pod) return this.json(response, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: `pods "${name}" not found`, reason: 'NotFound', code: 404 });
+    if (!pod)
+      return this.json(response, 404, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        message: `pods "${name}" not found`,
+        reason: 'NotFound',
+        code: 404,
+      });
     if (request.method === 'GET') {
       pod.polls++;
       if (pod.spec?.containers[0]?.image === this.failImage) {
-        pod.status = { phase: 'Pending', containerStatuses: [{ name: 'sandbox', image: this.failImage, imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ErrImagePull', message: 'pull access denied' } } }] };
+        pod.status = {
+          phase: 'Pending',
+          containerStatuses: [
+            {
+              name: 'sandbox',
+              image: this.failImage,
+              imageID: '',
+              ready: false,
+              restartCount: 0,
+              state: { waiting: { reason: 'ErrImagePull', message: 'pull access denied' } },
+            },
+          ],
+        };
       } else if (pod.polls >= 2) {
         pod.status = { phase: 'Running' };
       }
@@ -80,7 +113,10 @@ class FakeApiServer {
     const url = new URL(request.url ?? '/', 'http://x');
     const argv = url.searchParams.getAll('command');
     const withStdin = url.searchParams.get('stdin') === 'true';
-    const child = spawn(argv[0] ?? 'false', argv.slice(1), { detached: true, stdio: [withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0] ?? 'false', argv.slice(1), {
+      detached: true,
+      stdio: [withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
     const send = (channel: number, data: Buffer) => ws.send(Buffer.concat([Buffer.from([channel]), data]));
     child.stdout?.on('data', (chunk: Buffer) => send(1, chunk));
     child.stderr?.on('data', (chunk: Buffer) => send(2, chunk));
@@ -93,7 +129,13 @@ class FakeApiServer {
       const status =
         exitCode === 0
           ? { metadata: {}, status: 'Success' }
-          : { metadata: {}, status: 'Failure', message: `command terminated with non-zero exit code: exit status ${exitCode}`, reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] } };
+          : {
+              metadata: {},
+              status: 'Failure',
+              message: `command terminated with non-zero exit code: exit status ${exitCode}`,
+              reason: 'NonZeroExitCode',
+              details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+            };
       send(3, Buffer.from(JSON.stringify(status)));
       ws.close();
     });
@@ -115,7 +157,13 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
       contexts: [{ name: 'fake', cluster: 'fake', user: 'tester' }],
       currentContext: 'fake',
     });
-    runtime = new KubernetesRuntime({ kubeConfig, namespace: 'agents', image: 'troupe-debian:bookworm', workdir, labels: { team: 'rl' } });
+    runtime = new KubernetesRuntime({
+      kubeConfig,
+      namespace: 'agents',
+      image: 'troupe-debian:bookworm',
+      workdir,
+      labels: { team: 'rl' },
+    });
   });
   afterAll(async () => {
     await runtime.close();
@@ -129,7 +177,13 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
     expect(create?.headers.authorization).toBe('Bearer k8s-test-token');
     expect(create?.body).toMatchObject({
       metadata: { labels: { 'troupe.sandbox': '1', 'troupe.run': runtime.runId, team: 'rl', run: 'r1' } },
-      spec: { automountServiceAccountToken: false, restartPolicy: 'Never', containers: [{ name: 'sandbox', image: 'troupe-debian:bookworm', resources: { limits: { cpu: '0.5', memory: '256Mi' } } }] },
+      spec: {
+        automountServiceAccountToken: false,
+        restartPolicy: 'Never',
+        containers: [
+          { name: 'sandbox', image: 'troupe-debian:bookworm', resources: { limits: { cpu: '0.5', memory: '256Mi' } } },
+        ],
+      },
     });
     expect(fake.pods.get(sandbox.id)?.polls).toBeGreaterThanOrEqual(2);
     expect(await sandbox.alive()).toBe(true);
@@ -138,7 +192,9 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
 
   it('execs over the websocket channel protocol: stdout, stderr, exit code, env, cwd and stdin', async () => {
     const sandbox = await runtime.createSandbox({ env: { PLAIN: 'p', AWS_SECRET_ACCESS_KEY: 'no' } });
-    const result = await sandbox.exec('echo "out $PLAIN|$AWS_SECRET_ACCESS_KEY|$CALL"; echo err >&2; exit 7', { env: { CALL: 'c' } });
+    const result = await sandbox.exec('echo "out $PLAIN|$AWS_SECRET_ACCESS_KEY|$CALL"; echo err >&2; exit 7', {
+      env: { CALL: 'c' },
+    });
     expect(result).toMatchObject({ exitCode: 7, stdout: 'out p||c\n', stderr: 'err\n', timedOut: false });
     expect((await sandbox.exec('pwd')).stdout.trim()).toBe(workdir);
     expect((await sandbox.exec('cat', { stdin: 'from stdin' })).stdout).toBe('from stdin');
@@ -148,7 +204,9 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
 
   it('kills the exec process group on timeout through a second exec', async () => {
     const sandbox = await runtime.createSandbox();
-    const result = await sandbox.exec(`sh -c 'trap "" TERM; sleep 60' & echo $! > ${workdir}/child.pid; wait`, { timeoutMs: 500 });
+    const result = await sandbox.exec(`sh -c 'trap "" TERM; sleep 60' & echo $! > ${workdir}/child.pid; wait`, {
+      timeoutMs: 500,
+    });
     expect(result.timedOut).toBe(true);
     expect(result.exitCode).not.toBe(0);
     const child = Number((await readFile(join(workdir, 'child.pid'), 'utf8')).trim());
@@ -192,7 +250,10 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
   });
 
   it('turns an image that cannot be pulled into a SandboxError and deletes the pod', async () => {
-    await expect(runtime.createSandbox({ image: fake.failImage })).rejects.toMatchObject({ name: 'SandboxError', message: expect.stringMatching(/ErrImagePull/) });
+    await expect(runtime.createSandbox({ image: fake.failImage })).rejects.toMatchObject({
+      name: 'SandboxError',
+      message: expect.stringMatching(/ErrImagePull/),
+    });
     expect([...fake.pods.values()].some((pod) => pod.spec?.containers[0]?.image === fake.failImage)).toBe(false);
   });
 
@@ -205,7 +266,9 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
 
   it('reads the exit code from the V1Status the API server sends', () => {
     expect(exitCodeOf({ status: 'Success' })).toBe(0);
-    expect(exitCodeOf({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '42' }] } })).toBe(42);
+    expect(
+      exitCodeOf({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '42' }] } }),
+    ).toBe(42);
     expect(exitCodeOf({ status: 'Failure', reason: 'InternalError' })).toBe(1);
   });
 });

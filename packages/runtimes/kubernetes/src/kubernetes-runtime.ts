@@ -6,9 +6,9 @@ import { StringDecoder } from 'node:string_decoder';
 import { CoreV1Api, Exec, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { extractToHost, packFile, packHostPath } from '@troupe/runtime-docker';
 import {
-  type CreationSlot,
   CreationLimiter,
   CreationLimitsSchema,
+  type CreationSlot,
   EXEC_PID_DIR,
   type ExecOptions,
   type ExecResult,
@@ -142,17 +142,31 @@ export class KubernetesSandbox implements Sandbox {
     const cwd = options.cwd === undefined ? this.workdir : this.resolve(options.cwd);
     const env = { ...this.init.env, ...options.env };
     // Kubernetes exec has no cwd or env: a shell sets them, then execs the program.
-    const command = wrapWithPidFile(['sh', '-c', 'cd "$0" || exit 126; exec "$@"', cwd, 'env', ...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...argv], pidFile);
+    const command = wrapWithPidFile(
+      [
+        'sh',
+        '-c',
+        'cd "$0" || exit 126; exec "$@"',
+        cwd,
+        'env',
+        ...Object.entries(env).map(([name, value]) => `${name}=${value}`),
+        ...argv,
+      ],
+      pidFile,
+    );
     const stdout = new Collector(this.init.maxOutputBytes, options.onStdout);
     const stderr = new Collector(this.init.maxOutputBytes, options.onStderr);
     const stdin = options.stdinStream ?? (options.stdin === undefined ? null : Readable.from([Buffer.from(options.stdin)]));
     let timedOut = false;
     let aborted = false;
     const kill = () => void this.raw(killCommand(pidFile)).catch(() => undefined);
-    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, options.timeoutMs);
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            kill();
+          }, options.timeoutMs);
     const onAbort = () => {
       aborted = true;
       kill();
@@ -174,7 +188,13 @@ export class KubernetesSandbox implements Sandbox {
           }, reject);
       });
       if (aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
-      return { exitCode: status ? exitCodeOf(status) : timedOut ? 137 : 1, stdout: stdout.bytes(), stderr: stderr.bytes(), timedOut, truncated: stdout.truncated || stderr.truncated };
+      return {
+        exitCode: status ? exitCodeOf(status) : timedOut ? 137 : 1,
+        stdout: stdout.bytes(),
+        stderr: stderr.bytes(),
+        timedOut,
+        truncated: stdout.truncated || stderr.truncated,
+      };
     } catch (error) {
       if (error instanceof SandboxError || aborted) throw error;
       throw new SandboxError(`exec failed in kubernetes sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
@@ -203,7 +223,8 @@ export class KubernetesSandbox implements Sandbox {
   async readFile(path: string): Promise<Uint8Array> {
     const target = this.resolve(path);
     const result = await this.raw(['sh', '-c', '[ -f "$0" ] || { echo "no such file: $0" >&2; exit 2; }; cat "$0"', target]);
-    if (result.exitCode !== 0) throw new SandboxError(`cannot read ${path} in kubernetes sandbox ${this.id}: ${result.stderr.toString().trim()}`);
+    if (result.exitCode !== 0)
+      throw new SandboxError(`cannot read ${path} in kubernetes sandbox ${this.id}: ${result.stderr.toString().trim()}`);
     return new Uint8Array(result.stdout);
   }
 
@@ -222,13 +243,17 @@ export class KubernetesSandbox implements Sandbox {
     const stream = new PassThrough();
     (archive as Readable).pipe(stream);
     const result = await this.raw(['sh', '-c', 'mkdir -p "$0" && tar -x -o -f - -C "$0"', directory], { stdinStream: stream });
-    if (result.exitCode !== 0) throw new SandboxError(`cannot write ${path} in kubernetes sandbox ${this.id}: ${result.stderr.toString().trim()}`);
+    if (result.exitCode !== 0)
+      throw new SandboxError(`cannot write ${path} in kubernetes sandbox ${this.id}: ${result.stderr.toString().trim()}`);
   }
 
   async download(sandboxPath: string, hostPath: string): Promise<void> {
     const source = this.resolve(sandboxPath);
     const result = await this.raw(['sh', '-c', 'cd "$(dirname "$0")" && tar -c -f - "$(basename "$0")"', source]);
-    if (result.exitCode !== 0) throw new SandboxError(`cannot download ${sandboxPath} from kubernetes sandbox ${this.id}: ${result.stderr.toString().trim()}`);
+    if (result.exitCode !== 0)
+      throw new SandboxError(
+        `cannot download ${sandboxPath} from kubernetes sandbox ${this.id}: ${result.stderr.toString().trim()}`,
+      );
     await mkdir(dirname(hostPath), { recursive: true });
     await extractToHost({ archive: Readable.from([result.stdout]), topName: posix.basename(source), hostPath });
   }
@@ -247,7 +272,9 @@ export class KubernetesSandbox implements Sandbox {
   async reachHost(hostUrl: string): Promise<string> {
     const url = new URL(hostUrl);
     if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(`kubernetes sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint as a Service`);
+      throw new SandboxError(
+        `kubernetes sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint as a Service`,
+      );
     }
     return hostUrl;
   }
@@ -256,9 +283,14 @@ export class KubernetesSandbox implements Sandbox {
     this.stopping ??= (async () => {
       this.stopped = true;
       try {
-        await this.init.core.deleteNamespacedPod({ name: this.init.podName, namespace: this.init.namespace, gracePeriodSeconds: 0 });
+        await this.init.core.deleteNamespacedPod({
+          name: this.init.podName,
+          namespace: this.init.namespace,
+          gracePeriodSeconds: 0,
+        });
       } catch (error) {
-        if ((error as { code?: number }).code !== 404) throw new SandboxError(`stop failed for kubernetes sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
+        if ((error as { code?: number }).code !== 404)
+          throw new SandboxError(`stop failed for kubernetes sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
       } finally {
         this.init.slot.release();
       }
@@ -299,7 +331,8 @@ export class KubernetesRuntime implements Runtime {
 
   async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
     const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
-    if (sandboxOptions.network === false) this.logger?.warn('kubernetes runtime: network isolation needs a NetworkPolicy in the namespace');
+    if (sandboxOptions.network === false)
+      this.logger?.warn('kubernetes runtime: network isolation needs a NetworkPolicy in the namespace');
     const image = sandboxOptions.image ?? this.options.image;
     if (!image) throw new SandboxError('kubernetes runtime needs an image (runtime option `image` or sandbox option `image`)');
     const slot = await this.limiter.acquire();
@@ -336,9 +369,13 @@ export class KubernetesRuntime implements Runtime {
       await this.waitRunning(podName);
     } catch (error) {
       slot.release();
-      await this.core.deleteNamespacedPod({ name: podName, namespace: this.namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
+      await this.core
+        .deleteNamespacedPod({ name: podName, namespace: this.namespace, gracePeriodSeconds: 0 })
+        .catch(() => undefined);
       if (error instanceof SandboxError) throw error;
-      throw new SandboxError(`kubernetes sandbox could not be created from image ${image}: ${(error as Error).message}`, { cause: error });
+      throw new SandboxError(`kubernetes sandbox could not be created from image ${image}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     const sandbox: KubernetesSandbox = new KubernetesSandbox({
       core: this.core,
@@ -365,12 +402,19 @@ export class KubernetesRuntime implements Runtime {
       const pod = await this.core.readNamespacedPod({ name: podName, namespace: this.namespace });
       const phase = pod.status?.phase;
       if (phase === 'Running') return;
-      if (phase === 'Failed' || phase === 'Succeeded') throw new SandboxError(`pod ${podName} ended before it ran (${phase}: ${pod.status?.message ?? pod.status?.reason ?? ''})`);
+      if (phase === 'Failed' || phase === 'Succeeded')
+        throw new SandboxError(
+          `pod ${podName} ended before it ran (${phase}: ${pod.status?.message ?? pod.status?.reason ?? ''})`,
+        );
       const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
-      if (waiting && ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError'].includes(waiting.reason ?? '')) {
+      if (
+        waiting &&
+        ['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError'].includes(waiting.reason ?? '')
+      ) {
         throw new SandboxError(`pod ${podName} cannot start: ${waiting.reason} ${waiting.message ?? ''}`.trim());
       }
-      if (Date.now() > deadline) throw new SandboxError(`pod ${podName} did not run within ${this.options.startTimeoutSeconds ?? 120} s (phase ${phase})`);
+      if (Date.now() > deadline)
+        throw new SandboxError(`pod ${podName} did not run within ${this.options.startTimeoutSeconds ?? 120} s (phase ${phase})`);
       await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 50 * 2 ** attempt)));
     }
   }
@@ -382,7 +426,11 @@ export class KubernetesRuntime implements Runtime {
       .join(',');
     const pods = await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector });
     const names = pods.items.map((pod) => pod.metadata?.name).filter((name): name is string => Boolean(name));
-    await Promise.all(names.map((name) => this.core.deleteNamespacedPod({ name, namespace: this.namespace, gracePeriodSeconds: 0 }).catch(() => undefined)));
+    await Promise.all(
+      names.map((name) =>
+        this.core.deleteNamespacedPod({ name, namespace: this.namespace, gracePeriodSeconds: 0 }).catch(() => undefined),
+      ),
+    );
     return names;
   }
 

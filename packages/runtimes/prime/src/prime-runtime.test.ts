@@ -24,11 +24,30 @@ class FakePrime {
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
     const path = new URL(request.url ?? '/', 'http://x').pathname;
     this.requests.push({ path: `${request.method} ${path}`, headers: request.headers, body });
-    const reply = (status: number, value: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-    const sandbox = (id: string, status: string) => ({ id, name: 'troupe', dockerImage: 'img', cpuCores: 1, memoryGB: 2, diskSizeGB: 10, diskMountPath: '/', gpuCount: 0, status, timeoutMinutes: 60, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString() });
+    const reply = (status: number, value: unknown) =>
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+    const sandbox = (id: string, status: string) => ({
+      id,
+      name: 'troupe',
+      dockerImage: 'img',
+      cpuCores: 1,
+      memoryGB: 2,
+      diskSizeGB: 10,
+      diskMountPath: '/',
+      gpuCount: 0,
+      status,
+      timeoutMinutes: 60,
+      createdAt: new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+    });
     if (request.method === 'POST' && path === '/api/v1/sandbox') {
       const id = `sbx-${++this.created}`;
-      this.status.set(id, (body as { docker_image: string }).docker_image === 'broken' ? ['PENDING', 'ERROR'] : ['PENDING', 'PROVISIONING', 'RUNNING']);
+      this.status.set(
+        id,
+        (body as { docker_image: string }).docker_image === 'broken'
+          ? ['PENDING', 'ERROR']
+          : ['PENDING', 'PROVISIONING', 'RUNNING'],
+      );
       return reply(200, sandbox(id, 'PENDING'));
     }
     const match = /^\/api\/v1\/sandbox\/([^/]+)(\/command)?$/.exec(path);
@@ -75,19 +94,36 @@ describe('PrimeRuntime against a loopback Prime API (real wire format, not run a
   });
 
   it('creates a sandbox, polls until RUNNING, and sends no credential env', async () => {
-    const sandbox = await runtime.createSandbox({ image: 'troupe-debian:bookworm', env: { PLAIN: 'x', HF_TOKEN: 'secret' }, cpu: 2, memoryMb: 4096 });
+    const sandbox = await runtime.createSandbox({
+      image: 'troupe-debian:bookworm',
+      env: { PLAIN: 'x', HF_TOKEN: 'secret' },
+      cpu: 2,
+      memoryMb: 4096,
+    });
     const create = fake.requests.find((request) => request.path === 'POST /api/v1/sandbox');
     expect(create?.headers.authorization).toBe('Bearer pit_test_key');
-    expect(create?.body).toMatchObject({ docker_image: 'troupe-debian:bookworm', cpu_cores: 2, memory_gb: 4, environment_vars: { PLAIN: 'x' } });
-    expect((create?.body as { environment_vars: Record<string, string> }).environment_vars.HF_TOKEN).toBeUndefined();
-    expect(fake.requests.filter((request) => request.path === `GET /api/v1/sandbox/${sandbox.id}`).length).toBeGreaterThanOrEqual(2);
+    expect(create?.body).toMatchObject({
+      docker_image: 'troupe-debian:bookworm',
+      cpu_cores: 2,
+      memory_gb: 4,
+      environment_vars: { PLAIN: 'x' },
+    });
+    expect((create?.body as { environment_vars: Record<string, string> } | undefined)?.environment_vars.HF_TOKEN).toBeUndefined();
+    expect(fake.requests.filter((request) => request.path === `GET /api/v1/sandbox/${sandbox.id}`).length).toBeGreaterThanOrEqual(
+      2,
+    );
     expect(await sandbox.alive()).toBe(true);
     await sandbox.stop();
   });
 
   it('runs commands with separate stdout and stderr, exit codes, env, cwd and stdin', async () => {
     const sandbox = await runtime.createSandbox();
-    expect(await sandbox.exec('echo "out $CALL"; echo err >&2; exit 5', { env: { CALL: 'c' } })).toMatchObject({ exitCode: 5, stdout: 'out c\n', stderr: 'err\n', timedOut: false });
+    expect(await sandbox.exec('echo "out $CALL"; echo err >&2; exit 5', { env: { CALL: 'c' } })).toMatchObject({
+      exitCode: 5,
+      stdout: 'out c\n',
+      stderr: 'err\n',
+      timedOut: false,
+    });
     expect((await sandbox.exec('pwd')).stdout.trim()).toBe(workdir);
     expect((await sandbox.exec('cat', { stdin: 'piped' })).stdout).toBe('piped');
     expect((await sandbox.exec(['printf', '%s', 'a b'])).stdout).toBe('a b');
@@ -96,7 +132,9 @@ describe('PrimeRuntime against a loopback Prime API (real wire format, not run a
 
   it('kills a command past its timeout with timeout -s KILL, children included', async () => {
     const sandbox = await runtime.createSandbox();
-    const result = await sandbox.exec(`sh -c 'trap "" TERM; sleep 30' & echo $! > ${workdir}/child.pid; wait`, { timeoutMs: 1000 });
+    const result = await sandbox.exec(`sh -c 'trap "" TERM; sleep 30' & echo $! > ${workdir}/child.pid; wait`, {
+      timeoutMs: 1000,
+    });
     expect(result).toMatchObject({ timedOut: true, exitCode: 137 });
     const child = Number((await readFile(join(workdir, 'child.pid'), 'utf8')).trim());
     expect(await processGone(child)).toBe(true);
@@ -113,7 +151,10 @@ describe('PrimeRuntime against a loopback Prime API (real wire format, not run a
   });
 
   it('turns a sandbox that ends in ERROR into a SandboxError and deletes it', async () => {
-    await expect(runtime.createSandbox({ image: 'broken' })).rejects.toMatchObject({ name: 'SandboxError', message: expect.stringMatching(/ERROR/) });
+    await expect(runtime.createSandbox({ image: 'broken' })).rejects.toMatchObject({
+      name: 'SandboxError',
+      message: expect.stringMatching(/ERROR/),
+    });
     expect(fake.requests.some((request) => request.path === `DELETE /api/v1/sandbox/sbx-${fake.created}`)).toBe(true);
     expect(fake.status.has(`sbx-${fake.created}`)).toBe(false);
   });
@@ -129,7 +170,10 @@ describe('PrimeRuntime against a loopback Prime API (real wire format, not run a
 /** True once `pid` is gone or a zombie (polls briefly: the kill lands asynchronously). */
 async function processGone(pid: number): Promise<boolean> {
   for (let attempt = 0; attempt < 40; attempt++) {
-    const state = await readFile(`/proc/${pid}/stat`, 'utf8').then((stat) => stat.split(') ')[1]?.[0], () => undefined);
+    const state = await readFile(`/proc/${pid}/stat`, 'utf8').then(
+      (stat) => stat.split(') ')[1]?.[0],
+      () => undefined,
+    );
     if (state === undefined || state === 'Z') return true;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

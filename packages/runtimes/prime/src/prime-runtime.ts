@@ -1,11 +1,11 @@
 import { posix } from 'node:path';
 import {
-  type CreationSlot,
   CreationLimiter,
   CreationLimitsSchema,
+  type CreationSlot,
+  downloadTree,
   type ExecOptions,
   type ExecResult,
-  downloadTree,
   parseRuntimeOptions,
   type Runtime,
   type RuntimeCapabilities,
@@ -55,17 +55,32 @@ const WRITE_CHUNK_BYTES = 48 * 1024;
 export class PrimeSandboxApi {
   constructor(private readonly options: { apiKey: string; baseUrl: string; fetch?: typeof fetch }) {}
 
-  async request<T extends z.ZodType>(options: { method: string; path: string; body?: unknown; schema: T; signal?: AbortSignal }): Promise<z.infer<T>> {
+  async request<T extends z.ZodType>(options: {
+    method: string;
+    path: string;
+    body?: unknown;
+    schema: T;
+    signal?: AbortSignal;
+  }): Promise<z.infer<T>> {
     const response = await (this.options.fetch ?? fetch)(`${this.options.baseUrl.replace(/\/$/, '')}${options.path}`, {
       method: options.method,
-      headers: { authorization: `Bearer ${this.options.apiKey}`, ...(options.body !== undefined && { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${this.options.apiKey}`,
+        ...(options.body !== undefined && { 'content-type': 'application/json' }),
+      },
       ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
       ...(options.signal && { signal: options.signal }),
     });
     const text = await response.text();
-    if (!response.ok) throw new SandboxError(`prime API ${options.method} ${options.path} answered ${response.status}: ${text.slice(0, 300)}`, { statusCode: response.status });
+    if (!response.ok)
+      throw new SandboxError(`prime API ${options.method} ${options.path} answered ${response.status}: ${text.slice(0, 300)}`, {
+        statusCode: response.status,
+      });
     const parsed = options.schema.safeParse(text ? JSON.parse(text) : {});
-    if (!parsed.success) throw new SandboxError(`prime API ${options.method} ${options.path} returned an unexpected body: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+    if (!parsed.success)
+      throw new SandboxError(
+        `prime API ${options.method} ${options.path} returned an unexpected body: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+      );
     return parsed.data;
   }
 }
@@ -101,7 +116,11 @@ export class PrimeSandbox implements Sandbox {
     return this.api.request({
       method: 'POST',
       path: `/sandbox/${this.id}/command`,
-      body: { command: line, working_dir: options.cwd ?? this.workdir, ...(options.env && Object.keys(options.env).length > 0 && { env: options.env }) },
+      body: {
+        command: line,
+        working_dir: options.cwd ?? this.workdir,
+        ...(options.env && Object.keys(options.env).length > 0 && { env: options.env }),
+      },
       schema: PrimeCommandResponseSchema,
       ...(options.signal && { signal: options.signal }),
     });
@@ -118,7 +137,8 @@ export class PrimeSandbox implements Sandbox {
     } else {
       line = `sh -c ${shellQuote(line)} < /dev/null`;
     }
-    if (options.timeoutMs !== undefined) line = `timeout -s KILL ${Math.max(1, Math.ceil(options.timeoutMs / 1000))} sh -c ${shellQuote(line)}`;
+    if (options.timeoutMs !== undefined)
+      line = `timeout -s KILL ${Math.max(1, Math.ceil(options.timeoutMs / 1000))} sh -c ${shellQuote(line)}`;
     const started = performance.now();
     try {
       const response = await this.command(line, {
@@ -144,8 +164,11 @@ export class PrimeSandbox implements Sandbox {
 
   async readFile(path: string): Promise<Uint8Array> {
     const target = this.resolve(path);
-    const response = await this.command(`[ -f ${shellQuote(target)} ] || { echo "no such file: ${target}" >&2; exit 2; }; base64 < ${shellQuote(target)}`);
-    if (response.exit_code !== 0) throw new SandboxError(`cannot read ${path} in prime sandbox ${this.id}: ${response.stderr.trim()}`);
+    const response = await this.command(
+      `[ -f ${shellQuote(target)} ] || { echo "no such file: ${target}" >&2; exit 2; }; base64 < ${shellQuote(target)}`,
+    );
+    if (response.exit_code !== 0)
+      throw new SandboxError(`cannot read ${path} in prime sandbox ${this.id}: ${response.stderr.trim()}`);
     return new Uint8Array(Buffer.from(response.stdout.replace(/\s+/g, ''), 'base64'));
   }
 
@@ -158,7 +181,8 @@ export class PrimeSandbox implements Sandbox {
     for (let offset = 0; offset < bytes.length; offset += WRITE_CHUNK_BYTES) {
       const chunk = bytes.subarray(offset, offset + WRITE_CHUNK_BYTES).toString('base64');
       const appended = await this.command(`printf %s ${chunk} | base64 -d >> ${quoted}`);
-      if (appended.exit_code !== 0) throw new SandboxError(`cannot write ${path} in prime sandbox ${this.id}: ${appended.stderr.trim()}`);
+      if (appended.exit_code !== 0)
+        throw new SandboxError(`cannot write ${path} in prime sandbox ${this.id}: ${appended.stderr.trim()}`);
     }
     if (options.mode !== undefined) await this.command(`chmod ${options.mode.toString(8)} ${quoted}`);
   }
@@ -185,7 +209,9 @@ export class PrimeSandbox implements Sandbox {
   async reachHost(hostUrl: string): Promise<string> {
     const url = new URL(hostUrl);
     if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(`prime sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`);
+      throw new SandboxError(
+        `prime sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`,
+      );
     }
     return hostUrl;
   }
@@ -217,7 +243,11 @@ export class PrimeRuntime implements Runtime {
   constructor(options: PrimeRuntimeOptions & { fetch?: typeof fetch }) {
     const { fetch: injectedFetch, ...rest } = options;
     this.options = parseRuntimeOptions({ schema: PrimeRuntimeOptionsSchema, value: rest, what: 'prime' });
-    this.api = new PrimeSandboxApi({ apiKey: this.options.apiKey, baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1', ...(injectedFetch && { fetch: injectedFetch }) });
+    this.api = new PrimeSandboxApi({
+      apiKey: this.options.apiKey,
+      baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1',
+      ...(injectedFetch && { fetch: injectedFetch }),
+    });
     this.limiter = new CreationLimiter(this.options);
   }
 
@@ -226,7 +256,9 @@ export class PrimeRuntime implements Runtime {
     const slot = await this.limiter.acquire();
     let id: string | undefined;
     try {
-      const labels = Object.entries({ 'troupe.sandbox': '1', ...sandboxOptions.labels }).map(([name, value]) => `${name}=${value}`);
+      const labels = Object.entries({ 'troupe.sandbox': '1', ...sandboxOptions.labels }).map(
+        ([name, value]) => `${name}=${value}`,
+      );
       const created = await this.api.request({
         method: 'POST',
         path: '/sandbox',
@@ -247,12 +279,17 @@ export class PrimeRuntime implements Runtime {
       });
       id = created.id;
       await this.waitRunning(created.id, created.status);
-      const sandbox: PrimeSandbox = new PrimeSandbox(this.api, created.id, sandboxOptions.workdir ?? this.options.workdir ?? '/', {
-        release: () => {
-          this.sandboxes.delete(sandbox);
-          slot.release();
+      const sandbox: PrimeSandbox = new PrimeSandbox(
+        this.api,
+        created.id,
+        sandboxOptions.workdir ?? this.options.workdir ?? '/',
+        {
+          release: () => {
+            this.sandboxes.delete(sandbox);
+            slot.release();
+          },
         },
-      });
+      );
       this.sandboxes.add(sandbox);
       return sandbox;
     } catch (error) {
@@ -268,8 +305,14 @@ export class PrimeRuntime implements Runtime {
     const polls = this.options.maxCreatePolls ?? 180;
     for (let attempt = 0; attempt < polls; attempt++) {
       if (status === 'RUNNING') return;
-      if (status === 'ERROR' || status === 'TERMINATED') throw new SandboxError(`prime sandbox ${id} did not start (status ${status})`);
-      await new Promise((resolve) => setTimeout(resolve, attempt < 5 ? Math.min(250, this.options.pollIntervalMs ?? 1000) : (this.options.pollIntervalMs ?? 1000)));
+      if (status === 'ERROR' || status === 'TERMINATED')
+        throw new SandboxError(`prime sandbox ${id} did not start (status ${status})`);
+      await new Promise((resolve) =>
+        setTimeout(
+          resolve,
+          attempt < 5 ? Math.min(250, this.options.pollIntervalMs ?? 1000) : (this.options.pollIntervalMs ?? 1000),
+        ),
+      );
       status = (await this.api.request({ method: 'GET', path: `/sandbox/${id}`, schema: PrimeSandboxSchema })).status;
     }
     throw new SandboxError(`prime sandbox ${id} was not RUNNING after ${polls} polls (status ${status})`);

@@ -75,7 +75,9 @@ export class CreationLimiter {
           ? undefined
           : setTimeout(() => {
               cleanup();
-              reject(new SandboxError(`no sandbox slot free within ${this.acquireTimeoutMs} ms (maxConcurrent=${this.maxConcurrent})`));
+              reject(
+                new SandboxError(`no sandbox slot free within ${this.acquireTimeoutMs} ms (maxConcurrent=${this.maxConcurrent})`),
+              );
             }, this.acquireTimeoutMs);
       const onAbort = () => {
         cleanup();

@@ -12,5 +12,9 @@ export function wrapWithPidFile(argv: string[], pidFile: string): string[] {
 
 /** Shell command that SIGKILLs the process group recorded in `pidFile` (never group 1). */
 export function killCommand(pidFile: string): string[] {
-  return ['sh', '-c', `p=$(cat "${pidFile}" 2>/dev/null) && [ -n "$p" ] && [ "$p" != 1 ] && { kill -9 -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; rm -f "${pidFile}"; true`];
+  return [
+    'sh',
+    '-c',
+    `p=$(cat "${pidFile}" 2>/dev/null) && [ -n "$p" ] && [ "$p" != 1 ] && { kill -9 -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; rm -f "${pidFile}"; true`,
+  ];
 }

@@ -56,7 +56,8 @@ export class LocalPaths {
         break;
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new SandboxError(`cannot inspect sandbox path ${path}`, { cause: error });
+        if (code !== 'ENOENT' && code !== 'ENOTDIR')
+          throw new SandboxError(`cannot inspect sandbox path ${path}`, { cause: error });
         missing.unshift(basename(existing));
         existing = dirname(existing);
       }

@@ -8,7 +8,15 @@ import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
 import { CreationLimiter, CreationLimitsSchema, type CreationSlot } from './creation-limiter.ts';
 import { LocalPaths } from './local-paths.ts';
 import { killProcessGroup, runProcessGroup } from './process-group.ts';
-import { type ExecOptions, type ExecResult, type Runtime, type RuntimeCapabilities, type Sandbox, type SandboxOptions, SandboxOptionsSchema } from './runtime.ts';
+import {
+  type ExecOptions,
+  type ExecResult,
+  type Runtime,
+  type RuntimeCapabilities,
+  type Sandbox,
+  type SandboxOptions,
+  SandboxOptionsSchema,
+} from './runtime.ts';
 import { parseRuntimeOptions, type RuntimeLogger } from './runtime-options.ts';
 import { withoutSecrets } from './sandbox-env.ts';
 
@@ -134,7 +142,10 @@ export class LocalSandbox implements Sandbox {
     try {
       handle = await open(real, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
     } catch (error) {
-      throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
+      throw new SandboxError(
+        `cannot read ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+        { cause: error },
+      );
     }
     try {
       const info = await handle.stat();
@@ -149,16 +160,26 @@ export class LocalSandbox implements Sandbox {
     this.assertRunning('writeFile');
     const real = await this.paths.real(path);
     await mkdir(dirname(real), { recursive: true }).catch((error: unknown) => {
-      throw new SandboxError(`cannot write ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
+      throw new SandboxError(
+        `cannot write ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+        { cause: error },
+      );
     });
     // The parent may have been created through a path checked above; check again after mkdir.
     const parent = await realpath(dirname(real));
     if (!this.paths.contains(parent)) throw new SandboxError(`path escapes the sandbox: ${path}`);
     let handle: Awaited<ReturnType<typeof open>>;
     try {
-      handle = await open(real, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW, options.mode ?? 0o644);
+      handle = await open(
+        real,
+        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW,
+        options.mode ?? 0o644,
+      );
     } catch (error) {
-      throw new SandboxError(`cannot write ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { cause: error });
+      throw new SandboxError(
+        `cannot write ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+        { cause: error },
+      );
     }
     try {
       await handle.writeFile(data);
@@ -275,7 +296,8 @@ export class LocalRuntime implements Runtime {
     for (const field of ['image', 'cpu', 'memoryMb'] as const) {
       if (sandboxOptions[field] !== undefined) this.logger?.warn(`local runtime ignores sandbox option '${field}'`);
     }
-    if (sandboxOptions.network === false) this.logger?.warn('local runtime cannot switch the network off; commands keep the host network');
+    if (sandboxOptions.network === false)
+      this.logger?.warn('local runtime cannot switch the network off; commands keep the host network');
     const slot = await this.limiter.acquire();
     try {
       await mkdir(this.rootDir, { recursive: true });
@@ -290,7 +312,15 @@ export class LocalRuntime implements Runtime {
       const workdir = sandboxOptions.workdir === undefined ? join(root, 'work') : paths.lexical(sandboxOptions.workdir);
       await Promise.all([mkdir(workdir, { recursive: true }), mkdir(join(root, 'home')), mkdir(join(root, 'tmp'))]);
       const metadataPath = `${root}${METADATA_SUFFIX}`;
-      await writeFile(metadataPath, JSON.stringify({ pid: process.pid, host: hostname(), createdAt: new Date().toISOString(), labels: sandboxOptions.labels ?? {} }));
+      await writeFile(
+        metadataPath,
+        JSON.stringify({
+          pid: process.pid,
+          host: hostname(),
+          createdAt: new Date().toISOString(),
+          labels: sandboxOptions.labels ?? {},
+        }),
+      );
       const baseEnv: Record<string, string> = {
         PATH: this.options.path ?? `${dirname(process.execPath)}:${SYSTEM_PATH}`,
         HOME: join(root, 'home'),
@@ -322,7 +352,9 @@ export class LocalRuntime implements Runtime {
     } catch (error) {
       slot.release();
       if (error instanceof SandboxError || error instanceof ConfigError) throw error;
-      throw new SandboxError(`local sandbox could not be created under ${this.rootDir}: ${(error as Error).message}`, { cause: error });
+      throw new SandboxError(`local sandbox could not be created under ${this.rootDir}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 
@@ -340,7 +372,9 @@ export class LocalRuntime implements Runtime {
         .map(async (name) => {
           const metadataPath = join(this.rootDir, name);
           try {
-            const metadata = z.object({ pid: z.number(), host: z.string() }).parse(JSON.parse(await readFile(metadataPath, 'utf8')));
+            const metadata = z
+              .object({ pid: z.number(), host: z.string() })
+              .parse(JSON.parse(await readFile(metadataPath, 'utf8')));
             if (metadata.host !== hostname() || processExists(metadata.pid)) return;
             await rm(join(this.rootDir, name.slice(0, -METADATA_SUFFIX.length)), { recursive: true, force: true });
             await rm(metadataPath, { force: true });
@@ -379,7 +413,9 @@ export type CreateRuntimeOptions = { type?: 'local'; logger?: RuntimeLogger } & 
 export function createRuntime(options: CreateRuntimeOptions = {}): Runtime {
   const { type = 'local', ...rest } = options;
   if (type !== 'local') {
-    throw new ConfigError(`runtime.type: '${String(type)}' is not built in; import its factory from @troupe/runtime-${String(type)}`);
+    throw new ConfigError(
+      `runtime.type: '${String(type)}' is not built in; import its factory from @troupe/runtime-${String(type)}`,
+    );
   }
   return new LocalRuntime(rest);
 }

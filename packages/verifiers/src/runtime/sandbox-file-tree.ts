@@ -18,7 +18,11 @@ export function shellJoin(argv: string[]): string {
  * whose API moves single files): directories are made with one `mkdir -p`, files written one by
  * one with their mode. Symlinks are skipped.
  */
-export async function uploadTree(options: { sandbox: Pick<Sandbox, 'exec' | 'writeFile'>; hostPath: string; sandboxPath: string }): Promise<void> {
+export async function uploadTree(options: {
+  sandbox: Pick<Sandbox, 'exec' | 'writeFile'>;
+  hostPath: string;
+  sandboxPath: string;
+}): Promise<void> {
   const info = await lstat(options.hostPath).catch((error: unknown) => {
     throw new SandboxError(`upload source does not exist on the host: ${options.hostPath}`, { cause: error });
   });
@@ -51,8 +55,14 @@ export async function uploadTree(options: { sandbox: Pick<Sandbox, 'exec' | 'wri
  * Copies a sandbox file or directory to the host with only `exec` (`find` lists it) and
  * `readFile`. Names that would climb out of `hostPath` are refused; symlinks are not followed.
  */
-export async function downloadTree(options: { sandbox: Pick<Sandbox, 'exec' | 'readFile'>; sandboxPath: string; hostPath: string }): Promise<void> {
-  const listing = await options.sandbox.exec(`cd ${shellQuote(options.sandboxPath)} 2>/dev/null || { [ -f ${shellQuote(options.sandboxPath)} ] && echo FILE && exit 0; echo MISSING; exit 3; }; find . -type d; echo --files--; find . -type f`);
+export async function downloadTree(options: {
+  sandbox: Pick<Sandbox, 'exec' | 'readFile'>;
+  sandboxPath: string;
+  hostPath: string;
+}): Promise<void> {
+  const listing = await options.sandbox.exec(
+    `cd ${shellQuote(options.sandboxPath)} 2>/dev/null || { [ -f ${shellQuote(options.sandboxPath)} ] && echo FILE && exit 0; echo MISSING; exit 3; }; find . -type d; echo --files--; find . -type f`,
+  );
   if (listing.exitCode !== 0) throw new SandboxError(`cannot download ${options.sandboxPath}: it does not exist`);
   if (listing.stdout.trim() === 'FILE') {
     await mkdir(dirname(options.hostPath), { recursive: true });
@@ -63,7 +73,8 @@ export async function downloadTree(options: { sandbox: Pick<Sandbox, 'exec' | 'r
   const root = resolve(options.hostPath);
   const inside = (name: string) => {
     const target = resolve(root, name);
-    if (target !== root && !target.startsWith(root + sep)) throw new SandboxError(`refusing a sandbox name outside the download: ${name}`);
+    if (target !== root && !target.startsWith(root + sep))
+      throw new SandboxError(`refusing a sandbox name outside the download: ${name}`);
     return target;
   };
   for (const name of directoryPart.split('\n').filter(Boolean)) await mkdir(inside(name), { recursive: true });

@@ -47,7 +47,9 @@ async function outcome<T>(promise: Promise<T>): Promise<T | 'refused'> {
  */
 export function describeSandboxConformance(options: SandboxConformanceOptions): void {
   const suite = options.skip ? describe.skip : describe;
-  const title = options.skip ? `sandbox conformance: ${options.name} (skipped: ${options.skip})` : `sandbox conformance: ${options.name}`;
+  const title = options.skip
+    ? `sandbox conformance: ${options.name} (skipped: ${options.skip})`
+    : `sandbox conformance: ${options.name}`;
 
   suite(title, () => {
     const run = randomBytes(4).toString('hex');
