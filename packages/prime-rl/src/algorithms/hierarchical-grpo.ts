@@ -23,11 +23,14 @@ export const HierarchicalGrpoConfigSchema = z.strictObject({
 });
 export type HierarchicalGrpoConfig = z.input<typeof HierarchicalGrpoConfigSchema>;
 
+/** Running statistics of one peer set; reused across episodes and groups (see `stamp`). */
 interface PeerSet {
   sum: number;
   count: number;
   min: number;
   max: number;
+  /** Which episode or group the statistics belong to; stale ones are reset on first use. */
+  stamp: number;
 }
 
 /**
@@ -39,9 +42,14 @@ interface PeerSet {
 export class HierarchicalGrpo implements Algorithm {
   readonly type = 'hierarchical-grpo';
   readonly episodeAgents: ReadonlySet<string>;
+  // Scratch state reused across calls (scoreGroup is synchronous, so calls never interleave).
   private readonly groupSets = new Map<string, PeerSet>();
   private readonly episodeSets = new Map<string, PeerSet>();
   private readonly groupTraces: Trace[] = [];
+  private readonly groupRewards: number[] = [];
+  private readonly episodeTraces: Trace[] = [];
+  private readonly episodeRewards: number[] = [];
+  private stamp = 0;
 
   constructor(config: HierarchicalGrpoConfig) {
     this.episodeAgents = new Set(HierarchicalGrpoConfigSchema.parse(config).episodeAgents);
@@ -76,52 +84,63 @@ export class HierarchicalGrpo implements Algorithm {
   }
 
   scoreGroup(episodes: readonly Episode[]): void {
-    const groupSets = this.groupSets;
-    const episodeSets = this.episodeSets;
+    const groupStamp = ++this.stamp;
     const groupTraces = this.groupTraces;
-    groupSets.clear();
+    const groupRewards = this.groupRewards;
+    const episodeTraces = this.episodeTraces;
+    const episodeRewards = this.episodeRewards;
     groupTraces.length = 0;
+    groupRewards.length = 0;
     for (let e = 0; e < episodes.length; e++) {
       const traces = episodes[e]!.traces;
-      episodeSets.clear();
-      let perEpisode = 0;
+      const episodeStamp = ++this.stamp;
+      episodeTraces.length = 0;
+      episodeRewards.length = 0;
       for (let t = 0; t < traces.length; t++) {
         const trace = traces[t]!;
         if (!isTrainableTrace(trace)) continue;
         const role = trace.agent.name;
+        const reward = traceReward(trace);
         if (this.episodeAgents.has(role)) {
-          add(episodeSets, role, traceReward(trace));
-          perEpisode++;
+          add(this.episodeSets, role, reward, episodeStamp);
+          episodeTraces.push(trace);
+          episodeRewards.push(reward);
         } else {
-          add(groupSets, role, traceReward(trace));
+          add(this.groupSets, role, reward, groupStamp);
           groupTraces.push(trace);
+          groupRewards.push(reward);
         }
       }
-      if (perEpisode === 0) continue;
-      for (let t = 0; t < traces.length; t++) {
-        const trace = traces[t]!;
-        if (!this.episodeAgents.has(trace.agent.name) || !isTrainableTrace(trace)) continue;
-        assignAdvantages(trace, advantage(episodeSets.get(trace.agent.name)!, traceReward(trace)));
+      for (let i = 0; i < episodeTraces.length; i++) {
+        const trace = episodeTraces[i]!;
+        assignAdvantages(trace, advantage(this.episodeSets.get(trace.agent.name)!, episodeRewards[i]!));
       }
     }
     for (let i = 0; i < groupTraces.length; i++) {
       const trace = groupTraces[i]!;
-      assignAdvantages(trace, advantage(groupSets.get(trace.agent.name)!, traceReward(trace)));
+      assignAdvantages(trace, advantage(this.groupSets.get(trace.agent.name)!, groupRewards[i]!));
     }
     groupTraces.length = 0;
+    episodeTraces.length = 0;
   }
 }
 
-function add(sets: Map<string, PeerSet>, role: string, reward: number): void {
+function add(sets: Map<string, PeerSet>, role: string, reward: number, stamp: number): void {
   const set = sets.get(role);
   if (set === undefined) {
-    sets.set(role, { sum: reward, count: 1, min: reward, max: reward });
-    return;
+    sets.set(role, { sum: reward, count: 1, min: reward, max: reward, stamp });
+  } else if (set.stamp !== stamp) {
+    set.sum = reward;
+    set.count = 1;
+    set.min = reward;
+    set.max = reward;
+    set.stamp = stamp;
+  } else {
+    set.sum += reward;
+    set.count++;
+    if (reward < set.min) set.min = reward;
+    if (reward > set.max) set.max = reward;
   }
-  set.sum += reward;
-  set.count++;
-  if (reward < set.min) set.min = reward;
-  if (reward > set.max) set.max = reward;
 }
 
 function advantage(set: PeerSet, reward: number): number {
