@@ -20,13 +20,13 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { registerHarness } from '../src/agent/plugins.ts';
 import { Env } from '../src/env/env.ts';
 import { singleAgentEnv } from '../src/envs/single-agent/single-agent-env.ts';
 import { runEval } from '../src/eval/eval-runner.ts';
 import { InterceptionServer } from '../src/interception/interception-server.ts';
 import { OpenAICompatibleClient } from '../src/model/openai-client.ts';
 import { reliabilityTaskset } from '../test/reliability/support/arithmetic-script.ts';
-import { registerHarness } from '../src/agent/plugins.ts';
 import { registerReliabilityPlugins } from '../test/reliability/support/register-plugins.ts';
 import { FleetHarness } from './support/fleet-harness.ts';
 
@@ -37,9 +37,13 @@ const episodes = Number(values.episodes);
 const latencyMs = Number(values.latency);
 
 async function startModelProcess(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support/scripted-model-process.ts'), String(latencyMs)], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'support/scripted-model-process.ts'), String(latencyMs)],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   for await (const line of lines) {
     const { url } = JSON.parse(line) as { url: string };
@@ -72,7 +76,12 @@ async function main(): Promise<void> {
   await interception.start();
   const outDir = mkdtempSync(join(tmpdir(), 'troupe-load-'));
   try {
-    const client = new OpenAICompatibleClient({ baseUrl: `${model.url}/v1`, apiKey: 'sk-load', model: 'scripted-model', retry: { maxRetries: 0 } });
+    const client = new OpenAICompatibleClient({
+      baseUrl: `${model.url}/v1`,
+      apiKey: 'sk-load',
+      model: 'scripted-model',
+      retry: { maxRetries: 0 },
+    });
     const env = await Env.create({
       definition: singleAgentEnv,
       config: { id: 'single-agent', agent: { harness: 'fleet-program', runtime: 'memory' } },
@@ -81,14 +90,26 @@ async function main(): Promise<void> {
     });
     // Warm up both paths (JIT, sockets) off the clock.
     await directBaseline(model.url, 50);
-    await runEval({ env, taskset: reliabilityTaskset(50), outDir: join(outDir, 'warmup'), model: 'scripted-model', concurrency: 50 });
+    await runEval({
+      env,
+      taskset: reliabilityTaskset(50),
+      outDir: join(outDir, 'warmup'),
+      model: 'scripted-model',
+      concurrency: 50,
+    });
     const direct = await directBaseline(model.url, episodes);
 
-    const idle = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support/program-fleet-process.ts'), '--idle'], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const idle = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'support/program-fleet-process.ts'), '--idle'],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     const idleReport = new Promise<number>((resolve) => {
-      createInterface({ input: idle.stdout as NodeJS.ReadableStream }).once('line', (line) => resolve((JSON.parse(line) as { idle_lag_p99_ms: number }).idle_lag_p99_ms));
+      createInterface({ input: idle.stdout as NodeJS.ReadableStream }).once('line', (line) =>
+        resolve((JSON.parse(line) as { idle_lag_p99_ms: number }).idle_lag_p99_ms),
+      );
     });
     await new Promise((r) => setTimeout(r, 1500));
     let rssPeak = process.memoryUsage().rss;
@@ -106,8 +127,12 @@ async function main(): Promise<void> {
     idle.stdin?.end();
     const idleLag = await idleReport;
 
-    const lines = readFileSync(join(outDir, 'traces.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
-    const parsed = lines.map((l) => JSON.parse(l) as { ok: boolean; task: { key: string }; traces: { errors: { type: string; message: string }[] }[] });
+    const lines = readFileSync(join(outDir, 'traces.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim());
+    const parsed = lines.map(
+      (l) => JSON.parse(l) as { ok: boolean; task: { key: string }; traces: { errors: { type: string; message: string }[] }[] },
+    );
     const okKeys = new Set(parsed.filter((e) => e.ok).map((e) => e.task.key));
     const failures: Record<string, number> = {};
     for (const e of parsed.filter((p) => !p.ok)) {

@@ -44,7 +44,9 @@ export class FleetHarness implements Harness {
     };
     const result = await new Promise<{ status: number; text: string }>((resolve) => {
       this.pending.set(id, resolve);
-      this.child.stdin?.write(`${JSON.stringify({ id, baseUrl: context.endpoint.baseUrl, secret: context.endpoint.secret, body })}\n`);
+      this.child.stdin?.write(
+        `${JSON.stringify({ id, baseUrl: context.endpoint.baseUrl, secret: context.endpoint.secret, body })}\n`,
+      );
     });
     if (result.status !== 200) return { exitCode: 1, stdout: '', stderr: `HTTP ${result.status}: ${result.text.slice(0, 300)}` };
     const reply = JSON.parse(result.text) as { choices: { message: { content: string | null } }[] };

@@ -27,7 +27,11 @@ if (process.argv.includes('--idle')) {
       body: JSON.stringify(job.body),
     })
       .then(async (response) => ({ id: job.id, status: response.status, text: await response.text() }))
-      .catch((error: Error) => ({ id: job.id, status: 0, text: `${error.message} ${(error.cause as Error | undefined)?.message ?? ''}` }))
+      .catch((error: Error) => ({
+        id: job.id,
+        status: 0,
+        text: `${error.message} ${(error.cause as Error | undefined)?.message ?? ''}`,
+      }))
       .then((result) => process.stdout.write(`${JSON.stringify(result)}\n`));
   });
   lines.on('close', () => process.exit(0));

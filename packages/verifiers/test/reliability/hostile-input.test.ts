@@ -3,13 +3,13 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEvalConfig } from '../../src/cli/eval-config.ts';
 import { Env } from '../../src/env/env.ts';
-import { singleAgentEnv } from '../../src/envs/single-agent/single-agent-env.ts';
-import { kuhnLegalActions, KUHN_ACTIONS, type KuhnAction } from '../../src/envs/kuhn-poker/game.ts';
+import { KUHN_ACTIONS, type KuhnAction, kuhnLegalActions } from '../../src/envs/kuhn-poker/game.ts';
 import { kuhnParseAction } from '../../src/envs/kuhn-poker/prompts.ts';
 import { parseProposal } from '../../src/envs/proposer-solver/proposal-parser.ts';
+import { singleAgentEnv } from '../../src/envs/single-agent/single-agent-env.ts';
 import { TroupeError } from '../../src/errors/troupe-error.ts';
 import { type InterceptedRollout, startInterceptedRollout } from '../../src/testing/intercepted-rollout.ts';
-import { scriptedClient, type ScriptedClient } from '../../src/testing/scripted-model-server.ts';
+import { type ScriptedClient, scriptedClient } from '../../src/testing/scripted-model-server.ts';
 
 /** A request that does not answer within this is a hung request: the property fails. */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -20,7 +20,12 @@ interface Answer {
   text: string;
 }
 
-async function send(options: { url: string; method?: string; headers?: Record<string, string>; body?: Uint8Array | string }): Promise<Answer> {
+async function send(options: {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: Uint8Array | string;
+}): Promise<Answer> {
   const response = await fetch(options.url, {
     method: options.method ?? 'POST',
     headers: options.headers ?? {},
@@ -89,8 +94,24 @@ describe('interception under hostile input', () => {
 
   it('serves or refuses (4xx JSON) valid bodies with one field replaced, removed or nested garbage', async () => {
     const mutation = fc.record({
-      field: fc.constantFrom('model', 'messages', 'input', 'max_tokens', 'stream', 'tools', 'tool_choice', 'system', 'temperature', 'instructions', 'previous_response_id'),
-      value: fc.oneof(fc.jsonValue(), fc.constant(undefined), fc.array(fc.record({ role: fc.string(), content: fc.jsonValue() }), { maxLength: 3 })),
+      field: fc.constantFrom(
+        'model',
+        'messages',
+        'input',
+        'max_tokens',
+        'stream',
+        'tools',
+        'tool_choice',
+        'system',
+        'temperature',
+        'instructions',
+        'previous_response_id',
+      ),
+      value: fc.oneof(
+        fc.jsonValue(),
+        fc.constant(undefined),
+        fc.array(fc.record({ role: fc.string(), content: fc.jsonValue() }), { maxLength: 3 }),
+      ),
     });
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...MODEL_ROUTES), mutation, async (route, { field, value }) => {
@@ -106,18 +127,28 @@ describe('interception under hostile input', () => {
 
   it('refuses truncated valid bodies with a 4xx JSON error', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...MODEL_ROUTES), fc.double({ min: 0, max: 0.99, noNaN: true }), async (route, fraction) => {
-        const text = JSON.stringify(VALID_BODIES[route]);
-        const answer = await send({ url: `${rollout.baseUrl}/${route}`, headers: auth(route), body: text.slice(0, Math.floor(text.length * fraction)) });
-        expectJsonClientError(answer);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...MODEL_ROUTES),
+        fc.double({ min: 0, max: 0.99, noNaN: true }),
+        async (route, fraction) => {
+          const text = JSON.stringify(VALID_BODIES[route]);
+          const answer = await send({
+            url: `${rollout.baseUrl}/${route}`,
+            headers: auth(route),
+            body: text.slice(0, Math.floor(text.length * fraction)),
+          });
+          expectJsonClientError(answer);
+        },
+      ),
       { numRuns: 100 },
     );
   });
 
   it('refuses a body over the size limit with 413, even when it is streamed without a length', async () => {
     const big = new Uint8Array(200 * 1024).fill(0x61);
-    expect((await send({ url: `${rollout.baseUrl}/chat/completions`, headers: auth('chat/completions'), body: big })).status).toBe(413);
+    expect(
+      (await send({ url: `${rollout.baseUrl}/chat/completions`, headers: auth('chat/completions'), body: big })).status,
+    ).toBe(413);
     const chunked = new ReadableStream<Uint8Array>({
       start(controller) {
         for (let i = 0; i < 20; i++) controller.enqueue(new Uint8Array(16 * 1024).fill(0x62));
@@ -141,7 +172,12 @@ describe('interception under hostile input', () => {
         fc.option(fc.stringMatching(/^[\x21-\x7e]{1,80}$/), { nil: undefined }),
         async (route, key) => {
           const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}`, 'x-api-key': key };
-          const answer = await send({ url: `${rollout.baseUrl}/${route}`, method: route === 'models' ? 'GET' : 'POST', headers, body: route === 'models' ? undefined : '{}' });
+          const answer = await send({
+            url: `${rollout.baseUrl}/${route}`,
+            method: route === 'models' ? 'GET' : 'POST',
+            headers,
+            body: route === 'models' ? undefined : '{}',
+          });
           expect(answer.status).toBe(401);
           expectJsonClientError(answer);
         },
@@ -150,7 +186,12 @@ describe('interception under hostile input', () => {
     );
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.webPath(), async (method, path) => {
-        const answer = await send({ url: `${rollout.interception.url}${path.startsWith('/') ? path : `/${path}`}`, method, headers: auth('chat/completions'), body: method === 'GET' ? undefined : '{}' });
+        const answer = await send({
+          url: `${rollout.interception.url}${path.startsWith('/') ? path : `/${path}`}`,
+          method,
+          headers: auth('chat/completions'),
+          body: method === 'GET' ? undefined : '{}',
+        });
         expectServedOrRefused(answer);
       }),
       { numRuns: 100 },
@@ -209,7 +250,10 @@ describe('the config loader under random configs', () => {
           // The message names a key of the input, or the required `model`.
           const message = (error as Error).message;
           expect(message).toMatch(/^invalid config: /);
-          expect(['model', ...Object.keys(raw)].some((key) => message.includes(key)), message).toBe(true);
+          expect(
+            ['model', ...Object.keys(raw)].some((key) => message.includes(key)),
+            message,
+          ).toBe(true);
         }
       }),
       { numRuns: 500 },
@@ -223,7 +267,19 @@ describe('the config loader under random configs', () => {
     });
     afterAll(() => scripted.close());
 
-    const AGENT_FIELDS = ['maxTurns', 'maxInputTokens', 'maxOutputTokens', 'maxTotalTokens', 'timeout', 'retries', 'trainable', 'sampling', 'model', 'harness', 'runtime'];
+    const AGENT_FIELDS = [
+      'maxTurns',
+      'maxInputTokens',
+      'maxOutputTokens',
+      'maxTotalTokens',
+      'timeout',
+      'retries',
+      'trainable',
+      'sampling',
+      'model',
+      'harness',
+      'runtime',
+    ];
     const ENV_FIELDS = ['timeout', 'retries', 'maxConcurrentAgents', 'taskset', 'notAField'];
 
     it('accepts a role field or throws a ConfigError naming env.agent.<field>', async () => {
@@ -272,7 +328,14 @@ describe('env parsers under random model replies', () => {
   it('kuhnParseAction returns a legal action or null for any reply, and never throws', () => {
     fc.assert(
       fc.property(
-        fc.oneof(fc.string({ maxLength: 400 }), fc.array(fc.oneof(fc.string(), fc.constantFrom(...KUHN_ACTIONS.map((a) => `[${a}]`), '[', ']', '[[bet]]', '[BET]')), { maxLength: 12 }).map((parts) => parts.join(' '))),
+        fc.oneof(
+          fc.string({ maxLength: 400 }),
+          fc
+            .array(fc.oneof(fc.string(), fc.constantFrom(...KUHN_ACTIONS.map((a) => `[${a}]`), '[', ']', '[[bet]]', '[BET]')), {
+              maxLength: 12,
+            })
+            .map((parts) => parts.join(' ')),
+        ),
         fc.constantFrom(...histories),
         (reply, history) => {
           const action = kuhnParseAction(reply, history);

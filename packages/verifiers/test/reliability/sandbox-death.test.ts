@@ -87,7 +87,11 @@ describe('a sandbox that dies mid-rollout (local runtime)', () => {
     for (const episode of episodes) {
       const index = Number(episode.task.key.replace('reliability-', ''));
       const errors = episode.traces[0]?.errors ?? [];
-      if (dies(index)) expect(errors.map((e) => e.type), episode.task.key).toEqual(['SandboxError']);
+      if (dies(index))
+        expect(
+          errors.map((e) => e.type),
+          episode.task.key,
+        ).toEqual(['SandboxError']);
       else expect(errors, episode.task.key).toEqual([]);
     }
   });
@@ -107,7 +111,11 @@ describe('a sandbox that dies mid-rollout (local runtime)', () => {
     for (const episode of episodes) {
       const index = Number(episode.task.key.replace('reliability-', ''));
       const errors = episode.traces[0]?.errors ?? [];
-      if (dies(index)) expect(errors.map((e) => e.type), episode.task.key).toEqual(['SandboxError']);
+      if (dies(index))
+        expect(
+          errors.map((e) => e.type),
+          episode.task.key,
+        ).toEqual(['SandboxError']);
       else expect(errors, episode.task.key).toEqual([]);
     }
   });

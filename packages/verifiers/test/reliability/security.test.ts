@@ -1,16 +1,26 @@
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerHarness } from '../../src/agent/plugins.ts';
 import { Env } from '../../src/env/env.ts';
 import { singleAgentEnv } from '../../src/envs/single-agent/single-agent-env.ts';
-import { runEval } from '../../src/eval/eval-runner.ts';
 import { TroupeError } from '../../src/errors/troupe-error.ts';
+import { runEval } from '../../src/eval/eval-runner.ts';
 import type { Harness, HarnessLaunchContext, HarnessResult } from '../../src/harness/harness.ts';
 import { InterceptionServer } from '../../src/interception/interception-server.ts';
 import type { RolloutSession } from '../../src/interception/rollout-session.ts';
-import { registerHarness } from '../../src/agent/plugins.ts';
 import { LocalRuntime, type LocalSandbox } from '../../src/runtime/local-runtime.ts';
 import { type ScriptedClient, ScriptedModelServer, scriptedClient } from '../../src/testing/scripted-model-server.ts';
 import { answerOf, reliabilityTaskset, taskIndexOf } from './support/arithmetic-script.ts';
@@ -73,19 +83,38 @@ describe('secrets never land in traces or logs', () => {
     try {
       const outputs = mkdtempSync(join(tmpdir(), 'troupe-secret-scan-'));
       const run = runCli({
-        args: ['eval', '-m', 'scripted-model', '-b', server.baseUrl, '-n', '6', '--harness', 'bash', '--runtime', 'local', '-o', outputs],
+        args: [
+          'eval',
+          '-m',
+          'scripted-model',
+          '-b',
+          server.baseUrl,
+          '-n',
+          '6',
+          '--harness',
+          'bash',
+          '--runtime',
+          'local',
+          '-o',
+          outputs,
+        ],
         env: { OPENAI_API_KEY: apiKey, ANTHROPIC_API_KEY: apiKey, MY_SERVICE_TOKEN: apiKey },
       });
       const result = await run.done;
       expect(result.code, result.stderr).toBe(0);
       const runDir = join(outputs, readdirSync(outputs)[0] as string);
       const files = filesUnder(runDir);
-      expect(files.map((f) => f.path.slice(runDir.length + 1)).sort()).toEqual(expect.arrayContaining(['config.json', 'logs/eval.log', 'summary.json', 'traces.jsonl']));
+      expect(files.map((f) => f.path.slice(runDir.length + 1)).sort()).toEqual(
+        expect.arrayContaining(['config.json', 'logs/eval.log', 'summary.json', 'traces.jsonl']),
+      );
       // The environment dump really is in the traces (so the scan looks at something).
       expect(files.find((f) => f.path.endsWith('traces.jsonl'))?.text).toContain('SANDBOX_ROOT=');
       for (const file of files) {
         expect(file.text.includes(apiKey), file.path).toBe(false);
-        expect(/OPENAI_API_KEY|ANTHROPIC_API_KEY|MY_SERVICE_TOKEN/.test(file.text.replace(/"apiKeyVar":\s*"OPENAI_API_KEY"/g, '')), file.path).toBe(false);
+        expect(
+          /OPENAI_API_KEY|ANTHROPIC_API_KEY|MY_SERVICE_TOKEN/.test(file.text.replace(/"apiKeyVar":\s*"OPENAI_API_KEY"/g, '')),
+          file.path,
+        ).toBe(false);
       }
       expect(result.stdout.includes(apiKey)).toBe(false);
       expect(result.stderr.includes(apiKey)).toBe(false);
@@ -131,9 +160,19 @@ describe('secrets never land in traces or logs', () => {
         log: (line) => logLines.push(line),
       });
       const outDir = mkdtempSync(join(tmpdir(), 'troupe-secret-scan-'));
-      await runEval({ env, taskset: reliabilityTaskset(8), outDir, model: 'scripted-model', config: { note: 'scan' }, log: (line) => logLines.push(line) });
+      await runEval({
+        env,
+        taskset: reliabilityTaskset(8),
+        outDir,
+        model: 'scripted-model',
+        config: { note: 'scan' },
+        log: (line) => logLines.push(line),
+      });
       expect(secrets).toHaveLength(8);
-      const texts = [...filesUnder(outDir).map((f) => ({ where: f.path, text: f.text })), { where: 'log', text: logLines.join('\n') }];
+      const texts = [
+        ...filesUnder(outDir).map((f) => ({ where: f.path, text: f.text })),
+        { where: 'log', text: logLines.join('\n') },
+      ];
       // The failing programs' output is on their traces (so the scan looks at something).
       expect(texts.find((t) => t.where.endsWith('traces.jsonl'))?.text).toContain('OPENAI_API_KEY=');
       for (const { where, text } of texts) {
@@ -152,7 +191,10 @@ describe('the local runtime', () => {
   let outside: string;
   const canary = `canary-${Math.random()}`;
   beforeAll(() => {
-    runtime = new LocalRuntime({ root: mkdtempSync(join(tmpdir(), 'troupe-escape-root-')), env: { MY_API_KEY: 'runtime-level', SERVICE_TOKEN: 't' } });
+    runtime = new LocalRuntime({
+      root: mkdtempSync(join(tmpdir(), 'troupe-escape-root-')),
+      env: { MY_API_KEY: 'runtime-level', SERVICE_TOKEN: 't' },
+    });
     outside = mkdtempSync(join(tmpdir(), 'troupe-escape-outside-'));
     writeFileSync(join(outside, 'canary'), canary);
   });
@@ -184,11 +226,28 @@ describe('the local runtime', () => {
     symlinkSync(join(outside, 'canary'), join(sandbox.workdir, 'out-file'));
     symlinkSync('../../../..', join(sandbox.workdir, 'climb'));
     mkdirSync(join(sandbox.workdir, 'sub'));
-    const segment = fc.constantFrom('..', '.', 'sub', 'out-dir', 'out-file', 'climb', 'canary', 'x', '', outside.slice(1), 'tmp', 'etc');
+    const segment = fc.constantFrom(
+      '..',
+      '.',
+      'sub',
+      'out-dir',
+      'out-file',
+      'climb',
+      'canary',
+      'x',
+      '',
+      outside.slice(1),
+      'tmp',
+      'etc',
+    );
     const pathArbitrary = fc.oneof(
       fc.array(segment, { minLength: 1, maxLength: 6 }).map((parts) => parts.join('/')),
       fc.array(segment, { minLength: 1, maxLength: 6 }).map((parts) => `/${parts.join('/')}`),
-      fc.constantFrom(join(outside, 'canary'), `${sandbox.root}/../${outside.split('/').pop()}/canary`, `${sandbox.workdir}/out-file`),
+      fc.constantFrom(
+        join(outside, 'canary'),
+        `${sandbox.root}/../${outside.split('/').pop()}/canary`,
+        `${sandbox.workdir}/out-file`,
+      ),
     );
     const downloads = mkdtempSync(join(tmpdir(), 'troupe-escape-downloads-'));
     let n = 0;
@@ -207,7 +266,11 @@ describe('the local runtime', () => {
         if (read !== undefined) expect(read).not.toContain(canary);
         if (existsSync(target)) {
           const info = lstatSync(target);
-          const texts = info.isDirectory() ? filesUnder(target).map((f) => f.text) : info.isFile() ? [readFileSync(target, 'utf8')] : [];
+          const texts = info.isDirectory()
+            ? filesUnder(target).map((f) => f.text)
+            : info.isFile()
+              ? [readFileSync(target, 'utf8')]
+              : [];
           for (const text of texts) expect(text, `${operation} ${path}`).not.toContain(canary);
         }
         // Whatever happened, the outside directory is untouched.
@@ -256,7 +319,10 @@ describe.skipIf(!dockerSocket)('Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
         if (last?.role === 'tool' && index % 2 === 1 && last.content.includes('stdout:')) {
           const id = last.content.match(/stdout:\n(\S+)/)?.[1];
           if (id) {
-            await docker.getContainer(id).remove({ force: true }).catch(() => {});
+            await docker
+              .getContainer(id)
+              .remove({ force: true })
+              .catch(() => {});
             return { toolCalls: [{ name: 'bash', arguments: { command: 'ls' } }] };
           }
         }
@@ -271,7 +337,10 @@ describe.skipIf(!dockerSocket)('Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
       });
       const outDir = mkdtempSync(join(tmpdir(), 'troupe-docker-death-'));
       await runEval({ env, taskset: reliabilityTaskset(4), outDir, model: 'scripted-model', concurrency: 4 });
-      const episodes = readFileSync(join(outDir, 'traces.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const episodes = readFileSync(join(outDir, 'traces.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       expect(episodes).toHaveLength(4);
       for (const episode of episodes) {
         const index = Number(String(episode.task.key).replace('reliability-', ''));

@@ -46,7 +46,17 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   const server = await ScriptedModelServer.start({ latencyMs: 40, keepLog: false, script: (request) => answerOf(request) });
   const outputs = mkdtempSync(join(tmpdir(), 'troupe-crash-'));
   const expected = options.tasks * options.rollouts;
-  const args = ['eval', '-m', 'scripted-model', '-b', server.baseUrl, '-n', String(options.tasks), '-r', String(options.rollouts)];
+  const args = [
+    'eval',
+    '-m',
+    'scripted-model',
+    '-b',
+    server.baseUrl,
+    '-n',
+    String(options.tasks),
+    '-r',
+    String(options.rollouts),
+  ];
   const first = [...args, '-c', '4', '--harness', 'null', '-o', outputs];
   const kills: string[] = [];
   let torn = 0;
@@ -76,7 +86,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       if (exited) throw new Error(`kill ${k}: troupe eval finished before it could be killed; use more tasks`);
       run.child.kill('SIGKILL');
       const result = await run.done;
-      if (result.signal !== 'SIGKILL') throw new Error(`kill ${k}: expected death by SIGKILL, got ${result.code}/${result.signal}`);
+      if (result.signal !== 'SIGKILL')
+        throw new Error(`kill ${k}: expected death by SIGKILL, got ${result.code}/${result.signal}`);
       if (/resume: dropping line \d+ of traces\.jsonl/.test(result.stderr)) tornDetected++;
       kills.push(byTime ? `at ${Date.now() - startedAt} ms` : `after ${tracesLines(runDir).complete.length} episodes`);
       if (options.tearAfter.includes(k)) {
@@ -93,7 +104,12 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
     if (/resume: dropping line \d+ of traces\.jsonl/.test(final.stderr)) tornDetected++;
     const { complete, tornTail } = tracesLines(runDir);
     let unparsable = tornTail ? 1 : 0;
-    const episodes: { ok: boolean; task: { key: string }; group: { index: number }; traces: { rewards: Record<string, { score: number } | null> }[] }[] = [];
+    const episodes: {
+      ok: boolean;
+      task: { key: string };
+      group: { index: number };
+      traces: { rewards: Record<string, { score: number } | null> }[];
+    }[] = [];
     for (const line of complete) {
       try {
         episodes.push(JSON.parse(line));

@@ -130,7 +130,11 @@ export async function runFaultEval(options: FaultEvalOptions): Promise<FaultEval
         task: { key: string };
         group: { index: number };
         errors: { type: string; message: string }[];
-        traces: { ok: boolean; rewards: Record<string, { score: number } | null>; errors: { type: string; message: string; statusCode?: number }[] }[];
+        traces: {
+          ok: boolean;
+          rewards: Record<string, { score: number } | null>;
+          errors: { type: string; message: string; statusCode?: number }[];
+        }[];
       },
   );
   const requestsPerTask = new Map<number, { total: number; faulted: number }>();

@@ -1,5 +1,5 @@
-import { contentText } from '../../../src/model/messages.ts';
 import type { Harness, HarnessCapabilities, HarnessLaunchContext, HarnessResult } from '../../../src/harness/harness.ts';
+import { contentText } from '../../../src/model/messages.ts';
 
 /** Options of `FetchProgramHarness`. */
 export interface FetchProgramHarnessOptions {
@@ -46,7 +46,11 @@ export class FetchProgramHarness implements Harness {
       });
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      return { exitCode: 1, stdout: '', stderr: `request failed: ${(error as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}` };
+      return {
+        exitCode: 1,
+        stdout: '',
+        stderr: `request failed: ${(error as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}`,
+      };
     }
     const text = await response.text();
     if (!response.ok) return { exitCode: 1, stdout: '', stderr: `HTTP ${response.status}: ${text.slice(0, 500)}` };
