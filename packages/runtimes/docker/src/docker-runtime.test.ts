@@ -10,7 +10,9 @@ import { DockerRuntime, RUN_LABEL, SANDBOX_LABEL } from './docker-runtime.ts';
  * its socket; CI exports it as TROUPE_DOCKER_HOST. Without it the suite is skipped.
  */
 const socket = process.env.TROUPE_DOCKER_HOST?.replace(/^unix:\/\//, '');
-const image = process.env.TROUPE_DOCKER_IMAGE ?? 'troupe-busybox:latest';
+/** The network tests use busybox `wget`, whatever image the conformance suite runs on. */
+const BUSYBOX = 'troupe-busybox:latest';
+const image = process.env.TROUPE_DOCKER_IMAGE ?? BUSYBOX;
 const skip = socket ? false : 'TROUPE_DOCKER_HOST is not set (start an engine with tooling/scripts/docker-engine.sh start)';
 const docker = new Docker({ socketPath: socket ?? '/var/run/docker.sock' });
 
@@ -68,7 +70,7 @@ describe.skipIf(!socket)('DockerRuntime against the real engine', () => {
 
   // busybox wget -T segfaults in the static build; the no-network check relies on "connection refused".
   it('reaches a host loopback server from a no-network container through reachHost', async () => {
-    const sandbox = await runtime.createSandbox();
+    const sandbox = await runtime.createSandbox({ image: BUSYBOX });
     const hostUrl = `http://127.0.0.1:${port}/v1/models`;
     const before = await sandbox.exec(`wget -q -O - ${hostUrl}`);
     expect(before.exitCode).not.toBe(0);
@@ -80,7 +82,7 @@ describe.skipIf(!socket)('DockerRuntime against the real engine', () => {
   });
 
   it('uses the host network when the sandbox allows network', async () => {
-    const sandbox = await runtime.createSandbox({ network: true });
+    const sandbox = await runtime.createSandbox({ network: true, image: BUSYBOX });
     const url = await sandbox.reachHost(`http://127.0.0.1:${port}/direct`);
     const result = await sandbox.exec(`wget -q -O - ${url}`);
     expect(result.stdout).toBe('host saw GET /direct');
