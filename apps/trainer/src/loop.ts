@@ -137,6 +137,18 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let average: KuhnPolicyTable | null = loopState?.averageTables ?? null;
   let averageWeight = loopState?.averageWeight ?? 0;
   if (!resumed) await writeFile(join(out, 'metrics.jsonl'), '');
+  else {
+    // Steps after the checkpoint are played again: drop their metrics so each step appears once.
+    const lines = (await readFile(join(out, 'metrics.jsonl'), 'utf8').catch(() => '')).split('\n');
+    const kept = lines.filter((line) => {
+      try {
+        return line.trim() !== '' && (JSON.parse(line) as { step: number }).step <= startStep;
+      } catch {
+        return false;
+      }
+    });
+    await writeFile(join(out, 'metrics.jsonl'), kept.map((line) => `${line}\n`).join(''));
+  }
   await writeFile(join(out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
 
   // Orchestrator state at the start of the latest rollout: what a checkpoint must restore so a
