@@ -8,7 +8,8 @@
 # Progress goes to stderr; stdout holds only the export lines.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-engine_env="$("$here/docker-engine.sh" start)"
+# The tests need only troupe-busybox; set TROUPE_DOCKER_IMAGES="busybox debian" to build both.
+engine_env="$(TROUPE_DOCKER_IMAGES="${TROUPE_DOCKER_IMAGES-busybox}" "$here/docker-engine.sh" start)"
 socket="$(printf '%s\n' "$engine_env" | sed -n 's/^TROUPE_DOCKER_HOST=//p')"
 pid="$(cat "${TROUPE_DOCKER_DIR:-/var/lib/troupe-docker}/dockerd.pid")"
 [ -S "$socket" ] || { echo "ci-docker: no engine socket at $socket" >&2; exit 1; }
