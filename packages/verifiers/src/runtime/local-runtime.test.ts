@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -128,6 +128,25 @@ describe('LocalRuntime', () => {
     expect(existsSync(join(sweepRoot, 'local-live'))).toBe(true);
     const metadata = JSON.parse(await readFile(join(sweepRoot, `${sandbox.id}.sandbox.json`), 'utf8'));
     expect(metadata.pid).toBe(process.pid);
+    await sweeping.close();
+  });
+
+  it('sweeps old debris of a create that died half-way (no or empty owner record), and keeps fresh debris', async () => {
+    const sweepRoot = join(root, 'debris');
+    const hourAgo = new Date(Date.now() - 60 * 60 * 1000);
+    await mkdir(join(sweepRoot, 'local-nometa'), { recursive: true });
+    await utimes(join(sweepRoot, 'local-nometa'), hourAgo, hourAgo);
+    await mkdir(join(sweepRoot, 'local-emptymeta'), { recursive: true });
+    await writeFile(join(sweepRoot, 'local-emptymeta.sandbox.json'), '');
+    await utimes(join(sweepRoot, 'local-emptymeta.sandbox.json'), hourAgo, hourAgo);
+    await mkdir(join(sweepRoot, 'local-fresh'), { recursive: true });
+    const sweeping = new LocalRuntime({ root: sweepRoot });
+    const sandbox = await sweeping.createSandbox();
+    expect(existsSync(join(sweepRoot, 'local-nometa'))).toBe(false);
+    expect(existsSync(join(sweepRoot, 'local-emptymeta'))).toBe(false);
+    expect(existsSync(join(sweepRoot, 'local-emptymeta.sandbox.json'))).toBe(false);
+    expect(existsSync(join(sweepRoot, 'local-fresh'))).toBe(true);
+    expect(existsSync(join(sweepRoot, `${sandbox.id}.sandbox.json`))).toBe(true);
     await sweeping.close();
   });
 

@@ -1,6 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, constants as fsConstants, rmSync } from 'node:fs';
-import { chmod, copyFile, cp, lstat, mkdir, open, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  copyFile,
+  cp,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import { hostname, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
@@ -40,6 +54,8 @@ export type LocalRuntimeOptions = z.infer<typeof LocalRuntimeOptionsSchema>;
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const METADATA_SUFFIX = '.sandbox.json';
+/** Age after which sandbox debris without a readable owner record is removed by a sweep. */
+const ORPHAN_AGE_MS = 10 * 60 * 1000;
 
 /** Every live local sandbox of this process, killed and removed if the process exits without stopping them. */
 const liveSandboxes = new Set<LocalSandbox>();
@@ -307,20 +323,21 @@ export class LocalRuntime implements Runtime {
       }
       const id = `local-${randomBytes(6).toString('hex')}`;
       const root = join(await realpath(this.rootDir), id);
+      // Metadata first (written whole, then renamed into place): a directory never exists
+      // without an owner record, even when the process dies half-way through a create.
+      const metadataPath = `${root}${METADATA_SUFFIX}`;
+      const metadata = JSON.stringify({
+        pid: process.pid,
+        host: hostname(),
+        createdAt: new Date().toISOString(),
+        labels: sandboxOptions.labels ?? {},
+      });
+      await writeFile(`${metadataPath}.partial`, metadata);
+      await rename(`${metadataPath}.partial`, metadataPath);
       await mkdir(root);
       const paths = new LocalPaths(root, join(root, 'work'));
       const workdir = sandboxOptions.workdir === undefined ? join(root, 'work') : paths.lexical(sandboxOptions.workdir);
       await Promise.all([mkdir(workdir, { recursive: true }), mkdir(join(root, 'home')), mkdir(join(root, 'tmp'))]);
-      const metadataPath = `${root}${METADATA_SUFFIX}`;
-      await writeFile(
-        metadataPath,
-        JSON.stringify({
-          pid: process.pid,
-          host: hostname(),
-          createdAt: new Date().toISOString(),
-          labels: sandboxOptions.labels ?? {},
-        }),
-      );
       const baseEnv: Record<string, string> = {
         PATH: this.options.path ?? `${dirname(process.execPath)}:${SYSTEM_PATH}`,
         HOME: join(root, 'home'),
@@ -363,26 +380,51 @@ export class LocalRuntime implements Runtime {
     await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
   }
 
-  /** Removes sandboxes whose owning process (on this host) is gone. */
+  /**
+   * Removes sandboxes whose owning process (on this host) is gone, and debris older than
+   * {@link ORPHAN_AGE_MS} that has no readable owner record (a process killed mid-create).
+   */
   private async sweepLeftovers(): Promise<void> {
     const entries = await readdir(this.rootDir).catch(() => [] as string[]);
+    const names = new Set(entries);
+    const old = async (path: string) => {
+      const info = await stat(path).catch(() => undefined);
+      return info !== undefined && Date.now() - info.mtimeMs > ORPHAN_AGE_MS;
+    };
+    const remove = async (sandboxName: string) => {
+      await rm(join(this.rootDir, sandboxName), { recursive: true, force: true });
+      await rm(join(this.rootDir, `${sandboxName}${METADATA_SUFFIX}`), { force: true });
+      await rm(join(this.rootDir, `${sandboxName}${METADATA_SUFFIX}.partial`), { force: true });
+    };
     await Promise.all(
-      entries
-        .filter((name) => name.endsWith(METADATA_SUFFIX))
-        .map(async (name) => {
-          const metadataPath = join(this.rootDir, name);
-          try {
-            const metadata = z
-              .object({ pid: z.number(), host: z.string() })
-              .parse(JSON.parse(await readFile(metadataPath, 'utf8')));
-            if (metadata.host !== hostname() || processExists(metadata.pid)) return;
-            await rm(join(this.rootDir, name.slice(0, -METADATA_SUFFIX.length)), { recursive: true, force: true });
-            await rm(metadataPath, { force: true });
-          } catch {
-            // An unreadable or half-written metadata file belongs to someone else: leave it.
+      entries.map(async (name) => {
+        try {
+          if (name.endsWith(METADATA_SUFFIX)) {
+            const sandboxName = name.slice(0, -METADATA_SUFFIX.length);
+            const parsed = SweepMetadataSchema.safeParse(await readJson(join(this.rootDir, name)));
+            if (!parsed.success) {
+              if (await old(join(this.rootDir, name))) await remove(sandboxName);
+              return;
+            }
+            if (parsed.data.host === hostname() && !processExists(parsed.data.pid)) await remove(sandboxName);
+          } else if (name.startsWith('local-') && !name.includes('.') && !names.has(`${name}${METADATA_SUFFIX}`)) {
+            if (await old(join(this.rootDir, name))) await remove(name);
           }
-        }),
+        } catch {
+          // Another process may be sweeping the same entry: leave it.
+        }
+      }),
     );
+  }
+}
+
+const SweepMetadataSchema = z.object({ pid: z.number(), host: z.string() });
+
+async function readJson(path: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8'));
+  } catch {
+    return undefined;
   }
 }
 
