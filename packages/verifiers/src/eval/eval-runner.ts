@@ -114,10 +114,13 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   const report = () =>
     options.onProgress?.({ done: finished.length, total, failed, rewardMean: rewardCount ? rewardSum / rewardCount : null });
   report();
+  // Ramp up: workers start 32 per event-loop turn (a chain of setImmediate, so I/O and timers run
+  // between batches). Starting every episode of a high concurrency in one tick blocks the event
+  // loop, and every interception request with it, for seconds.
+  let startGate: Promise<void> = Promise.resolve();
   const worker = async (_: unknown, workerIndex: number) => {
-    // Ramp up: 32 more workers per millisecond, so a high concurrency does not start every
-    // episode in one tick and block the event loop (and every interception request) meanwhile.
-    if (workerIndex >= 32) await new Promise((resolve) => setTimeout(resolve, Math.floor(workerIndex / 32)));
+    if (workerIndex > 0 && workerIndex % 32 === 0) startGate = startGate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+    await startGate;
     while (next < queue.length && !options.signal?.aborted) {
       const item = queue[next++] as { task: Task; index: number };
       const episode = await env.runEpisode({
