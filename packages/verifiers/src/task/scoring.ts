@@ -48,5 +48,3 @@ async function run<D extends TaskData>(
     return undefined;
   }
 }
-
-export type { Task };
