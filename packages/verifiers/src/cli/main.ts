@@ -7,7 +7,7 @@ import { setPluginSearchPaths } from '../agent/plugins.ts';
 import { Env } from '../env/env.ts';
 import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
-import { runDirName, runEval } from '../eval/eval-runner.ts';
+import { runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import type { ModelClient } from '../model/model-client.ts';
@@ -178,6 +178,11 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       config.outputs,
       runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
     );
+  if (!validateOnly && !resumeDir) {
+    // The run directory is born with its config, so a kill at any point leaves a resumable run.
+    await ensureDir(outDir);
+    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(cleanConfig, null, 2)}\n`);
+  }
   const logger = validateOnly
     ? undefined
     : pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }));

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
@@ -81,7 +81,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   ).toArray();
   mkdirSync(join(outDir, 'logs'), { recursive: true });
   const tracesPath = join(outDir, 'traces.jsonl');
-  if (options.config) writeFileSync(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
+  // A resumed run keeps the config it started with; a new one writes it atomically (a kill
+  // mid-write must not leave a torn config that the next --resume cannot read).
+  if (options.config && !options.resume) writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
 
   const kept = new Map<string, Episode>();
   if (options.resume) {
@@ -157,7 +159,14 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
     ...(options.passThreshold !== undefined ? { passThreshold: options.passThreshold } : {}),
     wallSeconds: (Date.now() - started) / 1000,
   });
-  writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   log(formatSummary(summary));
   return { outDir, summary, ran: finished.length - kept.size, kept: kept.size };
+}
+
+/** Writes a file through a temporary sibling and a rename, so readers never see half of it. */
+export function writeFileAtomic(path: string, text: string): void {
+  const temp = `${path}.tmp-${process.pid}`;
+  writeFileSync(temp, text);
+  renameSync(temp, path);
 }
