@@ -243,6 +243,7 @@ export class Agent {
       session,
       context: { task, trace, sandbox, endpoint, messages: this.promptMessages(task), log: this.log },
       release: async () => {
+        Agent.redactErrors(trace, session.secret);
         await session.drain();
         session.conclude(trace.stopCondition ?? 'agent_completed');
         host?.unregister(session);
@@ -284,6 +285,14 @@ export class Agent {
     const alive = await sandbox.alive().catch(() => false);
     if (!alive) return new SandboxError(`sandbox died: ${(error as Error).message ?? String(error)}`, { cause: error });
     return new HarnessError((error as Error).message ?? String(error), { cause: error });
+  }
+
+  /** Removes the rollout secret from every error recorded on the trace (messages and stacks). */
+  private static redactErrors(trace: Trace, secret: string): void {
+    for (const error of trace.errors) {
+      if (error.message.includes(secret)) error.message = error.message.split(secret).join('[rollout secret]');
+      if (error.stack?.includes(secret)) error.stack = error.stack.split(secret).join('[rollout secret]');
+    }
   }
 
   /** Finalize then score (skipped when the run failed). */
