@@ -1,13 +1,10 @@
 import {
-  containerCapabilities,
-  CliHarnessOptionsSchema,
-  ENSURE_UV,
   foldedPrompt,
+  notRunHereInfo,
   parseHarnessOptions,
-  SANDBOX_TOOL_ROOT,
   SandboxProgramHarness,
+  SandboxProgramOptionsSchema,
   uvToolInstall,
-  withoutV1,
   withV1,
 } from '@troupe/harness-kit';
 import { z } from 'zod';
@@ -16,10 +13,8 @@ import { browserUseRunner } from './runner-script.ts';
 /** The pinned release (not run here: PyPI and vendor downloads are unreachable from this machine). */
 export const BROWSER_HARNESS_VERSION = '0.1.8';
 
-/** Options of the `browser_use` harness. */
-export const BrowserUseHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** The program version to install (default 0.1.8). */
-  version: z.string().min(1).optional(),
+/** Options of the `browser_use` harness (`version` defaults to 0.1.8). */
+export const BrowserUseHarnessOptionsSchema = SandboxProgramOptionsSchema.extend({
   /** Attach to this Chrome DevTools endpoint instead of starting Chromium. */
   cdpUrl: z.string().url().optional(),
 }).strict();
@@ -34,34 +29,39 @@ export class BrowserUseHarness extends SandboxProgramHarness {
   constructor(options: BrowserUseHarnessOptions = {}) {
     const version = options.version ?? BROWSER_HARNESS_VERSION;
     const cdpUrl = options.cdpUrl;
-    void withoutV1;
-    void ENSURE_UV;
-    void uvToolInstall;
     super(
       {
         id: 'browser_use',
-        info: {
+        info: notRunHereInfo({
           id: 'browser_use',
-          program: `browser-harness 0.1.8 (PyPI, via uv) + Chromium over CDP`.replace('0.1.8', version),
+          program: `browser-harness ${version} (PyPI, via uv) + Chromium over CDP`,
           version,
           dialect: 'chat',
-          verifiedHere: false,
-          verification: 'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox',
-        },
-        capabilities: containerCapabilities({}),
+        }),
         installScript: `${uvToolInstall(`browser-harness==${version}`)}\nif ! command -v chromium >/dev/null 2>&1; then (apt-get update && apt-get install -y chromium) >/dev/null; fi`,
         plan: ({ launch, scratch, prompt }) => {
-    const runner = `${scratch}/browser_use_runner.py`;
-    const argv = ['uv', 'run', '--script', runner, '--base-url', withV1(launch.endpoint.baseUrl), '--model', launch.endpoint.model, '--prompt-file', `${scratch}/prompt.md`];
-    if (cdpUrl) argv.push('--cdp-url', cdpUrl);
-    return {
-      argv,
-      env: { HOME: `${scratch}/home`, OPENAI_API_KEY: launch.endpoint.secret },
-      files: [
-        { path: runner, content: browserUseRunner(BROWSER_HARNESS_VERSION), mode: '700' },
-        { path: `${scratch}/prompt.md`, content: foldedPrompt(prompt) },
-      ],
-    };
+          const runner = `${scratch}/browser_use_runner.py`;
+          const argv = [
+            'uv',
+            'run',
+            '--script',
+            runner,
+            '--base-url',
+            withV1(launch.endpoint.baseUrl),
+            '--model',
+            launch.endpoint.model,
+            '--prompt-file',
+            `${scratch}/prompt.md`,
+          ];
+          if (cdpUrl) argv.push('--cdp-url', cdpUrl);
+          return {
+            argv,
+            env: { HOME: `${scratch}/home`, OPENAI_API_KEY: launch.endpoint.secret },
+            files: [
+              { path: runner, content: browserUseRunner(BROWSER_HARNESS_VERSION), mode: '700' },
+              { path: `${scratch}/prompt.md`, content: foldedPrompt(prompt) },
+            ],
+          };
         },
       },
       options,
@@ -71,5 +71,7 @@ export class BrowserUseHarness extends SandboxProgramHarness {
 
 /** Builds the harness from untyped options (validated; errors name the field). */
 export function createHarness(options: unknown = {}): BrowserUseHarness {
-  return new BrowserUseHarness(parseHarnessOptions({ harnessId: 'browser_use', schema: BrowserUseHarnessOptionsSchema, value: options }));
+  return new BrowserUseHarness(
+    parseHarnessOptions({ harnessId: 'browser_use', schema: BrowserUseHarnessOptionsSchema, value: options }),
+  );
 }

@@ -1,12 +1,10 @@
 import {
-  containerCapabilities,
-  CliHarnessOptionsSchema,
-  ENSURE_UV,
   foldedPrompt,
+  notRunHereInfo,
   parseHarnessOptions,
   SANDBOX_TOOL_ROOT,
   SandboxProgramHarness,
-  uvToolInstall,
+  SandboxProgramOptionsSchema,
   withoutV1,
   withV1,
 } from '@troupe/harness-kit';
@@ -15,10 +13,8 @@ import { z } from 'zod';
 /** The pinned release (not run here: PyPI and vendor downloads are unreachable from this machine). */
 export const KIMI_CODE_VERSION = '0.36.0';
 
-/** Options of the `kimi_code` harness. */
-export const KimiCodeHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** The program version to install (default 0.36.0). */
-  version: z.string().min(1).optional(),
+/** Options of the `kimi_code` harness (`version` defaults to 0.36.0). */
+export const KimiCodeHarnessOptionsSchema = SandboxProgramOptionsSchema.extend({
   /** The API the program speaks to interception (default `chat`). */
   transport: z.enum(['chat', 'responses', 'messages']).optional(),
 }).strict();
@@ -33,48 +29,42 @@ export class KimiCodeHarness extends SandboxProgramHarness {
   constructor(options: KimiCodeHarnessOptions = {}) {
     const version = options.version ?? KIMI_CODE_VERSION;
     const transport = options.transport ?? 'chat';
-    void withoutV1;
-    void ENSURE_UV;
-    void uvToolInstall;
     super(
       {
         id: 'kimi_code',
-        info: {
+        info: notRunHereInfo({
           id: 'kimi_code',
-          program: `Kimi Code CLI 0.36.0 (vendor installer)`.replace('0.36.0', version),
+          program: `Kimi Code CLI ${version} (vendor installer)`,
           version,
           dialect: transport,
-          verifiedHere: false,
-          verification: 'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox',
-        },
-        capabilities: containerCapabilities({}),
+        }),
         installScript: `curl -fsSL https://code.kimi.com/kimi-code/install.sh | env KIMI_CODE_VERSION=${version} KIMI_INSTALL_DIR=${SANDBOX_TOOL_ROOT}/bin bash`,
         plan: ({ launch, scratch, prompt }) => {
-    const home = `${scratch}/kimi-home`;
-    const type = { chat: 'openai_legacy', responses: 'openai_responses', messages: 'anthropic' }[transport];
-    const base = transport === 'messages' ? withoutV1(launch.endpoint.baseUrl) : withV1(launch.endpoint.baseUrl);
-    const config = [
-      'default_model = "troupe"',
-      'default_permission_mode = "auto"',
-      'telemetry = false',
-      '',
-      '[providers.troupe]',
-      `type = ${JSON.stringify(type)}`,
-      `base_url = ${JSON.stringify(base)}`,
-      `api_key = ${JSON.stringify(launch.endpoint.secret)}`,
-      '',
-      '[models.troupe]',
-      'provider = "troupe"',
-      `model = ${JSON.stringify(launch.endpoint.model)}`,
-      'max_context_size = 131072',
-      'capabilities = ["tool_use"]',
-      '',
-    ].join('\n');
-    return {
-      argv: ['kimi', '--print', '--yolo', '--output-format', 'text', '-p', foldedPrompt(prompt)],
-      env: { HOME: `${scratch}/home`, KIMI_CODE_HOME: home },
-      files: [{ path: `${home}/config.toml`, content: config }],
-    };
+          const home = `${scratch}/kimi-home`;
+          const type = { chat: 'openai_legacy', responses: 'openai_responses', messages: 'anthropic' }[transport];
+          const base = transport === 'messages' ? withoutV1(launch.endpoint.baseUrl) : withV1(launch.endpoint.baseUrl);
+          const config = [
+            'default_model = "troupe"',
+            'default_permission_mode = "auto"',
+            'telemetry = false',
+            '',
+            '[providers.troupe]',
+            `type = ${JSON.stringify(type)}`,
+            `base_url = ${JSON.stringify(base)}`,
+            `api_key = ${JSON.stringify(launch.endpoint.secret)}`,
+            '',
+            '[models.troupe]',
+            'provider = "troupe"',
+            `model = ${JSON.stringify(launch.endpoint.model)}`,
+            'max_context_size = 131072',
+            'capabilities = ["tool_use"]',
+            '',
+          ].join('\n');
+          return {
+            argv: ['kimi', '--print', '--yolo', '--output-format', 'text', '-p', foldedPrompt(prompt)],
+            env: { HOME: `${scratch}/home`, KIMI_CODE_HOME: home },
+            files: [{ path: `${home}/config.toml`, content: config }],
+          };
         },
       },
       options,
@@ -84,5 +74,7 @@ export class KimiCodeHarness extends SandboxProgramHarness {
 
 /** Builds the harness from untyped options (validated; errors name the field). */
 export function createHarness(options: unknown = {}): KimiCodeHarness {
-  return new KimiCodeHarness(parseHarnessOptions({ harnessId: 'kimi_code', schema: KimiCodeHarnessOptionsSchema, value: options }));
+  return new KimiCodeHarness(
+    parseHarnessOptions({ harnessId: 'kimi_code', schema: KimiCodeHarnessOptionsSchema, value: options }),
+  );
 }

@@ -71,7 +71,9 @@ export abstract class CliHarness<I> implements Harness {
   abstract readonly info: HarnessInfo;
   private readonly installs = new WeakMap<Sandbox, Promise<I>>();
 
-  constructor(protected readonly common: { timeoutMs?: number; env?: Record<string, string>; extraArgs?: string[]; keepScratch?: boolean }) {}
+  constructor(
+    protected readonly common: { timeoutMs?: number; env?: Record<string, string>; extraArgs?: string[]; keepScratch?: boolean },
+  ) {}
 
   /** Installs the program into the sandbox (or finds it installed) and says where it is. */
   protected abstract install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<I>;
@@ -82,7 +84,11 @@ export abstract class CliHarness<I> implements Harness {
   /** Turns the program's exit into the harness result (default: as is; a timeout is exit 124). */
   protected mapResult(result: ExecResult): HarnessResult {
     if (result.timedOut) {
-      return { exitCode: TIMEOUT_EXIT_CODE, stdout: result.stdout, stderr: `${result.stderr}\n[troupe] ${this.id} killed after its timeout`.trim() };
+      return {
+        exitCode: TIMEOUT_EXIT_CODE,
+        stdout: result.stdout,
+        stderr: `${result.stderr}\n[troupe] ${this.id} killed after its timeout`.trim(),
+      };
     }
     return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr };
   }
@@ -98,7 +104,13 @@ export abstract class CliHarness<I> implements Harness {
     try {
       const plan = await this.plan({ launch: context, scratch, prompt: promptParts(context.messages), install });
       for (const file of plan.files) {
-        await writeSandboxFile({ sandbox, path: file.path, content: file.content, ...(file.mode ? { mode: file.mode } : {}), signal });
+        await writeSandboxFile({
+          sandbox,
+          path: file.path,
+          content: file.content,
+          ...(file.mode ? { mode: file.mode } : {}),
+          signal,
+        });
       }
       const argv = [...plan.argv, ...(this.common.extraArgs ?? [])];
       const command = plan.pathDirs?.length ? ['sh', '-c', WITH_PATH_SCRIPT, 'launch', plan.pathDirs.join(':'), ...argv] : argv;

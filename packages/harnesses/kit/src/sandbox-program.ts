@@ -1,5 +1,7 @@
-import type { HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import type { Dialect, HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import { z } from 'zod';
 import { CliHarness, type HarnessInfo, type LaunchPlan, type PlanContext } from './cli-harness.ts';
+import { CliHarnessOptionsSchema } from './harness-options.ts';
 import { runInstallScript } from './install-script.ts';
 
 /** Where programs installed inside a sandbox live (uv tools, vendor binaries). */
@@ -17,11 +19,29 @@ export function uvToolInstall(spec: string, options: { python?: string; with?: s
   return `${ENSURE_UV}\nUV_TOOL_DIR=${SANDBOX_TOOL_ROOT}/uv UV_TOOL_BIN_DIR=${SANDBOX_TOOL_ROOT}/bin uv tool install --python ${options.python ?? '3.12'}${extra} ${JSON.stringify(spec)}`;
 }
 
+/** Options of a harness whose program is installed inside the sandbox: the common ones and the version to install. */
+export const SandboxProgramOptionsSchema = CliHarnessOptionsSchema.extend({
+  /** The program version to install (default: the harness's pinned release). */
+  version: z.string().min(1).optional(),
+}).strict();
+export type SandboxProgramOptions = z.infer<typeof SandboxProgramOptionsSchema>;
+
+/** Why the sandbox-installed programs are not run on this machine, and what their tests check instead. */
+export const NOT_RUN_HERE_VERIFICATION =
+  'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox';
+
+/** The `HarnessInfo` of a sandbox-installed program that is not run here (`verifiedHere: false`). */
+export function notRunHereInfo(options: { id: string; program: string; version: string; dialect: Dialect }): HarnessInfo {
+  const { id, program, version, dialect } = options;
+  return { id, program, version, dialect, verifiedHere: false, verification: NOT_RUN_HERE_VERIFICATION };
+}
+
 /** A program installed by a script inside the sandbox (PyPI via uv, a vendor installer). */
 export interface SandboxProgramSpec {
   id: string;
   info: HarnessInfo;
-  capabilities: HarnessCapabilities;
+  /** Default: `containerCapabilities()`. */
+  capabilities?: HarnessCapabilities;
   /** The install script (`sh`, `set -e`); runs once per sandbox under a lock. */
   installScript: string;
   /** Plans one run (config files, env, argv). `PATH` gets `/var/tmp/troupe/tools/bin` first. */
@@ -42,7 +62,7 @@ export class SandboxProgramHarness extends CliHarness<void> {
     super(common);
     this.spec = spec;
     this.id = spec.id;
-    this.capabilities = spec.capabilities;
+    this.capabilities = spec.capabilities ?? containerCapabilities();
     this.info = spec.info;
   }
 

@@ -1,26 +1,20 @@
 import {
-  containerCapabilities,
-  CliHarnessOptionsSchema,
-  ENSURE_UV,
   foldedPrompt,
+  notRunHereInfo,
   parseHarnessOptions,
-  SANDBOX_TOOL_ROOT,
   SandboxProgramHarness,
+  type SandboxProgramOptions,
+  SandboxProgramOptionsSchema,
   uvToolInstall,
-  withoutV1,
   withV1,
 } from '@troupe/harness-kit';
-import { z } from 'zod';
 
 /** The pinned release (not run here: PyPI and vendor downloads are unreachable from this machine). */
 export const MINI_SWE_AGENT_VERSION = '2.4.6';
 
-/** Options of the `mini_swe_agent` harness. */
-export const MiniSweAgentHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** The program version to install (default 2.4.6). */
-  version: z.string().min(1).optional(),
-}).strict();
-export type MiniSweAgentHarnessOptions = z.infer<typeof MiniSweAgentHarnessOptionsSchema>;
+/** Options of the `mini_swe_agent` harness (`version` defaults to 2.4.6). */
+export const MiniSweAgentHarnessOptionsSchema = SandboxProgramOptionsSchema;
+export type MiniSweAgentHarnessOptions = SandboxProgramOptions;
 
 /**
  * mini-swe-agent's `mini` CLI in yolo mode (`-y`, `--exit-immediately`): one bash tool,
@@ -31,38 +25,42 @@ export type MiniSweAgentHarnessOptions = z.infer<typeof MiniSweAgentHarnessOptio
 export class MiniSweAgentHarness extends SandboxProgramHarness {
   constructor(options: MiniSweAgentHarnessOptions = {}) {
     const version = options.version ?? MINI_SWE_AGENT_VERSION;
-    void withoutV1;
-    void ENSURE_UV;
-    void uvToolInstall;
     super(
       {
         id: 'mini_swe_agent',
-        info: {
+        info: notRunHereInfo({
           id: 'mini_swe_agent',
-          program: `mini-swe-agent 2.4.6 (PyPI, via uv) + litellm`.replace('2.4.6', version),
+          program: `mini-swe-agent ${version} (PyPI, via uv) + litellm`,
           version,
           dialect: 'chat',
-          verifiedHere: false,
-          verification: 'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox',
-        },
-        capabilities: containerCapabilities({}),
+        }),
         installScript: uvToolInstall(`mini-swe-agent==${version}`),
         plan: ({ launch, scratch, prompt }) => {
-    const globalConfig = `${scratch}/mswea`;
-    return {
-      argv: ['mini', '-y', '--exit-immediately', '-m', `openai/${launch.endpoint.model}`, '-o', `${scratch}/trajectory.json`, '-t', foldedPrompt(prompt)],
-      env: {
-        HOME: `${scratch}/home`,
-        MSWEA_GLOBAL_CONFIG_DIR: globalConfig,
-        MSWEA_CONFIGURED: 'true',
-        MSWEA_COST_TRACKING: 'ignore_errors',
-        LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-        OPENAI_API_BASE: withV1(launch.endpoint.baseUrl),
-        OPENAI_BASE_URL: withV1(launch.endpoint.baseUrl),
-        OPENAI_API_KEY: launch.endpoint.secret,
-      },
-      files: [{ path: `${globalConfig}/.env`, content: 'MSWEA_CONFIGURED=true\n' }],
-    };
+          const globalConfig = `${scratch}/mswea`;
+          return {
+            argv: [
+              'mini',
+              '-y',
+              '--exit-immediately',
+              '-m',
+              `openai/${launch.endpoint.model}`,
+              '-o',
+              `${scratch}/trajectory.json`,
+              '-t',
+              foldedPrompt(prompt),
+            ],
+            env: {
+              HOME: `${scratch}/home`,
+              MSWEA_GLOBAL_CONFIG_DIR: globalConfig,
+              MSWEA_CONFIGURED: 'true',
+              MSWEA_COST_TRACKING: 'ignore_errors',
+              LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+              OPENAI_API_BASE: withV1(launch.endpoint.baseUrl),
+              OPENAI_BASE_URL: withV1(launch.endpoint.baseUrl),
+              OPENAI_API_KEY: launch.endpoint.secret,
+            },
+            files: [{ path: `${globalConfig}/.env`, content: 'MSWEA_CONFIGURED=true\n' }],
+          };
         },
       },
       options,
@@ -72,5 +70,7 @@ export class MiniSweAgentHarness extends SandboxProgramHarness {
 
 /** Builds the harness from untyped options (validated; errors name the field). */
 export function createHarness(options: unknown = {}): MiniSweAgentHarness {
-  return new MiniSweAgentHarness(parseHarnessOptions({ harnessId: 'mini_swe_agent', schema: MiniSweAgentHarnessOptionsSchema, value: options }));
+  return new MiniSweAgentHarness(
+    parseHarnessOptions({ harnessId: 'mini_swe_agent', schema: MiniSweAgentHarnessOptionsSchema, value: options }),
+  );
 }

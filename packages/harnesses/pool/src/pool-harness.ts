@@ -1,26 +1,20 @@
 import {
-  containerCapabilities,
-  CliHarnessOptionsSchema,
-  ENSURE_UV,
   foldedPrompt,
+  notRunHereInfo,
   parseHarnessOptions,
   SANDBOX_TOOL_ROOT,
   SandboxProgramHarness,
-  uvToolInstall,
-  withoutV1,
+  type SandboxProgramOptions,
+  SandboxProgramOptionsSchema,
   withV1,
 } from '@troupe/harness-kit';
-import { z } from 'zod';
 
 /** The pinned release (not run here: PyPI and vendor downloads are unreachable from this machine). */
 export const POOL_VERSION = '1.0.15';
 
-/** Options of the `pool` harness. */
-export const PoolHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** The program version to install (default 1.0.15). */
-  version: z.string().min(1).optional(),
-}).strict();
-export type PoolHarnessOptions = z.infer<typeof PoolHarnessOptionsSchema>;
+/** Options of the `pool` harness (`version` defaults to 1.0.15). */
+export const PoolHarnessOptionsSchema = SandboxProgramOptionsSchema;
+export type PoolHarnessOptions = SandboxProgramOptions;
 
 /**
  * Poolside's `pool` agent binary, run headless on one prompt. The binary is downloaded by
@@ -30,33 +24,39 @@ export type PoolHarnessOptions = z.infer<typeof PoolHarnessOptionsSchema>;
 export class PoolHarness extends SandboxProgramHarness {
   constructor(options: PoolHarnessOptions = {}) {
     const version = options.version ?? POOL_VERSION;
-    void withoutV1;
-    void ENSURE_UV;
-    void uvToolInstall;
     super(
       {
         id: 'pool',
-        info: {
-          id: 'pool',
-          program: `Poolside pool 1.0.15 (vendor binary)`.replace('1.0.15', version),
-          version,
-          dialect: 'chat',
-          verifiedHere: false,
-          verification: 'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox',
-        },
-        capabilities: containerCapabilities({}),
+        info: notRunHereInfo({ id: 'pool', program: `Poolside pool ${version} (vendor binary)`, version, dialect: 'chat' }),
         installScript: `curl -fsSL https://downloads.poolside.ai/pool/install.sh | env POOL_VERSION=${version} POOL_INSTALL_DIR=${SANDBOX_TOOL_ROOT}/bin sh`,
         plan: ({ launch, scratch, prompt }) => {
-    const home = `${scratch}/pool-home`;
-    const config = JSON.stringify({ provider: { type: 'openai-compatible', baseUrl: withV1(launch.endpoint.baseUrl), model: launch.endpoint.model, apiKeyEnv: 'POOL_API_KEY' }, telemetry: false }, null, 2);
-    return {
-      argv: ['pool', 'run', '--yes', '--prompt-file', `${scratch}/prompt.md`],
-      env: { HOME: `${scratch}/home`, POOL_HOME: home, POOL_BASE_URL: withV1(launch.endpoint.baseUrl), POOL_API_KEY: launch.endpoint.secret },
-      files: [
-        { path: `${home}/config.json`, content: `${config}\n` },
-        { path: `${scratch}/prompt.md`, content: foldedPrompt(prompt) },
-      ],
-    };
+          const home = `${scratch}/pool-home`;
+          const config = JSON.stringify(
+            {
+              provider: {
+                type: 'openai-compatible',
+                baseUrl: withV1(launch.endpoint.baseUrl),
+                model: launch.endpoint.model,
+                apiKeyEnv: 'POOL_API_KEY',
+              },
+              telemetry: false,
+            },
+            null,
+            2,
+          );
+          return {
+            argv: ['pool', 'run', '--yes', '--prompt-file', `${scratch}/prompt.md`],
+            env: {
+              HOME: `${scratch}/home`,
+              POOL_HOME: home,
+              POOL_BASE_URL: withV1(launch.endpoint.baseUrl),
+              POOL_API_KEY: launch.endpoint.secret,
+            },
+            files: [
+              { path: `${home}/config.json`, content: `${config}\n` },
+              { path: `${scratch}/prompt.md`, content: foldedPrompt(prompt) },
+            ],
+          };
         },
       },
       options,

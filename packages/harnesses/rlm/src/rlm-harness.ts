@@ -1,24 +1,19 @@
 import {
-  containerCapabilities,
-  CliHarnessOptionsSchema,
-  ENSURE_UV,
   foldedPrompt,
+  notRunHereInfo,
   parseHarnessOptions,
-  SANDBOX_TOOL_ROOT,
   SandboxProgramHarness,
+  SandboxProgramOptionsSchema,
   uvToolInstall,
-  withoutV1,
   withV1,
 } from '@troupe/harness-kit';
 import { z } from 'zod';
 
-/** The pinned release (not run here: PyPI and vendor downloads are unreachable from this machine). */
+/** The pinned git ref (not run here: PyPI and vendor downloads are unreachable from this machine). */
 export const NANO_RLM_REF = 'main';
 
-/** Options of the `rlm` harness. */
-export const RlmHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** The program version to install (default main). */
-  version: z.string().min(1).optional(),
+/** Options of the `rlm` harness (`version`, a git ref, defaults to main). */
+export const RlmHarnessOptionsSchema = SandboxProgramOptionsSchema.extend({
   /** Recursion depth of sub-model calls (default 1). */
   maxDepth: z.number().int().nonnegative().optional(),
 }).strict();
@@ -33,29 +28,33 @@ export class RlmHarness extends SandboxProgramHarness {
   constructor(options: RlmHarnessOptions = {}) {
     const version = options.version ?? NANO_RLM_REF;
     const maxDepth = options.maxDepth ?? 1;
-    void withoutV1;
-    void ENSURE_UV;
-    void uvToolInstall;
     super(
       {
         id: 'rlm',
-        info: {
+        info: notRunHereInfo({
           id: 'rlm',
-          program: `nano-rlm (git main of PrimeIntellect-ai/nano-rlm, via uv)`.replace('main', version),
+          program: `nano-rlm (git ${version} of PrimeIntellect-ai/nano-rlm, via uv)`,
           version,
           dialect: 'chat',
-          verifiedHere: false,
-          verification: 'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox',
-        },
-        capabilities: containerCapabilities({}),
+        }),
         installScript: uvToolInstall(`git+https://github.com/PrimeIntellect-ai/nano-rlm@${version}`),
-        plan: ({ launch, scratch, prompt }) => {
-    return {
-      argv: ['rlm', '--model', launch.endpoint.model, '--max-depth', String(maxDepth), '--prompt-file', `${scratch}/prompt.md`],
-      env: { HOME: `${scratch}/home`, OPENAI_BASE_URL: withV1(launch.endpoint.baseUrl), OPENAI_API_KEY: launch.endpoint.secret },
-      files: [{ path: `${scratch}/prompt.md`, content: foldedPrompt(prompt) }],
-    };
-        },
+        plan: ({ launch, scratch, prompt }) => ({
+          argv: [
+            'rlm',
+            '--model',
+            launch.endpoint.model,
+            '--max-depth',
+            String(maxDepth),
+            '--prompt-file',
+            `${scratch}/prompt.md`,
+          ],
+          env: {
+            HOME: `${scratch}/home`,
+            OPENAI_BASE_URL: withV1(launch.endpoint.baseUrl),
+            OPENAI_API_KEY: launch.endpoint.secret,
+          },
+          files: [{ path: `${scratch}/prompt.md`, content: foldedPrompt(prompt) }],
+        }),
       },
       options,
     );
