@@ -1,17 +1,15 @@
 import {
-  CliHarness,
   CliHarnessOptionsSchema,
-  defaultHarnessCacheDir,
-  type HarnessInfo,
   type LaunchPlan,
   type NpmProgram,
+  NpmProgramHarness,
   type PlanContext,
   type ProvisionedProgram,
   parseHarnessOptions,
-  provisionNpmProgram,
+  provisionedPathDirs,
   withoutV1,
 } from '@troupe/harness-kit';
-import type { ExecResult, HarnessCapabilities, HarnessResult, Sandbox } from '@troupe/verifiers';
+import type { ExecResult, HarnessResult } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The pinned Claude Code release (measured here: see docs/harnesses.md). */
@@ -41,41 +39,21 @@ export type ClaudeCodeHarnessOptions = z.infer<typeof ClaudeCodeHarnessOptionsSc
  * (`ANTHROPIC_BASE_URL`, the rollout secret as `ANTHROPIC_API_KEY`). Retries, telemetry and
  * all nonessential traffic are switched off; it runs with its own HOME and stdin closed.
  */
-export class ClaudeCodeHarness extends CliHarness<ProvisionedProgram> {
-  readonly id = 'claude_code';
-  readonly capabilities: HarnessCapabilities;
-  readonly info: HarnessInfo;
-  private readonly options: ClaudeCodeHarnessOptions;
-  private readonly program: NpmProgram;
-
+export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOptions> {
   constructor(options: ClaudeCodeHarnessOptions = {}) {
-    super(options);
-    this.options = options;
-    this.program = { ...CLAUDE_CODE_PROGRAM, version: options.version ?? CLAUDE_CODE_PROGRAM.version };
-    this.capabilities = {
-      executesCode: true,
-      needsContainer: !options.allowLocal,
-      supportsMcp: false,
-      supportsResume: false,
-      supportsSkills: false,
-      appendsSystemPrompt: true,
-    };
-    this.info = {
-      id: this.id,
-      program: `${this.program.packageName} ${this.program.version}`,
-      version: this.program.version,
-      dialect: 'messages',
-      verifiedHere: true,
-      verification: 'real CLI against the scripted model behind interception (local sandbox)',
-    };
-  }
-
-  protected install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<ProvisionedProgram> {
-    return provisionNpmProgram({ ...context, program: this.program, cacheDir: this.options.cacheDir ?? defaultHarnessCacheDir() });
+    super({ program: CLAUDE_CODE_PROGRAM, options, dialect: 'messages', appendsSystemPrompt: true });
   }
 
   protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
-    const argv = [install.binPath, '-p', '--dangerously-skip-permissions', '--model', launch.endpoint.model, '--output-format', 'json'];
+    const argv = [
+      install.binPath,
+      '-p',
+      '--dangerously-skip-permissions',
+      '--model',
+      launch.endpoint.model,
+      '--output-format',
+      'json',
+    ];
     if (this.options.bare) argv.push('--bare');
     if (prompt.system) argv.push('--append-system-prompt', prompt.system);
     if (this.options.disallowedTools?.length) argv.push('--disallowedTools', this.options.disallowedTools.join(','));
@@ -94,7 +72,7 @@ export class ClaudeCodeHarness extends CliHarness<ProvisionedProgram> {
         DISABLE_ERROR_REPORTING: '1',
       },
       files: [],
-      ...(install.pathDirs.length ? { pathDirs: install.pathDirs } : {}),
+      ...provisionedPathDirs(install),
     };
   }
 
@@ -121,5 +99,7 @@ export function parseResult(stdout: string): { result?: string; is_error?: boole
 
 /** Builds the harness from untyped options (validated; errors name the field). */
 export function createHarness(options: unknown = {}): ClaudeCodeHarness {
-  return new ClaudeCodeHarness(parseHarnessOptions({ harnessId: 'claude_code', schema: ClaudeCodeHarnessOptionsSchema, value: options }));
+  return new ClaudeCodeHarness(
+    parseHarnessOptions({ harnessId: 'claude_code', schema: ClaudeCodeHarnessOptionsSchema, value: options }),
+  );
 }

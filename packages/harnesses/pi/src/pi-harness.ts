@@ -1,22 +1,26 @@
 import {
-  CliHarness,
   CliHarnessOptionsSchema,
-  defaultHarnessCacheDir,
-  type HarnessInfo,
   type LaunchPlan,
   type NpmProgram,
+  NpmProgramHarness,
   type PlanContext,
   type ProvisionedProgram,
   parseHarnessOptions,
-  provisionNpmProgram,
+  provisionedPathDirs,
   withoutV1,
   withV1,
 } from '@troupe/harness-kit';
-import type { Dialect, HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import type { Dialect } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The pinned pi release (measured here: see docs/harnesses.md). */
-export const PI_PROGRAM: NpmProgram = { id: 'pi', packageName: '@mariozechner/pi-coding-agent', version: '0.73.1', bin: 'pi', node: 'host' };
+export const PI_PROGRAM: NpmProgram = {
+  id: 'pi',
+  packageName: '@mariozechner/pi-coding-agent',
+  version: '0.73.1',
+  bin: 'pi',
+  node: 'host',
+};
 
 /** Name of the environment variable that carries the rollout secret (`apiKey` in models.json names it). */
 export const PI_KEY_ENV = 'TROUPE_INTERCEPTION_KEY';
@@ -34,7 +38,11 @@ export const PiHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
 }).strict();
 export type PiHarnessOptions = z.infer<typeof PiHarnessOptionsSchema>;
 
-const API_OF: Record<Dialect, string> = { chat: 'openai-completions', responses: 'openai-responses', messages: 'anthropic-messages' };
+const API_OF: Record<Dialect, string> = {
+  chat: 'openai-completions',
+  responses: 'openai-responses',
+  messages: 'anthropic-messages',
+};
 
 /**
  * pi's `models.json`: one `troupe` provider at the interception endpoint. `apiKey` names the
@@ -42,7 +50,12 @@ const API_OF: Record<Dialect, string> = { chat: 'openai-completions', responses:
  */
 export function piModelsJson(options: { baseUrl: string; model: string; transport: Dialect }): string {
   const baseUrl = options.transport === 'messages' ? withoutV1(options.baseUrl) : withV1(options.baseUrl);
-  const provider: Record<string, unknown> = { baseUrl, api: API_OF[options.transport], apiKey: PI_KEY_ENV, models: [{ id: options.model }] };
+  const provider: Record<string, unknown> = {
+    baseUrl,
+    api: API_OF[options.transport],
+    apiKey: PI_KEY_ENV,
+    models: [{ id: options.model }],
+  };
   if (options.transport === 'messages') provider.compat = { supportsEagerToolInputStreaming: false };
   return `${JSON.stringify({ providers: { troupe: provider } }, null, 2)}\n`;
 }
@@ -54,39 +67,13 @@ export const PI_SETTINGS_JSON = `${JSON.stringify({ retry: { enabled: false, pro
  * pi-coding-agent in print mode (`pi -p`), its calls sent to interception in the chosen dialect
  * (OpenAI chat by default). Its own agent dir, no session files, offline, stdin closed.
  */
-export class PiHarness extends CliHarness<ProvisionedProgram> {
-  readonly id = 'pi';
-  readonly capabilities: HarnessCapabilities;
-  readonly info: HarnessInfo;
-  private readonly options: PiHarnessOptions;
-  private readonly program: NpmProgram;
+export class PiHarness extends NpmProgramHarness<PiHarnessOptions> {
   private readonly transport: Dialect;
 
   constructor(options: PiHarnessOptions = {}) {
-    super(options);
-    this.options = options;
-    this.transport = options.transport ?? 'chat';
-    this.program = { ...PI_PROGRAM, version: options.version ?? PI_PROGRAM.version };
-    this.capabilities = {
-      executesCode: true,
-      needsContainer: !options.allowLocal,
-      supportsMcp: false,
-      supportsResume: false,
-      supportsSkills: false,
-      appendsSystemPrompt: true,
-    };
-    this.info = {
-      id: this.id,
-      program: `${this.program.packageName} ${this.program.version}`,
-      version: this.program.version,
-      dialect: this.transport,
-      verifiedHere: true,
-      verification: 'real CLI against the scripted model behind interception (local sandbox)',
-    };
-  }
-
-  protected install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<ProvisionedProgram> {
-    return provisionNpmProgram({ ...context, program: this.program, cacheDir: this.options.cacheDir ?? defaultHarnessCacheDir() });
+    const transport = options.transport ?? 'chat';
+    super({ program: PI_PROGRAM, options, dialect: transport, appendsSystemPrompt: true });
+    this.transport = transport;
   }
 
   protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
@@ -100,10 +87,13 @@ export class PiHarness extends CliHarness<ProvisionedProgram> {
       argv,
       env: { HOME: `${scratch}/home`, PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: '1', [PI_KEY_ENV]: launch.endpoint.secret },
       files: [
-        { path: `${agentDir}/models.json`, content: piModelsJson({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model, transport: this.transport }) },
+        {
+          path: `${agentDir}/models.json`,
+          content: piModelsJson({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model, transport: this.transport }),
+        },
         { path: `${agentDir}/settings.json`, content: PI_SETTINGS_JSON },
       ],
-      ...(install.pathDirs.length ? { pathDirs: install.pathDirs } : {}),
+      ...provisionedPathDirs(install),
     };
   }
 }
