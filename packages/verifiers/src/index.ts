@@ -43,4 +43,5 @@ export * from './envs/user-sim/user-sim-env.ts';
 export * from './envs/user-sim/persona.ts';
 export * from './runtime/sandbox-file-tree.ts';
 export * from './runtime/exec-pid-wrapper.ts';
+export * from './runtime/remote-sandbox.ts';
 export { loadViewerRun, type RenderRunHtmlOptions, renderRunHtml, type ServedRun, type ServeRunOptions, serveRun, type ViewerRun, type WriteHtmlReportOptions, writeHtmlReport } from './viewer/index.ts';

@@ -1,22 +1,21 @@
-import { posix } from 'node:path';
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
 import {
   CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
-  downloadTree,
   type ExecOptions,
   type ExecResult,
   parseRuntimeOptions,
+  RemoteSandbox,
   type Runtime,
   type RuntimeCapabilities,
+  remoteSandboxError,
   type Sandbox,
-  SandboxError,
+  type SandboxError,
   type SandboxOptions,
   SandboxOptionsSchema,
   shellJoin,
   shellQuote,
-  uploadTree,
   withoutSecrets,
 } from '@troupe/verifiers';
 import { z } from 'zod';
@@ -43,10 +42,7 @@ export const DaytonaRuntimeOptionsSchema = z
 export type DaytonaRuntimeOptions = z.infer<typeof DaytonaRuntimeOptionsSchema>;
 
 function sandboxError(operation: string, id: string, error: unknown): SandboxError {
-  if (error instanceof SandboxError) return error;
-  return new SandboxError(`${operation} failed in daytona sandbox ${id}: ${(error as Error).message ?? String(error)}`, {
-    cause: error,
-  });
+  return remoteSandboxError({ runtime: 'daytona', operation, id, error });
 }
 
 const STDERR_DIR = '/tmp/.troupe-stderr';
@@ -56,28 +52,18 @@ const STDERR_DIR = '/tmp/.troupe-stderr';
  * streams), so each command redirects its stderr to a file that is read back and removed:
  * stdout and stderr stay apart.
  */
-export class DaytonaSandbox implements Sandbox {
+export class DaytonaSandbox extends RemoteSandbox {
   readonly runtime = 'daytona';
   readonly id: string;
-  private stopped = false;
-  private stopping: Promise<void> | undefined;
   private sequence = 0;
 
   constructor(
     private readonly client: DaytonaSandboxClient,
     readonly workdir: string,
-    private readonly slot: CreationSlot,
+    slot: CreationSlot,
   ) {
+    super(slot);
     this.id = client.id;
-  }
-
-  private assertRunning(operation: string): void {
-    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
-  }
-
-  private resolve(path: string): string {
-    if (!path) throw new SandboxError('empty sandbox path');
-    return posix.resolve(this.workdir, path);
   }
 
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -144,14 +130,6 @@ export class DaytonaSandbox implements Sandbox {
     }
   }
 
-  upload(hostPath: string, sandboxPath: string): Promise<void> {
-    return uploadTree({ sandbox: this, hostPath, sandboxPath: this.resolve(sandboxPath) });
-  }
-
-  download(sandboxPath: string, hostPath: string): Promise<void> {
-    return downloadTree({ sandbox: this, sandboxPath: this.resolve(sandboxPath), hostPath });
-  }
-
   async alive(): Promise<boolean> {
     if (this.stopped) return false;
     try {
@@ -162,29 +140,12 @@ export class DaytonaSandbox implements Sandbox {
     }
   }
 
-  /** Daytona sandboxes are remote: a host loopback URL is not reachable from them. */
-  async reachHost(hostUrl: string): Promise<string> {
-    const url = new URL(hostUrl);
-    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(
-        `daytona sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`,
-      );
+  protected async destroy(): Promise<void> {
+    try {
+      await this.client.delete();
+    } catch (error) {
+      throw sandboxError('stop', this.id, error);
     }
-    return hostUrl;
-  }
-
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      this.stopped = true;
-      try {
-        await this.client.delete();
-      } catch (error) {
-        throw sandboxError('stop', this.id, error);
-      } finally {
-        this.slot.release();
-      }
-    })();
-    return this.stopping;
   }
 }
 

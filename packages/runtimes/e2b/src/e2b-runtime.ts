@@ -1,20 +1,19 @@
-import { posix } from 'node:path';
 import {
   CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
-  downloadTree,
   type ExecOptions,
   type ExecResult,
   parseRuntimeOptions,
+  RemoteSandbox,
   type Runtime,
   type RuntimeCapabilities,
+  remoteSandboxError,
   type Sandbox,
   SandboxError,
   type SandboxOptions,
   SandboxOptionsSchema,
   shellJoin,
-  uploadTree,
   withoutSecrets,
 } from '@troupe/verifiers';
 import { CommandExitError, type CommandHandle, Sandbox as E2BSandboxClient } from 'e2b';
@@ -45,35 +44,22 @@ export const E2BRuntimeOptionsSchema = z
 export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
 
 function sandboxError(operation: string, id: string, error: unknown): SandboxError {
-  if (error instanceof SandboxError) return error;
-  return new SandboxError(`${operation} failed in e2b sandbox ${id}: ${(error as Error).message ?? String(error)}`, {
-    cause: error,
-  });
+  return remoteSandboxError({ runtime: 'e2b', operation, id, error });
 }
 
 /** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */
-export class E2BSandbox implements Sandbox {
+export class E2BSandbox extends RemoteSandbox {
   readonly runtime = 'e2b';
   readonly id: string;
-  private stopped = false;
-  private stopping: Promise<void> | undefined;
 
   constructor(
     private readonly client: E2BSandboxClient,
     readonly workdir: string,
     private readonly user: string | undefined,
-    private readonly slot: CreationSlot,
+    slot: CreationSlot,
   ) {
+    super(slot);
     this.id = client.sandboxId;
-  }
-
-  private assertRunning(operation: string): void {
-    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
-  }
-
-  private resolve(path: string): string {
-    if (!path) throw new SandboxError('empty sandbox path');
-    return posix.resolve(this.workdir, path);
   }
 
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -161,42 +147,17 @@ export class E2BSandbox implements Sandbox {
     }
   }
 
-  upload(hostPath: string, sandboxPath: string): Promise<void> {
-    return uploadTree({ sandbox: this, hostPath, sandboxPath: this.resolve(sandboxPath) });
-  }
-
-  download(sandboxPath: string, hostPath: string): Promise<void> {
-    return downloadTree({ sandbox: this, sandboxPath: this.resolve(sandboxPath), hostPath });
-  }
-
   async alive(): Promise<boolean> {
     if (this.stopped) return false;
     return this.client.isRunning().catch(() => false);
   }
 
-  /** E2B sandboxes are remote: a host loopback URL is not reachable from them. */
-  async reachHost(hostUrl: string): Promise<string> {
-    const url = new URL(hostUrl);
-    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(
-        `e2b sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`,
-      );
+  protected async destroy(): Promise<void> {
+    try {
+      await this.client.kill();
+    } catch (error) {
+      throw sandboxError('stop', this.id, error);
     }
-    return hostUrl;
-  }
-
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      this.stopped = true;
-      try {
-        await this.client.kill();
-      } catch (error) {
-        throw sandboxError('stop', this.id, error);
-      } finally {
-        this.slot.release();
-      }
-    })();
-    return this.stopping;
   }
 }
 

@@ -3,10 +3,10 @@ import {
   CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
-  downloadTree,
   type ExecOptions,
   type ExecResult,
   parseRuntimeOptions,
+  RemoteSandbox,
   type Runtime,
   type RuntimeCapabilities,
   type Sandbox,
@@ -15,7 +15,6 @@ import {
   SandboxOptionsSchema,
   shellJoin,
   shellQuote,
-  uploadTree,
   withoutSecrets,
 } from '@troupe/verifiers';
 import { z } from 'zod';
@@ -90,25 +89,16 @@ export class PrimeSandboxApi {
  * (GNU and busybox `timeout` signal the command's process group); files move as base64 through
  * commands, so only the documented command API is needed.
  */
-export class PrimeSandbox implements Sandbox {
+export class PrimeSandbox extends RemoteSandbox {
   readonly runtime = 'prime';
-  private stopped = false;
-  private stopping: Promise<void> | undefined;
 
   constructor(
     private readonly api: PrimeSandboxApi,
     readonly id: string,
     readonly workdir: string,
-    private readonly slot: CreationSlot,
-  ) {}
-
-  private assertRunning(operation: string): void {
-    if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
-  }
-
-  private resolve(path: string): string {
-    if (!path) throw new SandboxError('empty sandbox path');
-    return posix.resolve(this.workdir, path);
+    slot: CreationSlot,
+  ) {
+    super(slot);
   }
 
   private async command(line: string, options: { cwd?: string; env?: Record<string, string>; signal?: AbortSignal } = {}) {
@@ -187,14 +177,6 @@ export class PrimeSandbox implements Sandbox {
     if (options.mode !== undefined) await this.command(`chmod ${options.mode.toString(8)} ${quoted}`);
   }
 
-  upload(hostPath: string, sandboxPath: string): Promise<void> {
-    return uploadTree({ sandbox: this, hostPath, sandboxPath: this.resolve(sandboxPath) });
-  }
-
-  download(sandboxPath: string, hostPath: string): Promise<void> {
-    return downloadTree({ sandbox: this, sandboxPath: this.resolve(sandboxPath), hostPath });
-  }
-
   async alive(): Promise<boolean> {
     if (this.stopped) return false;
     try {
@@ -205,29 +187,13 @@ export class PrimeSandbox implements Sandbox {
     }
   }
 
-  /** Prime sandboxes are remote: a host loopback URL is not reachable from them. */
-  async reachHost(hostUrl: string): Promise<string> {
-    const url = new URL(hostUrl);
-    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
-      throw new SandboxError(
-        `prime sandbox ${this.id} cannot reach the host's loopback (${url.host}); expose the endpoint publicly or tunnel it`,
-      );
+  /** A sandbox already gone (404) counts as deleted. */
+  protected async destroy(): Promise<void> {
+    try {
+      await this.api.request({ method: 'DELETE', path: `/sandbox/${this.id}`, schema: z.unknown() });
+    } catch (error) {
+      if ((error as { statusCode?: number }).statusCode !== 404) throw error;
     }
-    return hostUrl;
-  }
-
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      this.stopped = true;
-      try {
-        await this.api.request({ method: 'DELETE', path: `/sandbox/${this.id}`, schema: z.unknown() });
-      } catch (error) {
-        if ((error as { statusCode?: number }).statusCode !== 404) throw error;
-      } finally {
-        this.slot.release();
-      }
-    })();
-    return this.stopping;
   }
 }
 
