@@ -37,7 +37,7 @@ export async function evaluateCheckpoint(options: { checkpoint: string; hands: n
   const loop = ckpt.state.loop as { config: unknown; tokenizer: unknown };
   const config = TrainRunConfigSchema.parse(loop.config);
   const tokenizer = WordTokenizer.fromJSON(loop.tokenizer);
-  const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: config.seed });
+  const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: config.seed, prompts: config.prompts });
   const trained = await PolicyModelClient.create({ tokenizer, config: policy, onnx: exportOnnx({ config: policy, weights: ckpt.weights }), maxTokens: config.sampling.maxTokens, seed: options.seed });
   const opponents: [string, ModelClient][] = [
     ['uniform', new TablePolicyClient({ name: 'uniform', table: uniformKuhnPolicy(), seed: options.seed })],
@@ -51,7 +51,7 @@ export async function evaluateCheckpoint(options: { checkpoint: string; hands: n
     let forfeits = 0;
     for (const seat of [0, 1] as const) {
       const client = new SeatRouterClient(seat === 0 ? [trained, opponent] : [opponent, trained]);
-      const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker', player0: { runtime: 'game' }, player1: { runtime: 'game' } }, run: { model: 'policy', client, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens } } });
+      const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker', prompts: config.prompts, invalidRetries: config.invalidRetries, player0: { runtime: 'game' }, player1: { runtime: 'game' } }, run: { model: 'policy', client, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens } } });
       const episodes = await Promise.all(
         Array.from({ length: options.hands }, (_, i) => env.runEpisode({ task: taskset.at(1_000_000 + i), group: { id: `eval-${i}`, index: 0 } })),
       );

@@ -5,6 +5,7 @@ import {
   type KuhnCard,
   type KuhnInfoSet,
   type KuhnPolicyTable,
+  type KuhnPromptStyle,
   kuhnInfoSetMessages,
   kuhnPromptCorpus,
   kuhnReaskMessage,
@@ -14,26 +15,26 @@ import {
 } from '@troupe/verifiers';
 import { type PolicyConfig, PolicyConfigSchema, WordTokenizer } from '@troupe/prime-rl';
 
-/** The tokenizer of the Kuhn env: its prompts plus the bracketed actions. */
-export function kuhnTokenizer(): WordTokenizer {
-  return WordTokenizer.fromCorpus({ corpus: kuhnPromptCorpus() });
+/** The tokenizer of the Kuhn env: its prompts (in one style) plus the bracketed actions. */
+export function kuhnTokenizer(style: KuhnPromptStyle = 'compact'): WordTokenizer {
+  return WordTokenizer.fromCorpus({ corpus: kuhnPromptCorpus(style) });
 }
 
 /**
  * Tokens of the longest conversation a seat can see: player 0 re-asked at both of its
  * decisions (4 prompts and 4 replies), with replies of `maxTokens` tokens.
  */
-export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number): number {
+export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number, style: KuhnPromptStyle = 'compact'): number {
   const reply = (a: KuhnAction): Message => ({ role: 'assistant', content: `[${a}]` });
   const messages: Message[] = [
-    { role: 'system', content: kuhnSystemPrompt('K') },
-    { role: 'user', content: kuhnTurnMessage([], 0) },
+    { role: 'system', content: kuhnSystemPrompt('K', style) },
+    { role: 'user', content: kuhnTurnMessage([], 0, style) },
     reply('call'),
-    { role: 'user', content: kuhnReaskMessage([]) },
+    { role: 'user', content: kuhnReaskMessage([], style) },
     reply('check'),
-    { role: 'user', content: kuhnTurnMessage(['check', 'bet'], 0) },
+    { role: 'user', content: kuhnTurnMessage(['check', 'bet'], 0, style) },
     reply('check'),
-    { role: 'user', content: kuhnReaskMessage(['check', 'bet']) },
+    { role: 'user', content: kuhnReaskMessage(['check', 'bet'], style) },
   ];
   return tokenizer.renderChat({ messages }).length + maxTokens + 4 * (maxTokens - 1);
 }
@@ -43,9 +44,20 @@ export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number): nu
  * (two of the four are illegal at any information set, and an empty reply is possible, so the
  * forfeit path stays real).
  */
-export function kuhnPolicyConfig(options: { tokenizer: WordTokenizer; maxTokens: number; dModel: number; layers: number; heads: number; ffnMult: number; seed: number }): PolicyConfig {
+export function kuhnPolicyConfig(options: {
+  tokenizer: WordTokenizer;
+  maxTokens: number;
+  dModel: number;
+  layers: number;
+  heads: number;
+  ffnMult: number;
+  seed: number;
+  /** Initial weight std (default 0.02). */
+  initStd?: number;
+  prompts?: KuhnPromptStyle;
+}): PolicyConfig {
   const { tokenizer } = options;
-  const context = Math.ceil(kuhnMaxSequence(tokenizer, options.maxTokens) / 8) * 8;
+  const context = Math.ceil(kuhnMaxSequence(tokenizer, options.maxTokens, options.prompts ?? 'compact') / 8) * 8;
   return PolicyConfigSchema.parse({
     vocabSize: tokenizer.size,
     contextLength: context,
@@ -53,7 +65,9 @@ export function kuhnPolicyConfig(options: { tokenizer: WordTokenizer; maxTokens:
     layers: options.layers,
     heads: options.heads,
     ffnMult: options.ffnMult,
-    outputTokens: [...KUHN_ACTIONS.map((a) => tokenizer.id(`[${a}]`)), tokenizer.eosId],
+    ...(options.initStd !== undefined ? { initStd: options.initStd } : {}),
+    // A one-token reply needs no `<eos>`: the head then names one of the four actions.
+    outputTokens: [...KUHN_ACTIONS.map((a) => tokenizer.id(`[${a}]`)), ...(options.maxTokens > 1 ? [tokenizer.eosId] : [])],
     seed: options.seed,
   });
 }
@@ -62,7 +76,11 @@ export function kuhnPolicyConfig(options: { tokenizer: WordTokenizer; maxTokens:
  * The policy at the 12 information sets: the first reply token's distribution (temperature 1)
  * restricted to the two legal actions and renormalised, `[P(pass), P(bet)]`.
  */
-export async function kuhnPolicyTable(options: { tokenizer: WordTokenizer; nextLogits: (tokens: readonly number[]) => Promise<Float32Array> }): Promise<KuhnPolicyTable> {
+export async function kuhnPolicyTable(options: {
+  tokenizer: WordTokenizer;
+  nextLogits: (tokens: readonly number[]) => Promise<Float32Array>;
+  prompts?: KuhnPromptStyle;
+}): Promise<KuhnPolicyTable> {
   const { tokenizer } = options;
   const entries = await Promise.all(
     KUHN_INFO_SETS.map(async (key) => {
@@ -72,7 +90,7 @@ export async function kuhnPolicyTable(options: { tokenizer: WordTokenizer; nextL
       const facingBet = key.endsWith('b');
       const pass = tokenizer.id(facingBet ? '[fold]' : '[check]');
       const bet = tokenizer.id(facingBet ? '[call]' : '[bet]');
-      const tokens = tokenizer.renderChat({ messages: kuhnInfoSetMessages(card, history) });
+      const tokens = tokenizer.renderChat({ messages: kuhnInfoSetMessages(card, history, options.prompts ?? 'compact') });
       const logits = await options.nextLogits(tokens);
       const a = logits[pass] as number;
       const b = logits[bet] as number;

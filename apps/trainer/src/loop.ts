@@ -95,8 +95,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const resumed = options.resume && existsSync(join(ckptDir, 'meta.json')) ? await loadCheckpoint({ dir: ckptDir }) : null;
   const config: TrainRunConfig = resumed ? TrainRunConfigSchema.parse({ ...(resumed.state.loop as LoopState).config, maxSteps: TrainRunConfigSchema.parse(options.config).maxSteps }) : TrainRunConfigSchema.parse(options.config);
   const loopState = resumed?.state.loop as LoopState | undefined;
-  const tokenizer = loopState ? WordTokenizer.fromJSON(loopState.tokenizer) : kuhnTokenizer();
-  const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: config.seed });
+  const tokenizer = loopState ? WordTokenizer.fromJSON(loopState.tokenizer) : kuhnTokenizer(config.prompts);
+  const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: config.seed, prompts: config.prompts });
   const startWeights: NamedWeight[] = resumed?.weights ?? initWeights(policy);
   const backendPromise = initTfBackend();
   const init = { policy, weights: startWeights, trainer: config.trainer, ...(resumed ? { optimizer: resumed.optimizer } : {}) };
@@ -128,7 +128,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (loopState?.algorithm != null) algorithm.loadState?.(loopState.algorithm);
   const env = await Env.create({
     definition: kuhnPokerEnv,
-    config: { id: 'kuhn-poker', player0: { runtime: 'game' }, player1: { runtime: 'game' } },
+    config: { id: 'kuhn-poker', prompts: config.prompts, invalidRetries: config.invalidRetries, player0: { runtime: 'game' }, player1: { runtime: 'game' } },
     run: { model: 'policy', client, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens } },
   });
   const taskset = kuhnTaskset();
@@ -189,7 +189,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     }
     const samples = episodesToSamples({ episodes: batch.episodes });
     const t1 = performance.now();
-    const { metrics: tm, weights } = await trainer.train(samples);
+    const lr = scheduledLr(config, step);
+    const { metrics: tm, weights } = await trainer.train(samples, { lr });
     const trainMs = performance.now() - t1;
     step++;
     const t2 = performance.now();
@@ -212,6 +213,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       player0_payoff: p0 / batch.episodes.length,
       samples: samples.length,
       ...Object.fromEntries(Object.entries(roles).map(([k, v]) => [k, v])),
+      lr,
       loss: tm.loss,
       rl_loss: tm.rlLoss,
       ref_kl: tm.refKl,
@@ -220,6 +222,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       masked_fraction: tm.maskedFraction,
       grad_norm: tm.gradNorm,
       tokens: tm.tokens,
+      padded_tokens: tm.paddedTokens,
       rollout_ms: batch.ms,
       train_ms: trainMs,
       trainer_gflops: tm.flops / tm.ms / 1e6,
@@ -227,7 +230,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     };
     if (step % config.evalEvery === 0 || step === config.maxSteps) {
       const t3 = performance.now();
-      table = await kuhnPolicyTable({ tokenizer, nextLogits: (tokens) => client.nextLogits(tokens) });
+      table = await kuhnPolicyTable({ tokenizer, nextLogits: (tokens) => client.nextLogits(tokens), prompts: config.prompts });
       average = average ? kuhnAveragePolicy([average, table], [averageWeight, 1]) : table;
       averageWeight += 1;
       nashConv = kuhnNashConv(table);
@@ -263,6 +266,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   await writeReport({ out });
   if (!table) throw new Error('no evaluation step ran');
   return { steps: step, hands, nashConv, nashConvAverage, seconds: (performance.now() - started) / 1000, backend: trainer.backend, table };
+}
+
+/** The learning rate of step `step` (0-based): cosine from `trainer.lr` to `trainer.lr × lrFinalFraction` at `maxSteps`. */
+export function scheduledLr(config: TrainRunConfig, step: number): number {
+  const progress = Math.min(1, step / Math.max(1, config.maxSteps - 1));
+  const floor = config.lrFinalFraction;
+  return config.trainer.lr * (floor + ((1 - floor) * (1 + Math.cos(Math.PI * progress))) / 2);
 }
 
 function tableJson(table: KuhnPolicyTable): string {

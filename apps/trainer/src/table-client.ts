@@ -5,22 +5,16 @@ import {
   type KuhnPolicyTable,
   kuhnInfoSetKey,
   kuhnLegalActions,
+  kuhnReadSeat,
   type ModelClient,
   type ModelRequest,
   type ModelResponse,
   seededRandom,
 } from '@troupe/verifiers';
 
-/** Reads the seat, card and betting history from the Kuhn env's messages. */
+/** Reads the seat, card and betting history from the Kuhn env's messages (either prompt style). */
 export function readKuhnSeat(messages: ModelRequest['messages']): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {
-  const system = messages.find((m) => m.role === 'system');
-  const card = system && /Your card: ([JQK])\./.exec(contentText(system.content))?.[1];
-  const turns = messages.filter((m) => m.role === 'user').map((m) => contentText(m.content)).filter((t) => t.startsWith('Betting so far:'));
-  const last = turns.at(-1);
-  const match = last && /^Betting so far: (.*?)\. You are Player ([01])\./.exec(last);
-  if (!card || !match) return null;
-  const history = match[1] === 'none' ? [] : (match[1]?.split(', ') as KuhnAction[]);
-  return { seat: Number(match[2]) as 0 | 1, card: card as KuhnCard, history };
+  return kuhnReadSeat(messages.map((m) => ({ role: m.role, content: m.role === 'assistant' ? (m.content ?? '') : contentText(m.content) })));
 }
 
 /** A fixed opponent: answers each turn with a bracketed action sampled from a policy table. */

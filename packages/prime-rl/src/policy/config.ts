@@ -16,6 +16,8 @@ export const PolicyConfigSchema = z
      * inference alike (a restricted output vocabulary). Absent = the whole vocabulary.
      */
     outputTokens: z.array(z.number().int().nonnegative()).optional(),
+    /** Standard deviation of the initial weight matrices (GPT's 0.02 by default). */
+    initStd: z.number().positive().default(0.02),
     /** Seed of the weight initialisation. */
     seed: z.number().int().default(0),
   })
@@ -64,7 +66,7 @@ export function weightShapes(config: PolicyConfig): { name: string; shape: numbe
   return out;
 }
 
-/** Initial weights: N(0, 0.02) matrices (residual projections scaled by 1/√(2·layers)), zero biases, unit LayerNorm gains. */
+/** Initial weights: N(0, initStd) matrices (residual projections scaled by 1/√(2·layers)), zero biases, unit LayerNorm gains. */
 export function initWeights(config: PolicyConfig): NamedWeight[] {
   const normal = gaussian(config.seed);
   return weightShapes(config).map(({ name, shape }) => {
@@ -72,7 +74,7 @@ export function initWeights(config: PolicyConfig): NamedWeight[] {
     const data = new Float32Array(size);
     if (name.endsWith('.g')) data.fill(1);
     else if (shape.length === 2) {
-      const std = name.endsWith('proj.w') || name.endsWith('fc2.w') ? 0.02 / Math.sqrt(2 * config.layers) : 0.02;
+      const std = name.endsWith('proj.w') || name.endsWith('fc2.w') ? config.initStd / Math.sqrt(2 * config.layers) : config.initStd;
       for (let i = 0; i < size; i++) data[i] = normal() * std;
     }
     return { name, shape, data };

@@ -23,6 +23,11 @@ export const TrainerConfigSchema = z
      * 0 disables it.
      */
     refKlTau: z.number().min(0).default(0),
+    /**
+     * Rows of a batch are cut into buckets by length, each padded to its own longest row; a bucket
+     * smaller than this joins the next longer one.
+     */
+    minBucketRows: z.number().int().positive().default(64),
     /** Sampling temperature the inference logprobs were computed at. */
     temperature: z.number().positive().default(1),
   })
@@ -54,7 +59,12 @@ export interface TrainMetrics {
   gradNorm: number;
   tokens: number;
   sequences: number;
+  /** Padded length of the longest bucket. */
   paddedLength: number;
+  /** Tokens the forward passes ran over (rows × padded length, summed over buckets). */
+  paddedTokens: number;
+  /** Length buckets (one forward and backward pass each). */
+  buckets: number;
   /** Estimated FLOPs of the step (forward + backward, matmuls only). */
   flops: number;
   ms: number;

@@ -14,7 +14,8 @@ export interface TrainerInit {
 /** A trainer behind an async interface: in this thread, or in a worker thread (one core trains while the other infers). */
 export interface TrainerHandle {
   readonly backend: string;
-  train(rows: readonly TrainRow[]): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
+  /** One optimizer step; `lr` overrides the configured learning rate (a schedule). */
+  train(rows: readonly TrainRow[], options?: { lr?: number }): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
   weights(): Promise<NamedWeight[]>;
   optimizerState(): Promise<OptimizerState>;
   close(): Promise<void>;
@@ -26,8 +27,8 @@ export async function localTrainer(init: TrainerInit): Promise<TrainerHandle> {
   const trainer = new Trainer(init);
   return {
     backend,
-    async train(rows) {
-      const metrics = trainer.trainStep(rows);
+    async train(rows, options) {
+      const metrics = trainer.trainStep(rows, options);
       return { metrics, weights: trainer.getWeights() };
     },
     async weights() {
@@ -73,7 +74,7 @@ export async function workerTrainer(init: TrainerInit): Promise<TrainerHandle> {
   const backend = await call<string>('init', init);
   return {
     backend,
-    train: (rows) => call('train', rows),
+    train: (rows, options) => call('train', { rows, options }),
     weights: () => call('weights'),
     optimizerState: () => call('optimizer'),
     async close() {

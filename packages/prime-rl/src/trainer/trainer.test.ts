@@ -7,7 +7,7 @@ import { initTfBackend } from '../policy/backend.ts';
 import { PolicyConfigSchema } from '../policy/config.ts';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
 import type { TrainRow } from './config.ts';
-import { Trainer } from './trainer.ts';
+import { lengthBuckets, Trainer } from './trainer.ts';
 
 const config = PolicyConfigSchema.parse({ vocabSize: 12, contextLength: 8, dModel: 16, layers: 1, heads: 2, outputTokens: [8, 9, 5], seed: 1 });
 const GOOD = 8;
@@ -99,5 +99,43 @@ describe('Trainer', () => {
     a.dispose();
     b.dispose();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('cuts a batch into length buckets (sorted, padded to multiples of 8), merging buckets smaller than minRows', () => {
+    const row = (length: number): TrainRow => ({ tokenIds: Array.from({ length }, () => 1), mask: [], logprobs: [], advantages: [] });
+    const rows = [30, 5, 7, 20, 6, 9, 31].map(row);
+    const buckets = lengthBuckets(rows, { context: 32, minRows: 2 });
+    expect(buckets.map((b) => [b.time, b.rows.map((r) => r.tokenIds.length)])).toEqual([
+      [8, [5, 6, 7]],
+      [24, [9, 20]],
+      [32, [30, 31]],
+    ]);
+    // One bucket when minRows exceeds the batch.
+    expect(lengthBuckets(rows, { context: 32, minRows: 100 }).map((b) => b.time)).toEqual([32]);
+  });
+
+  it('takes the same step whether a batch runs as one padded bucket or as several length buckets', () => {
+    const rows: TrainRow[] = [3, 12, 4, 10].map((length, i) => {
+      const tokenIds = Array.from({ length }, (_, j) => (j === length - 1 ? (i % 2 ? GOOD : BAD) : 2 + ((i + j) % 5)));
+      const mask = tokenIds.map((_, j) => j === length - 1);
+      return { tokenIds, mask, logprobs: mask.map((m) => (m ? -1.1 : 0)), advantages: mask.map((m) => (m ? (i % 2 ? 1 : -0.5) : 0)) };
+    });
+    const policy = PolicyConfigSchema.parse({ ...config, contextLength: 16 });
+    const one = new Trainer({ policy, trainer: { lr: 1e-2, refKlTau: 0.05, minBucketRows: 100 } });
+    const many = new Trainer({ policy, trainer: { lr: 1e-2, refKlTau: 0.05, minBucketRows: 1 } });
+    const a = one.trainStep(rows);
+    const b = many.trainStep(rows);
+    expect(a.buckets).toBe(1);
+    expect(b.buckets).toBe(2);
+    expect(b.paddedTokens).toBeLessThan(a.paddedTokens);
+    expect(b.loss).toBeCloseTo(a.loss, 5);
+    expect(b.gradNorm).toBeCloseTo(a.gradNorm, 5);
+    const wa = one.getWeights();
+    const wb = many.getWeights();
+    let maxDiff = 0;
+    wa.forEach((w, i) => w.data.forEach((x, j) => (maxDiff = Math.max(maxDiff, Math.abs(x - (wb[i]?.data[j] as number))))));
+    expect(maxDiff).toBeLessThan(1e-5);
+    one.dispose();
+    many.dispose();
   });
 });

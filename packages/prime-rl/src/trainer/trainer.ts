@@ -51,67 +51,38 @@ export class Trainer {
     this.logRefSize = Math.log(allowedIds.length);
   }
 
-  /** One optimizer step on a batch of sequences (padded to the longest, a multiple of 8). */
-  trainStep(rows: readonly TrainRow[]): TrainMetrics {
+  /**
+   * One optimizer step on a batch of sequences. Rows are sorted by length and cut into buckets,
+   * each padded to its own longest row (a multiple of 8), so one long sequence (a re-asked seat)
+   * does not pad the whole batch; the buckets' gradients are summed (the loss is normalised by the
+   * loss tokens of the whole batch, so the sum is the batch gradient). `lr` overrides the
+   * configured learning rate for this step (a schedule).
+   */
+  trainStep(rows: readonly TrainRow[], options: { lr?: number } = {}): TrainMetrics {
     const started = performance.now();
     const cfg = this.config;
-    const maxLen = Math.max(...rows.map((r) => r.tokenIds.length));
-    const time = Math.min(this.model.config.contextLength, Math.ceil(maxLen / 8) * 8);
-    const b = rows.length;
-    const tokens = new Int32Array(b * time);
-    const targets = new Int32Array(b * (time - 1));
-    const mask = new Float32Array(b * (time - 1));
-    const infLp = new Float32Array(b * (time - 1));
-    const adv = new Float32Array(b * (time - 1));
+    const lr = options.lr ?? cfg.lr;
     let n = 0;
-    rows.forEach((row, i) => {
-      if (row.tokenIds.length > time) throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
-      tokens.set(row.tokenIds, i * time);
-      for (let j = 1; j < row.tokenIds.length; j++) {
-        const k = i * (time - 1) + j - 1;
-        targets[k] = row.tokenIds[j] as number;
-        if (row.mask[j]) {
-          mask[k] = 1;
-          infLp[k] = row.logprobs[j] as number;
-          adv[k] = row.advantages[j] as number;
-          n++;
-        }
-      }
-    });
+    for (const row of rows) for (let j = 1; j < row.tokenIds.length; j++) if (row.mask[j]) n++;
     const denom = Math.max(n, 1);
+    const buckets = lengthBuckets(rows, { context: this.model.config.contextLength, minRows: cfg.minBucketRows });
+    let flops = 0;
+    let paddedTokens = 0;
     const out = tf.tidy(() => {
-      const tTokens = tf.tensor2d(tokens, [b, time], 'int32');
-      const tTargets = tf.tensor2d(targets, [b, time - 1], 'int32');
-      const tMask = tf.tensor2d(mask, [b, time - 1]);
-      const tInf = tf.tensor2d(infLp, [b, time - 1]);
-      const tAdv = tf.tensor2d(adv, [b, time - 1]);
-      const metrics: tf.Scalar[] = [];
-      const { value, grads } = tf.variableGrads(() => {
-        const logits = this.model.forward(tTokens);
-        const head = tf.slice(logits, [0, 0, 0], [b, time - 1, -1]);
-        const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
-        const onehot = tf.oneHot(tTargets, this.model.config.vocabSize);
-        const logpi = tf.sum(tf.mul(lp, onehot), -1);
-        const logr = tf.mul(tf.sub(logpi, tInf), tMask);
-        const r = tf.exp(logr);
-        const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
-        // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
-        const positive = tf.step(tAdv);
-        const masked = tf.add(tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))), tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))));
-        const keep = tf.mul(tMask, tf.sub(1, masked));
-        const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
-        const rlLoss = tf.div(tf.sum(tf.mul(rlTok, tMask)), denom);
-        const p = tf.exp(lp);
-        const klTok = tf.sum(tf.mul(tf.mul(p, tf.add(lp, this.logRefSize)), this.allowed), -1);
-        const refKl = tf.div(tf.sum(tf.mul(klTok, tMask)), denom);
-        const loss = cfg.refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, cfg.refKlTau)) : rlLoss;
-        const entropy = tf.div(tf.sum(tf.mul(tf.neg(tf.sum(tf.mul(p, lp), -1)), tMask)), denom);
-        const mismatch = tf.div(tf.sum(tf.mul(tf.sub(tf.sub(r, 1), logr), tMask)), denom);
-        const maskedFrac = tf.div(tf.sum(tf.mul(masked, tMask)), denom);
-        metrics.push(...([rlLoss, refKl, entropy, mismatch, maskedFrac].map((x) => tf.keep(x)) as tf.Scalar[]));
-        return loss as tf.Scalar;
-      }, this.model.variables);
-      const gradList = this.model.variables.map((v) => grads[v.name] as tf.Tensor);
+      let total: tf.Tensor[] | null = null;
+      let sums: tf.Scalar[] | null = null;
+      for (const bucket of buckets) {
+        const { time } = bucket;
+        flops += stepFlops(this.model.config, bucket.rows.length, time);
+        paddedTokens += bucket.rows.length * time;
+        const { value, grads, metrics } = this.bucketGradients(bucket.rows, time, denom);
+        const gradList = this.model.variables.map((v) => grads[v.name] as tf.Tensor);
+        total = total ? total.map((g, i) => tf.add(g, gradList[i] as tf.Tensor)) : gradList;
+        const scalars = [value, ...metrics];
+        sums = sums ? sums.map((x, i) => tf.add(x, scalars[i] as tf.Scalar)) : scalars;
+      }
+      if (!total || !sums) throw new RangeError('trainStep: empty batch');
+      const gradList: tf.Tensor[] = total;
       const gradNorm = tf.sqrt(tf.addN(gradList.map((g) => tf.sum(tf.square(g)))));
       const scale = tf.minimum(1, tf.div(cfg.maxGradNorm, tf.add(gradNorm, 1e-6)));
       this.step++;
@@ -126,11 +97,9 @@ export class Trainer {
         v.assign(tf.add(tf.mul(v, b2), tf.mul(tf.square(g), 1 - b2)));
         let update = tf.div(tf.div(m, c1), tf.add(tf.sqrt(tf.div(v, c2)), cfg.eps));
         if (this.decays[i] && cfg.weightDecay > 0) update = tf.add(update, tf.mul(w, cfg.weightDecay));
-        w.assign(tf.sub(w, tf.mul(update, cfg.lr)));
+        w.assign(tf.sub(w, tf.mul(update, lr)));
       });
-      const packed = tf.stack([value, ...metrics, gradNorm as tf.Scalar]);
-      for (const m of metrics) m.dispose();
-      return packed;
+      return tf.stack([...sums, gradNorm as tf.Scalar]);
     });
     const values = out.dataSync();
     out.dispose();
@@ -144,11 +113,69 @@ export class Trainer {
       maskedFraction: maskedFraction as number,
       gradNorm: gradNorm as number,
       tokens: n,
-      sequences: b,
-      paddedLength: time,
-      flops: stepFlops(this.model.config, b, time),
+      sequences: rows.length,
+      paddedLength: Math.max(...buckets.map((b) => b.time)),
+      paddedTokens,
+      buckets: buckets.length,
+      flops,
       ms: performance.now() - started,
     };
+  }
+
+  /** Loss (normalised by `denom`, the batch's loss tokens), metrics and gradients of one bucket padded to `time`. */
+  private bucketGradients(rows: readonly TrainRow[], time: number, denom: number) {
+    const cfg = this.config;
+    const b = rows.length;
+    const tokens = new Int32Array(b * time);
+    const targets = new Int32Array(b * (time - 1));
+    const mask = new Float32Array(b * (time - 1));
+    const infLp = new Float32Array(b * (time - 1));
+    const adv = new Float32Array(b * (time - 1));
+    rows.forEach((row, i) => {
+      if (row.tokenIds.length > time) throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
+      tokens.set(row.tokenIds, i * time);
+      for (let j = 1; j < row.tokenIds.length; j++) {
+        const k = i * (time - 1) + j - 1;
+        targets[k] = row.tokenIds[j] as number;
+        if (row.mask[j]) {
+          mask[k] = 1;
+          infLp[k] = row.logprobs[j] as number;
+          adv[k] = row.advantages[j] as number;
+        }
+      }
+    });
+    const tTokens = tf.tensor2d(tokens, [b, time], 'int32');
+    const tTargets = tf.tensor2d(targets, [b, time - 1], 'int32');
+    const tMask = tf.tensor2d(mask, [b, time - 1]);
+    const tInf = tf.tensor2d(infLp, [b, time - 1]);
+    const tAdv = tf.tensor2d(adv, [b, time - 1]);
+    const metrics: tf.Scalar[] = [];
+    const { value, grads } = tf.variableGrads(() => {
+      const logits = this.model.forward(tTokens);
+      const head = tf.slice(logits, [0, 0, 0], [b, time - 1, -1]);
+      const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
+      const onehot = tf.oneHot(tTargets, this.model.config.vocabSize);
+      const logpi = tf.sum(tf.mul(lp, onehot), -1);
+      const logr = tf.mul(tf.sub(logpi, tInf), tMask);
+      const r = tf.exp(logr);
+      const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
+      // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
+      const positive = tf.step(tAdv);
+      const masked = tf.add(tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))), tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))));
+      const keep = tf.mul(tMask, tf.sub(1, masked));
+      const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
+      const rlLoss = tf.div(tf.sum(tf.mul(rlTok, tMask)), denom);
+      const p = tf.exp(lp);
+      const klTok = tf.sum(tf.mul(tf.mul(p, tf.add(lp, this.logRefSize)), this.allowed), -1);
+      const refKl = tf.div(tf.sum(tf.mul(klTok, tMask)), denom);
+      const loss = cfg.refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, cfg.refKlTau)) : rlLoss;
+      const entropy = tf.div(tf.sum(tf.mul(tf.neg(tf.sum(tf.mul(p, lp), -1)), tMask)), denom);
+      const mismatch = tf.div(tf.sum(tf.mul(tf.sub(tf.sub(r, 1), logr), tMask)), denom);
+      const maskedFrac = tf.div(tf.sum(tf.mul(masked, tMask)), denom);
+      metrics.push(...([rlLoss, refKl, entropy, mismatch, maskedFrac].map((x) => tf.keep(x)) as tf.Scalar[]));
+      return loss as tf.Scalar;
+    }, this.model.variables);
+    return { value, grads, metrics };
   }
 
   getWeights(): NamedWeight[] {
@@ -166,6 +193,34 @@ export class Trainer {
     for (const x of [...this.m, ...this.v]) x.dispose();
     this.allowed.dispose();
   }
+}
+
+/**
+ * Cuts rows into buckets by length: sorted by length, each bucket padded to its longest row
+ * rounded up to a multiple of 8 (at most `context`); a bucket with fewer than `minRows` rows is
+ * merged into the next longer one (each bucket costs a forward and backward pass of its own).
+ */
+export function lengthBuckets(rows: readonly TrainRow[], options: { context: number; minRows: number }): { time: number; rows: TrainRow[] }[] {
+  const pad = (n: number) => Math.min(options.context, Math.ceil(n / 8) * 8);
+  const sorted = [...rows].sort((a, b) => a.tokenIds.length - b.tokenIds.length);
+  const buckets: { time: number; rows: TrainRow[] }[] = [];
+  for (const row of sorted) {
+    const time = Math.max(pad(row.tokenIds.length), 2);
+    const last = buckets.at(-1);
+    if (last && (last.time === time || last.rows.length < options.minRows)) {
+      last.rows.push(row);
+      last.time = Math.max(last.time, time);
+    } else buckets.push({ time, rows: [row] });
+  }
+  // A short last bucket joins the one before it.
+  const tail = buckets.at(-1);
+  if (buckets.length > 1 && tail && tail.rows.length < options.minRows) {
+    buckets.pop();
+    const prev = buckets.at(-1) as { time: number; rows: TrainRow[] };
+    prev.rows.push(...tail.rows);
+    prev.time = Math.max(prev.time, tail.time);
+  }
+  return buckets;
 }
 
 /** Matmul FLOPs of one training step (forward ×3 for forward + backward). */

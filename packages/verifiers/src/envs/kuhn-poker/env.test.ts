@@ -4,6 +4,7 @@ import { contentText } from '../../model/messages.ts';
 import type { ModelClient, ModelRequest, ModelResponse } from '../../model/model-client.ts';
 import { kuhnDeal, kuhnPayoff } from './game.ts';
 import { type KuhnTraceInfo, kuhnPokerEnv, kuhnTaskset } from './env.ts';
+import { kuhnInfoSetMessages, kuhnReadSeat } from './prompts.ts';
 
 /** A chat client that answers by the seat named in the last user message. */
 function scripted(reply: (seat: 0 | 1, lastUser: string, request: ModelRequest) => string): ModelClient & { requests: ModelRequest[] } {
@@ -82,5 +83,28 @@ describe('kuhn-poker env', () => {
     expect(p1?.metrics.forfeit).toBe(1);
     expect(episode2.byAgent.player0?.[0]?.rewards.payoff?.score).toBe(1);
     expect(episode2.byAgent.player0?.[0]?.metrics.forfeit).toBe(0);
+  });
+
+  it('words its messages compactly with prompts: compact (card, history, legal actions), and forfeits at once with invalidRetries 0', async () => {
+    const client = scripted((_seat, last) => (last.includes('[fold]') ? '[bet]' : '[bet]'));
+    const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker', prompts: 'compact', invalidRetries: 0 }, run: { model: 'scripted', client } });
+    const episode = await env.runEpisode({ task: kuhnTaskset().at(3), group: { id: 'g', index: 0 } });
+    const p1 = episode.byAgent.player1?.[0];
+    const deal = kuhnDeal(3);
+    expect(contentText((p1?.messages[0] as { content: string }).content)).toBe(`Kuhn poker. Your card: ${deal[1]}.`);
+    expect(contentText((p1?.messages[1] as { content: string }).content)).toBe('History: bet. [fold] or [call]?');
+    // Player 1 named an illegal action once: with no re-ask it forfeits.
+    expect(p1?.numTurns).toBe(1);
+    expect(p1?.metrics.forfeit).toBe(1);
+    expect(episode.byAgent.player0?.[0]?.rewards.payoff?.score).toBe(1);
+  });
+
+  it('reads the seat, card and history back from either prompt style', () => {
+    for (const style of ['rules', 'compact'] as const) {
+      expect(kuhnReadSeat(kuhnInfoSetMessages('Q', ['check', 'bet'], style))).toEqual({ seat: 0, card: 'Q', history: ['check', 'bet'] });
+      expect(kuhnReadSeat(kuhnInfoSetMessages('J', [], style))).toEqual({ seat: 0, card: 'J', history: [] });
+      expect(kuhnReadSeat(kuhnInfoSetMessages('K', ['bet'], style))).toEqual({ seat: 1, card: 'K', history: ['bet'] });
+    }
+    expect(kuhnReadSeat([{ role: 'user', content: 'hello' }])).toBeNull();
   });
 });

@@ -11,6 +11,8 @@ export const KuhnPokerOptionsSchema = z
   .object({
     /** Re-asks after an illegal or ambiguous reply before the seat forfeits. */
     invalidRetries: z.number().int().min(0).default(1),
+    /** Wording of the messages: `rules` (sentences, for LLM seats) or `compact` (≈10 tokens each, for trained policies). */
+    prompts: z.enum(['rules', 'compact']).default('rules'),
   })
   .strict();
 export type KuhnPokerOptions = z.infer<typeof KuhnPokerOptionsSchema>;
@@ -57,20 +59,20 @@ export const kuhnPokerEnv = defineEnv({
     let forfeited: 0 | 1 | null = null;
     try {
       for (const seat of [0, 1] as const) {
-        const seatTask = task.with({ prompt: null, systemPrompt: kuhnSystemPrompt(deal[seat]) });
+        const seatTask = task.with({ prompt: null, systemPrompt: kuhnSystemPrompt(deal[seat], options.prompts) });
         seats.push(await (seatAgents[seat] as EpisodeAgent).interaction(seatTask));
       }
       while (!kuhnIsTerminal(history)) {
         const player = kuhnActingPlayer(history);
         const seat = seats[player] as Interaction;
-        let message = kuhnTurnMessage(history, player);
+        let message = kuhnTurnMessage(history, player, options.prompts);
         let action: KuhnAction | null = null;
         for (let attempt = 0; attempt <= options.invalidRetries; attempt++) {
           const segment = await seat.turn(message);
           if (segment.terminated) break;
           action = kuhnParseAction(segment.lastReply, history);
           if (action) break;
-          message = kuhnReaskMessage(history);
+          message = kuhnReaskMessage(history, options.prompts);
         }
         if (!action) {
           forfeited = player;

@@ -2,50 +2,85 @@ import type { Message } from '../../model/messages.ts';
 import { KUHN_ACTIONS, KUHN_CARDS, type KuhnAction, type KuhnCard, kuhnLegalActions } from './game.ts';
 
 /**
- * The rules a seat sees as its system prompt, kept compact (≈20 tokens) because every token is
- * paid for in training; the legal actions come with each turn message. The card is dealt into
- * the seat's system prompt.
+ * How the env words its messages. `rules` (default) states the rules, the seat and the legal
+ * actions in sentences (for LLM seats); `compact` says only what a policy needs — its card, the
+ * betting so far and the two legal actions — in ≈10 tokens per message, because a trained policy
+ * pays for every prompt token in inference and training. Both name the legal actions in brackets
+ * and are parsed the same way.
  */
-export function kuhnSystemPrompt(card: KuhnCard): string {
+export type KuhnPromptStyle = 'rules' | 'compact';
+
+/**
+ * The seat's system prompt: the rules (or, `compact`, just the game) and its card.
+ * Both styles contain `Your card: X.`.
+ */
+export function kuhnSystemPrompt(card: KuhnCard, style: KuhnPromptStyle = 'rules'): string {
+  if (style === 'compact') return `Kuhn poker. Your card: ${card}.`;
   return `Kuhn poker, ante 1, J < Q < K. Reply with exactly one bracketed action. Your card: ${card}.`;
 }
 
-/** "Betting so far: …. You are Player i. Your legal actions: [a] or [b]." */
-export function kuhnTurnMessage(history: readonly KuhnAction[], player: 0 | 1): string {
+/**
+ * The turn message. `rules`: "Betting so far: …. You are Player i. Your legal actions: [a] or [b]."
+ * `compact`: "History: check bet. [fold] or [call]?" (the seat follows from the history's length).
+ */
+export function kuhnTurnMessage(history: readonly KuhnAction[], player: 0 | 1, style: KuhnPromptStyle = 'rules'): string {
   const [a, b] = kuhnLegalActions(history);
+  if (style === 'compact') return `History: ${history.length ? history.join(' ') : 'none'}. [${a}] or [${b}]?`;
   const so = history.length ? history.join(', ') : 'none';
   return `Betting so far: ${so}. You are Player ${player}. Your legal actions: [${a}] or [${b}].`;
 }
 
 /** The re-ask sent once after an illegal or ambiguous reply. */
-export function kuhnReaskMessage(history: readonly KuhnAction[]): string {
+export function kuhnReaskMessage(history: readonly KuhnAction[], style: KuhnPromptStyle = 'rules'): string {
   const [a, b] = kuhnLegalActions(history);
+  if (style === 'compact') return `Illegal. [${a}] or [${b}]?`;
   return `That is not a legal move. Reply with exactly one of [${a}] or [${b}].`;
+}
+
+/**
+ * Reads the acting seat, its card and the betting history back from the messages a seat was
+ * shown (either style; the last turn message counts). Null when they are not Kuhn messages.
+ */
+export function kuhnReadSeat(messages: readonly { role: string; content?: unknown }[]): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {
+  const text = (m: { content?: unknown }) => (typeof m.content === 'string' ? m.content : '');
+  const system = messages.find((m) => m.role === 'system');
+  const card = system && /Your card: ([JQK])\./.exec(text(system))?.[1];
+  let history: KuhnAction[] | null = null;
+  for (const m of messages) {
+    if (m.role !== 'user') continue;
+    const rules = /^Betting so far: (.*?)\. You are Player [01]\./.exec(text(m));
+    const compact = rules ? null : /^History: (.*?)\. \[/.exec(text(m));
+    const so = rules?.[1] ?? compact?.[1];
+    if (so === undefined) continue;
+    history = so === 'none' ? [] : (so.split(rules ? ', ' : ' ') as KuhnAction[]);
+  }
+  if (!card || !history || history.some((a) => !KUHN_ACTIONS.includes(a))) return null;
+  return { seat: (history.length % 2) as 0 | 1, card: card as KuhnCard, history };
 }
 
 /**
  * The messages a seat has seen when it reaches an information set, assuming its own earlier
  * replies were the bare bracketed action (how the trainer queries the policy table).
  */
-export function kuhnInfoSetMessages(card: KuhnCard, history: readonly KuhnAction[]): Message[] {
+export function kuhnInfoSetMessages(card: KuhnCard, history: readonly KuhnAction[], style: KuhnPromptStyle = 'rules'): Message[] {
   const player = (history.length % 2) as 0 | 1;
-  const messages: Message[] = [{ role: 'system', content: kuhnSystemPrompt(card) }];
+  const messages: Message[] = [{ role: 'system', content: kuhnSystemPrompt(card, style) }];
   if (player === 0 && history.length === 2) {
-    messages.push({ role: 'user', content: kuhnTurnMessage([], 0) });
+    messages.push({ role: 'user', content: kuhnTurnMessage([], 0, style) });
     messages.push({ role: 'assistant', content: `[${history[0]}]` });
   }
-  messages.push({ role: 'user', content: kuhnTurnMessage(history, player) });
+  messages.push({ role: 'user', content: kuhnTurnMessage(history, player, style) });
   return messages;
 }
 
-/** Every text the env can show a seat, plus the bracketed actions: the corpus a tokenizer is built from. */
-export function kuhnPromptCorpus(): string[] {
+/** Every text the env can show a seat (in one style), plus the bracketed actions: the corpus a tokenizer is built from. */
+export function kuhnPromptCorpus(style: KuhnPromptStyle = 'rules'): string[] {
   const histories: KuhnAction[][] = [[], ['check'], ['bet'], ['check', 'bet']];
   const out: string[] = [];
-  for (const card of KUHN_CARDS) out.push(kuhnSystemPrompt(card));
+  for (const card of KUHN_CARDS) out.push(kuhnSystemPrompt(card, style));
   for (const h of histories) {
-    out.push(kuhnTurnMessage(h, (h.length % 2) as 0 | 1));
-    out.push(kuhnReaskMessage(h));
+    out.push(kuhnTurnMessage(h, (h.length % 2) as 0 | 1, style));
+    out.push(kuhnReaskMessage(h, style));
   }
   out.push(...KUHN_ACTIONS.map((a) => `[${a}]`));
   return out;
