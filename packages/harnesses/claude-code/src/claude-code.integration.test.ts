@@ -1,5 +1,5 @@
-import { npmRegistryReachable, runShellToolScenario } from '@troupe/harness-kit';
-import { HarnessRig, runHarnessConformance } from '@troupe/verifiers/testing';
+import { installForIntegrationTest, runShellToolScenario } from '@troupe/harness-kit';
+import { runHarnessConformance } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CLAUDE_CODE_PROGRAM, ClaudeCodeHarness } from './claude-code-harness.ts';
 
@@ -10,15 +10,7 @@ describe('claude_code against the real CLI', () => {
   let unavailable: string | null = null;
 
   beforeAll(async () => {
-    const rig = await HarnessRig.open({ harness, script: ['unused'] });
-    try {
-      await harness.setup({ sandbox: rig.sandbox, log: () => undefined, signal: AbortSignal.timeout(600_000) });
-    } catch (error) {
-      if (!(await npmRegistryReachable())) unavailable = `npm registry unreachable, cannot install ${CLAUDE_CODE_PROGRAM.packageName}`;
-      else throw error;
-    } finally {
-      await rig.close();
-    }
+    unavailable = await installForIntegrationTest({ harness, packageName: CLAUDE_CODE_PROGRAM.packageName, timeoutMs: 600_000 });
   }, 660_000);
 
   it('runs the shell command the model asks for, streaming, and sends the result back', async (context) => {

@@ -1,15 +1,6 @@
-import { npmRegistryReachable } from '@troupe/harness-kit';
-import {
-  agenticJudgeEnv,
-  contentText,
-  Env,
-  type Episode,
-  InterceptionServer,
-  LocalRuntime,
-  type ModelRequest,
-  Task,
-} from '@troupe/verifiers';
-import { type ScriptedClient, type ScriptedReply, scriptedClient } from '@troupe/verifiers/testing';
+import { agenticJudgeScript, installForIntegrationTest } from '@troupe/harness-kit';
+import { agenticJudgeEnv, Env, type Episode, InterceptionServer, Task } from '@troupe/verifiers';
+import { type ScriptedClient, scriptedClient } from '@troupe/verifiers/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLAUDE_CODE_PROGRAM, ClaudeCodeHarness } from './claude-code-harness.ts';
 
@@ -17,35 +8,15 @@ import { CLAUDE_CODE_PROGRAM, ClaudeCodeHarness } from './claude-code-harness.ts
 // ~/.cache/troupe/harnesses) on the `local` runtime: the solver is the `bash` harness, and one
 // scripted model answers both, the judge through Claude Code's own Anthropic-messages dialect.
 
-const VERDICT_PATH = /write the file (\S+) containing/;
-const textOf = (request: ModelRequest) => request.messages.map((m) => contentText(m.content)).join('\n');
-const toolNames = (request: ModelRequest) => (request.tools ?? []).map((t) => t.name);
-const answered = (request: ModelRequest) => request.messages.some((m) => m.role === 'tool');
-
-/** The judge re-runs the solver's script, then writes its verdict where its prompt says. */
-const judgeCommand = (verdictPath: string) =>
-  `if [ "$(sh answer.sh)" = 42 ]; then v=yes; else v=no; fi; printf '{"verdicts":[{"name":"solved","reason":"sh answer.sh printed %s","verdict":"%s"}]}' "$(sh answer.sh)" "$v" > ${verdictPath}`;
-
-function script(request: ModelRequest): ScriptedReply | string {
-  if (toolNames(request).includes('Bash')) {
-    // The judge, inside claude: one Bash call, then a final text reply.
-    if (answered(request)) return 'Verdict written.';
-    const path = VERDICT_PATH.exec(textOf(request))?.[1];
-    if (!path) return { error: { status: 400, message: 'the judge prompt names no verdict path' } };
-    return {
-      toolCalls: [
-        {
-          id: 'toolu_judge_1',
-          name: 'Bash',
-          arguments: { command: judgeCommand(path), description: 'verify and write the verdict' },
-        },
-      ],
-    };
-  }
-  // The solver, through the `bash` harness.
-  if (answered(request)) return 'Done: answer.sh prints 42.';
-  return { toolCalls: [{ name: 'bash', arguments: { command: "printf 'echo $((6 * 7))\\n' > answer.sh" } }] };
-}
+/** The solver writes answer.sh; the judge re-runs it and writes its verdict where its prompt says. */
+const script = agenticJudgeScript({
+  // The judge, inside claude: one Bash call, then a final text reply.
+  judgeTool: {
+    id: 'toolu_judge_1',
+    name: 'Bash',
+    arguments: (command) => ({ command, description: 'verify and write the verdict' }),
+  },
+});
 
 describe('agentic-judge with the real claude CLI as judge', () => {
   let unavailable: string | null = null;
@@ -57,22 +28,11 @@ describe('agentic-judge with the real claude CLI as judge', () => {
     interception = new InterceptionServer();
     await interception.start();
     // Install once into the host cache (a no-op when the harness's own integration test ran).
-    const runtime = new LocalRuntime();
-    const sandbox = await runtime.createSandbox();
-    try {
-      await new ClaudeCodeHarness({ allowLocal: true }).setup({
-        sandbox,
-        log: () => undefined,
-        signal: AbortSignal.timeout(600_000),
-      });
-    } catch (error) {
-      if (!(await npmRegistryReachable()))
-        unavailable = `npm registry unreachable, cannot install ${CLAUDE_CODE_PROGRAM.packageName}`;
-      else throw error;
-    } finally {
-      await sandbox.stop();
-      await runtime.close?.();
-    }
+    unavailable = await installForIntegrationTest({
+      harness: new ClaudeCodeHarness({ allowLocal: true }),
+      packageName: CLAUDE_CODE_PROGRAM.packageName,
+      timeoutMs: 600_000,
+    });
   }, 660_000);
 
   afterAll(async () => {

@@ -1,6 +1,5 @@
-import { contentText, type ModelRequest, type Trace } from '@troupe/verifiers';
+import { contentText, type Harness, LocalRuntime, type ModelRequest, type Trace } from '@troupe/verifiers';
 import { callPrompt, HarnessRig, type HarnessRigRun } from '@troupe/verifiers/testing';
-import type { Harness } from '@troupe/verifiers';
 
 /** What `runShellToolScenario` saw. */
 export interface ShellToolScenarioResult {
@@ -77,5 +76,32 @@ export async function npmRegistryReachable(registry = 'https://registry.npmjs.or
     return response.status < 500;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Installs the harness's program into the host cache through a sandbox of a new `LocalRuntime`
+ * (the setup step of the real-program integration tests). Returns why those tests must skip — the
+ * install failed and the npm registry is unreachable — or null when installed; any other install
+ * failure is thrown.
+ */
+export async function installForIntegrationTest(options: {
+  harness: Harness;
+  /** The npm package named in the skip reason. */
+  packageName: string;
+  /** Gives up on the install after this long. */
+  timeoutMs: number;
+}): Promise<string | null> {
+  const runtime = new LocalRuntime();
+  const sandbox = await runtime.createSandbox();
+  try {
+    await options.harness.setup?.({ sandbox, log: () => undefined, signal: AbortSignal.timeout(options.timeoutMs) });
+    return null;
+  } catch (error) {
+    if (!(await npmRegistryReachable())) return `npm registry unreachable, cannot install ${options.packageName}`;
+    throw error;
+  } finally {
+    await sandbox.stop();
+    await runtime.close?.();
   }
 }

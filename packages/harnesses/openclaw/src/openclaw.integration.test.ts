@@ -1,5 +1,5 @@
-import { npmRegistryReachable, runShellToolScenario } from '@troupe/harness-kit';
-import { HarnessRig, runHarnessConformance } from '@troupe/verifiers/testing';
+import { installForIntegrationTest, runShellToolScenario } from '@troupe/harness-kit';
+import { runHarnessConformance } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OPENCLAW_PROGRAM, OpenClawHarness } from './openclaw-harness.ts';
 
@@ -10,15 +10,7 @@ describe('openclaw against the real CLI', () => {
   let unavailable: string | null = null;
 
   beforeAll(async () => {
-    const rig = await HarnessRig.open({ harness, script: ['unused'] });
-    try {
-      await harness.setup({ sandbox: rig.sandbox, log: () => undefined, signal: AbortSignal.timeout(600_000) });
-    } catch (error) {
-      if (!(await npmRegistryReachable())) unavailable = `npm registry unreachable, cannot install ${OPENCLAW_PROGRAM.packageName}`;
-      else throw error;
-    } finally {
-      await rig.close();
-    }
+    unavailable = await installForIntegrationTest({ harness, packageName: OPENCLAW_PROGRAM.packageName, timeoutMs: 600_000 });
   }, 660_000);
 
   // OpenClaw takes about a minute per run on a busy 2-core machine (plugin and session setup).
