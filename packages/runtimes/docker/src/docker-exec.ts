@@ -1,45 +1,6 @@
-import { Writable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import type { ExecOptions, ExecResult } from '@troupe/verifiers';
-import { killCommand, SandboxError, wrapWithPidFile } from '@troupe/verifiers';
+import { ExecOutputCollector, killCommand, SandboxError, wrapWithPidFile } from '@troupe/verifiers';
 import type Docker from 'dockerode';
-
-class Collector extends Writable {
-  private readonly chunks: Buffer[] = [];
-  private size = 0;
-  truncated = false;
-  private readonly decoder = new StringDecoder('utf8');
-
-  constructor(
-    private readonly limit: number,
-    private readonly onChunk?: (chunk: string) => void,
-  ) {
-    super();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
-    if (this.onChunk) {
-      const text = this.decoder.write(chunk);
-      if (text) this.onChunk(text);
-    }
-    const room = this.limit - this.size;
-    if (room < chunk.length) this.truncated = true;
-    if (room > 0) {
-      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-      this.chunks.push(kept);
-      this.size += kept.length;
-    }
-    callback();
-  }
-
-  text(): string {
-    if (this.onChunk) {
-      const rest = this.decoder.end();
-      if (rest) this.onChunk(rest);
-    }
-    return Buffer.concat(this.chunks, this.size).toString('utf8');
-  }
-}
 
 /** What {@link runDockerExec} needs. */
 export interface DockerExecRun {
@@ -79,8 +40,8 @@ export async function runDockerExec(run: DockerExecRun): Promise<ExecResult> {
     Env: Object.entries(run.env).map(([name, value]) => `${name}=${value}`),
   });
   const stream = await exec.start({ hijack: true, stdin: hasStdin });
-  const stdout = new Collector(run.maxOutputBytes, options.onStdout);
-  const stderr = new Collector(run.maxOutputBytes, options.onStderr);
+  const stdout = new ExecOutputCollector(run.maxOutputBytes, options.onStdout);
+  const stderr = new ExecOutputCollector(run.maxOutputBytes, options.onStderr);
   run.docker.modem.demuxStream(stream, stdout, stderr);
   if (hasStdin) {
     stream.write(typeof options.stdin === 'string' ? options.stdin : Buffer.from(options.stdin as Uint8Array));

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { dirname, posix } from 'node:path';
-import { PassThrough, Readable, Writable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
+import { PassThrough, Readable } from 'node:stream';
 import { CoreV1Api, Exec, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { extractToHost, packFile, packHostPath } from '@troupe/runtime-docker';
 import {
@@ -11,6 +10,7 @@ import {
   type CreationSlot,
   EXEC_PID_DIR,
   type ExecOptions,
+  ExecOutputCollector,
   type ExecResult,
   killCommand,
   parseRuntimeOptions,
@@ -47,39 +47,6 @@ export type KubernetesRuntimeOptions = z.infer<typeof KubernetesRuntimeOptionsSc
 
 const CONTAINER = 'sandbox';
 const KEEP_ALIVE = 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done';
-
-class Collector extends Writable {
-  readonly chunks: Buffer[] = [];
-  size = 0;
-  truncated = false;
-  private readonly decoder = new StringDecoder('utf8');
-
-  constructor(
-    private readonly limit: number,
-    private readonly onChunk?: (chunk: string) => void,
-  ) {
-    super();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
-    if (this.onChunk) {
-      const text = this.decoder.write(chunk);
-      if (text) this.onChunk(text);
-    }
-    const room = this.limit - this.size;
-    if (room < chunk.length) this.truncated = true;
-    if (room > 0) {
-      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-      this.chunks.push(kept);
-      this.size += kept.length;
-    }
-    callback();
-  }
-
-  bytes(): Buffer {
-    return Buffer.concat(this.chunks, this.size);
-  }
-}
 
 /** Exit code from the status the API server sends on channel 3 when an exec ends. */
 export function exitCodeOf(status: V1Status | undefined): number {
@@ -154,8 +121,8 @@ export class KubernetesSandbox implements Sandbox {
       ],
       pidFile,
     );
-    const stdout = new Collector(this.init.maxOutputBytes, options.onStdout);
-    const stderr = new Collector(this.init.maxOutputBytes, options.onStderr);
+    const stdout = new ExecOutputCollector(this.init.maxOutputBytes, options.onStdout);
+    const stderr = new ExecOutputCollector(this.init.maxOutputBytes, options.onStderr);
     const stdin = options.stdinStream ?? (options.stdin === undefined ? null : Readable.from([Buffer.from(options.stdin)]));
     let timedOut = false;
     let aborted = false;

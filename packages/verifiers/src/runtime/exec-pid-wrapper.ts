@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 /** Directory inside a container where each exec records its pid (the leader of its process group). */
 export const EXEC_PID_DIR = '/tmp/.troupe-exec';
 
@@ -17,4 +19,52 @@ export function killCommand(pidFile: string): string[] {
     '-c',
     `p=$(cat "${pidFile}" 2>/dev/null) && [ -n "$p" ] && [ "$p" != 1 ] && { kill -9 -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; rm -f "${pidFile}"; true`,
   ];
+}
+
+/**
+ * Collects one output stream of a container exec (`docker exec`, Kubernetes exec), keeping at most
+ * `limit` bytes (`truncated` turns true when more came) and passing each chunk, decoded as UTF-8,
+ * to `onChunk` as it arrives.
+ */
+export class ExecOutputCollector extends Writable {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+  private readonly decoder = new StringDecoder('utf8');
+
+  constructor(
+    private readonly limit: number,
+    private readonly onChunk?: (chunk: string) => void,
+  ) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    if (this.onChunk) {
+      const text = this.decoder.write(chunk);
+      if (text) this.onChunk(text);
+    }
+    const room = this.limit - this.size;
+    if (room < chunk.length) this.truncated = true;
+    if (room > 0) {
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      this.chunks.push(kept);
+      this.size += kept.length;
+    }
+    callback();
+  }
+
+  /** The kept bytes. */
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks, this.size);
+  }
+
+  /** The kept bytes as UTF-8, after passing a trailing incomplete character (as U+FFFD) to `onChunk`. */
+  text(): string {
+    if (this.onChunk) {
+      const rest = this.decoder.end();
+      if (rest) this.onChunk(rest);
+    }
+    return this.bytes().toString('utf8');
+  }
 }
