@@ -1,32 +1,15 @@
-import { agenticJudgeScript, installForIntegrationTest } from '@troupe/harness-kit';
-import { agenticJudgeEnv, Env, type Episode, InterceptionServer, Task } from '@troupe/verifiers';
-import { type ScriptedClient, scriptedClient } from '@troupe/verifiers/testing';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { installForIntegrationTest, runAgenticJudgeEpisode } from '@troupe/harness-kit';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { CLAUDE_CODE_PROGRAM, ClaudeCodeHarness } from './claude-code-harness.ts';
 
 // An `agentic-judge` episode whose judge is the real Claude Code CLI (cached in
 // ~/.cache/troupe/harnesses) on the `local` runtime: the solver is the `bash` harness, and one
-// scripted model answers both, the judge through Claude Code's own Anthropic-messages dialect.
-
-/** The solver writes answer.sh; the judge re-runs it and writes its verdict where its prompt says. */
-const script = agenticJudgeScript({
-  // The judge, inside claude: one Bash call, then a final text reply.
-  judgeTool: {
-    id: 'toolu_judge_1',
-    name: 'Bash',
-    arguments: (command) => ({ command, description: 'verify and write the verdict' }),
-  },
-});
+// scripted model (`agenticJudgeScript`) answers both, the judge through Claude Code's own Anthropic-messages dialect.
 
 describe('agentic-judge with the real claude CLI as judge', () => {
   let unavailable: string | null = null;
-  let model: ScriptedClient;
-  let interception: InterceptionServer;
 
   beforeAll(async () => {
-    model = await scriptedClient({ script });
-    interception = new InterceptionServer();
-    await interception.start();
     // Install once into the host cache (a no-op when the harness's own integration test ran).
     unavailable = await installForIntegrationTest({
       harness: new ClaudeCodeHarness({ allowLocal: true }),
@@ -35,28 +18,20 @@ describe('agentic-judge with the real claude CLI as judge', () => {
     });
   }, 660_000);
 
-  afterAll(async () => {
-    await interception?.close();
-    await model?.close();
-  });
-
   it('scores the solver from the verdict claude wrote after re-running its file; the judge never trains', async (context) => {
     if (unavailable) context.skip(unavailable);
     // The env loads `claude_code` by id like any plugin; the spy only reads the rollout secret it is given.
     const launch = vi.spyOn(ClaudeCodeHarness.prototype, 'launch');
     try {
-      const env = await Env.create({
-        definition: agenticJudgeEnv,
-        config: {
-          id: 'agentic-judge',
-          solver: { harness: 'bash' },
-          judge: { harness: { id: 'claude_code', allowLocal: true, timeoutMs: 240_000 } },
+      const episode = await runAgenticJudgeEpisode({
+        judge: { id: 'claude_code', allowLocal: true, timeoutMs: 240_000 },
+        // The judge, inside claude: one Bash call, then a final text reply.
+        judgeTool: {
+          id: 'toolu_judge_1',
+          name: 'Bash',
+          arguments: (command) => ({ command, description: 'verify and write the verdict' }),
         },
-        run: { model: 'policy-model', client: model.client },
-        interception: () => Promise.resolve(interception),
       });
-      const task = new Task({ prompt: 'Write a shell script answer.sh that prints 6 * 7.', artifacts: ['answer.sh'] });
-      const episode: Episode = await env.runEpisode({ task, group: { id: 'g', index: 0 } });
 
       expect(episode.errors).toEqual([]);
       expect(episode.ok).toBe(true);

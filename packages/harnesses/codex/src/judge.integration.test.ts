@@ -1,28 +1,15 @@
-import { agenticJudgeScript, installForIntegrationTest } from '@troupe/harness-kit';
-import { agenticJudgeEnv, Env, type Episode, InterceptionServer, Task } from '@troupe/verifiers';
-import { type ScriptedClient, scriptedClient } from '@troupe/verifiers/testing';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { installForIntegrationTest, runAgenticJudgeEpisode } from '@troupe/harness-kit';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { CODEX_PROGRAM, CodexHarness } from './codex-harness.ts';
 
 // An `agentic-judge` episode whose judge is the real Codex CLI (cached in
 // ~/.cache/troupe/harnesses) on the `local` runtime: the solver is the `bash` harness, and one
-// scripted model answers both, the judge through Codex's own OpenAI-responses dialect.
-
-/** The solver writes answer.sh; the judge re-runs it and writes its verdict where its prompt says. */
-const script = agenticJudgeScript({
-  // The judge, inside codex: one exec_command call, then a final text reply.
-  judgeTool: { id: 'call_judge_1', name: 'exec_command', arguments: (cmd) => ({ cmd }) },
-});
+// scripted model (`agenticJudgeScript`) answers both, the judge through Codex's own OpenAI-responses dialect.
 
 describe('agentic-judge with the real codex CLI as judge', () => {
   let unavailable: string | null = null;
-  let model: ScriptedClient;
-  let interception: InterceptionServer;
 
   beforeAll(async () => {
-    model = await scriptedClient({ script });
-    interception = new InterceptionServer();
-    await interception.start();
     // Install once into the host cache (a no-op when the harness's own integration test ran).
     unavailable = await installForIntegrationTest({
       harness: new CodexHarness({ allowLocal: true }),
@@ -31,28 +18,16 @@ describe('agentic-judge with the real codex CLI as judge', () => {
     });
   }, 660_000);
 
-  afterAll(async () => {
-    await interception?.close();
-    await model?.close();
-  });
-
   it('scores the solver from the verdict codex wrote after re-running its file; the judge never trains', async (context) => {
     if (unavailable) context.skip(unavailable);
     // The env loads `codex` by id like any plugin; the spy only reads the rollout secret it is given.
     const launch = vi.spyOn(CodexHarness.prototype, 'launch');
     try {
-      const env = await Env.create({
-        definition: agenticJudgeEnv,
-        config: {
-          id: 'agentic-judge',
-          solver: { harness: 'bash' },
-          judge: { harness: { id: 'codex', allowLocal: true, timeoutMs: 240_000 } },
-        },
-        run: { model: 'policy-model', client: model.client },
-        interception: () => Promise.resolve(interception),
+      const episode = await runAgenticJudgeEpisode({
+        judge: { id: 'codex', allowLocal: true, timeoutMs: 240_000 },
+        // The judge, inside codex: one exec_command call, then a final text reply.
+        judgeTool: { id: 'call_judge_1', name: 'exec_command', arguments: (cmd) => ({ cmd }) },
       });
-      const task = new Task({ prompt: 'Write a shell script answer.sh that prints 6 * 7.', artifacts: ['answer.sh'] });
-      const episode: Episode = await env.runEpisode({ task, group: { id: 'g', index: 0 } });
 
       expect(episode.errors).toEqual([]);
       expect(episode.ok).toBe(true);

@@ -1,4 +1,4 @@
-export * from './agentic-judge-script.ts';
+export * from './agentic-judge-scenario.ts';
 export * from './cli-harness.ts';
 export * from './harness-options.ts';
 export * from './host-install.ts';
