@@ -5,6 +5,7 @@ import {
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
+  OpenSandboxes,
   parseRuntimeOptions,
   RemoteSandbox,
   type Runtime,
@@ -156,7 +157,7 @@ export class DaytonaRuntime implements Runtime {
   private readonly options: DaytonaRuntimeOptions;
   private readonly client: Daytona;
   private readonly limiter: CreationLimiter;
-  private readonly sandboxes = new Set<DaytonaSandbox>();
+  private readonly sandboxes = new OpenSandboxes<DaytonaSandbox>();
 
   constructor(options: DaytonaRuntimeOptions) {
     this.options = parseRuntimeOptions({ schema: DaytonaRuntimeOptionsSchema, value: options, what: 'daytona' });
@@ -191,14 +192,8 @@ export class DaytonaRuntime implements Runtime {
         ? { ...common, image: sandboxOptions.image, ...resources }
         : { ...common, ...(this.options.snapshot && { snapshot: this.options.snapshot }) };
       const client = await this.client.create(params, { timeout: this.options.createTimeoutSeconds ?? 120 });
-      const sandbox = new DaytonaSandbox(client, sandboxOptions.workdir ?? this.options.workdir ?? '/home/daytona', {
-        release: () => {
-          this.sandboxes.delete(sandbox);
-          slot.release();
-        },
-      });
-      this.sandboxes.add(sandbox);
-      return sandbox;
+      const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/home/daytona';
+      return this.sandboxes.add(slot, (held) => new DaytonaSandbox(client, workdir, held));
     } catch (error) {
       slot.release();
       throw sandboxError('create', 'new', error);
@@ -206,6 +201,6 @@ export class DaytonaRuntime implements Runtime {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+    await this.sandboxes.stopAll();
   }
 }

@@ -4,6 +4,7 @@ import {
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
+  OpenSandboxes,
   parseRuntimeOptions,
   RemoteSandbox,
   type Runtime,
@@ -167,7 +168,7 @@ export class E2BRuntime implements Runtime {
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
   private readonly options: E2BRuntimeOptions;
   private readonly limiter: CreationLimiter;
-  private readonly sandboxes = new Set<E2BSandbox>();
+  private readonly sandboxes = new OpenSandboxes<E2BSandbox>();
 
   constructor(options: E2BRuntimeOptions) {
     this.options = parseRuntimeOptions({ schema: E2BRuntimeOptionsSchema, value: options, what: 'e2b' });
@@ -196,14 +197,8 @@ export class E2BRuntime implements Runtime {
         allowInternetAccess: sandboxOptions.network ?? false,
         timeoutMs: this.options.lifetimeMs ?? 3_600_000,
       });
-      const sandbox = new E2BSandbox(client, sandboxOptions.workdir ?? this.options.workdir ?? '/home/user', this.options.user, {
-        release: () => {
-          this.sandboxes.delete(sandbox);
-          slot.release();
-        },
-      });
-      this.sandboxes.add(sandbox);
-      return sandbox;
+      const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/home/user';
+      return this.sandboxes.add(slot, (held) => new E2BSandbox(client, workdir, this.options.user, held));
     } catch (error) {
       slot.release();
       throw sandboxError('create', 'new', error);
@@ -211,6 +206,6 @@ export class E2BRuntime implements Runtime {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+    await this.sandboxes.stopAll();
   }
 }

@@ -13,6 +13,7 @@ import {
   ExecOutputCollector,
   type ExecResult,
   killCommand,
+  OpenSandboxes,
   parseRuntimeOptions,
   type Runtime,
   type RuntimeCapabilities,
@@ -281,7 +282,7 @@ export class KubernetesRuntime implements Runtime {
   private readonly execApi: Exec;
   private readonly limiter: CreationLimiter;
   private readonly logger: RuntimeLogger | undefined;
-  private readonly sandboxes = new Set<KubernetesSandbox>();
+  private readonly sandboxes = new OpenSandboxes<KubernetesSandbox>();
 
   constructor(options: KubernetesRuntimeOptions & { kubeConfig: KubeConfig; logger?: RuntimeLogger }) {
     const { kubeConfig, logger, ...rest } = options;
@@ -344,23 +345,20 @@ export class KubernetesRuntime implements Runtime {
         cause: error,
       });
     }
-    const sandbox: KubernetesSandbox = new KubernetesSandbox({
-      core: this.core,
-      exec: this.execApi,
-      namespace: this.namespace,
-      podName,
-      workdir,
-      env: { ...withoutSecrets(sandboxOptions.env) },
-      maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
-      slot: {
-        release: () => {
-          this.sandboxes.delete(sandbox);
-          slot.release();
-        },
-      },
-    });
-    this.sandboxes.add(sandbox);
-    return sandbox;
+    return this.sandboxes.add(
+      slot,
+      (held) =>
+        new KubernetesSandbox({
+          core: this.core,
+          exec: this.execApi,
+          namespace: this.namespace,
+          podName,
+          workdir,
+          env: { ...withoutSecrets(sandboxOptions.env) },
+          maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
+          slot: held,
+        }),
+    );
   }
 
   private async waitRunning(podName: string): Promise<void> {
@@ -402,6 +400,6 @@ export class KubernetesRuntime implements Runtime {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+    await this.sandboxes.stopAll();
   }
 }

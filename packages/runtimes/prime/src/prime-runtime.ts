@@ -5,6 +5,7 @@ import {
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
+  OpenSandboxes,
   parseRuntimeOptions,
   RemoteSandbox,
   type Runtime,
@@ -204,7 +205,7 @@ export class PrimeRuntime implements Runtime {
   private readonly options: PrimeRuntimeOptions;
   private readonly api: PrimeSandboxApi;
   private readonly limiter: CreationLimiter;
-  private readonly sandboxes = new Set<PrimeSandbox>();
+  private readonly sandboxes = new OpenSandboxes<PrimeSandbox>();
 
   constructor(options: PrimeRuntimeOptions & { fetch?: typeof fetch }) {
     const { fetch: injectedFetch, ...rest } = options;
@@ -245,19 +246,8 @@ export class PrimeRuntime implements Runtime {
       });
       id = created.id;
       await this.waitRunning(created.id, created.status);
-      const sandbox: PrimeSandbox = new PrimeSandbox(
-        this.api,
-        created.id,
-        sandboxOptions.workdir ?? this.options.workdir ?? '/',
-        {
-          release: () => {
-            this.sandboxes.delete(sandbox);
-            slot.release();
-          },
-        },
-      );
-      this.sandboxes.add(sandbox);
-      return sandbox;
+      const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/';
+      return this.sandboxes.add(slot, (held) => new PrimeSandbox(this.api, created.id, workdir, held));
     } catch (error) {
       slot.release();
       if (id) await this.api.request({ method: 'DELETE', path: `/sandbox/${id}`, schema: z.unknown() }).catch(() => undefined);
@@ -285,6 +275,6 @@ export class PrimeRuntime implements Runtime {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
+    await this.sandboxes.stopAll();
   }
 }

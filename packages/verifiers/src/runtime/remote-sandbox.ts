@@ -83,3 +83,28 @@ export abstract class RemoteSandbox implements Sandbox {
     return this.stopping;
   }
 }
+
+/**
+ * The sandboxes a runtime has created and not yet stopped. `add` builds a sandbox around a
+ * creation slot whose release also forgets the sandbox; `stopAll` stops those still open (the
+ * runtime's `close`), waiting for every stop whether or not it fails.
+ */
+export class OpenSandboxes<S extends Sandbox> {
+  private readonly open = new Set<S>();
+
+  /** Builds the sandbox with a slot that, when released, forgets it and releases `slot`; keeps it open. */
+  add(slot: CreationSlot, build: (slot: CreationSlot) => S): S {
+    const sandbox = build({
+      release: () => {
+        this.open.delete(sandbox);
+        slot.release();
+      },
+    });
+    this.open.add(sandbox);
+    return sandbox;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.allSettled([...this.open].map((sandbox) => sandbox.stop()));
+  }
+}
