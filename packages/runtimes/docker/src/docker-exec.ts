@@ -1,5 +1,5 @@
 import type { ExecOptions, ExecResult } from '@troupe/verifiers';
-import { ExecOutputCollector, killCommand, SandboxError, wrapWithPidFile } from '@troupe/verifiers';
+import { ExecOutputCollector, guardExec, killCommand, SandboxError, wrapWithPidFile } from '@troupe/verifiers';
 import type Docker from 'dockerode';
 
 /** What {@link runDockerExec} needs. */
@@ -48,8 +48,6 @@ export async function runDockerExec(run: DockerExecRun): Promise<ExecResult> {
     stream.end();
   }
 
-  let timedOut = false;
-  let aborted = false;
   let killing: Promise<void> | undefined;
   const kill = () => {
     killing ??= (async () => {
@@ -62,18 +60,7 @@ export async function runDockerExec(run: DockerExecRun): Promise<ExecResult> {
     })();
     return killing;
   };
-  const timer =
-    options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          void kill();
-        }, options.timeoutMs);
-  const onAbort = () => {
-    aborted = true;
-    void kill();
-  };
-  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const guard = guardExec({ timeoutMs: options.timeoutMs, signal: options.signal, kill: () => void kill() });
 
   try {
     const ended = new Promise<void>((resolve) => {
@@ -100,23 +87,22 @@ export async function runDockerExec(run: DockerExecRun): Promise<ExecResult> {
     streaming = false;
     await watcher;
     if (killing) await killing;
-    if (aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
+    if (guard.aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
     let info = await exec.inspect();
     for (let attempt = 0; info.Running && attempt < 200; attempt++) {
       await sleep(attempt < 10 ? 10 : 50);
       info = await exec.inspect();
     }
     const result: ExecResult = {
-      exitCode: info.ExitCode ?? (timedOut ? 137 : 1),
+      exitCode: info.ExitCode ?? (guard.timedOut ? 137 : 1),
       stdout: stdout.text(),
       stderr: stderr.text(),
-      timedOut,
+      timedOut: guard.timedOut,
       durationMs: performance.now() - started,
     };
     if (stdout.truncated || stderr.truncated) result.truncated = true;
     return result;
   } finally {
-    if (timer) clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
+    guard.dispose();
   }
 }

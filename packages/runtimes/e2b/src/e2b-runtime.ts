@@ -4,6 +4,7 @@ import {
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
+  guardExec,
   OpenSandboxes,
   parseRuntimeOptions,
   RemoteSandbox,
@@ -88,38 +89,24 @@ export class E2BSandbox extends RemoteSandbox {
       await this.client.commands.sendStdin(handle.pid, data);
       await this.client.commands.closeStdin(handle.pid);
     }
-    let timedOut = false;
-    let aborted = false;
     const kill = () => void handle.kill().catch(() => undefined);
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            kill();
-          }, options.timeoutMs);
-    const onAbort = () => {
-      aborted = true;
-      kill();
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const guard = guardExec({ timeoutMs: options.timeoutMs, signal: options.signal, kill });
     try {
       const result = await handle.wait().catch((error: unknown) => {
         if (error instanceof CommandExitError) return { exitCode: error.exitCode, stdout: error.stdout, stderr: error.stderr };
-        if (timedOut || aborted) return { exitCode: 137, stdout: handle.stdout, stderr: handle.stderr };
+        if (guard.timedOut || guard.aborted) return { exitCode: 137, stdout: handle.stdout, stderr: handle.stderr };
         throw sandboxError('exec', this.id, error);
       });
-      if (aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
+      if (guard.aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
       return {
-        exitCode: timedOut && result.exitCode === 0 ? 137 : result.exitCode,
+        exitCode: guard.timedOut && result.exitCode === 0 ? 137 : result.exitCode,
         stdout: result.stdout,
         stderr: result.stderr,
-        timedOut,
+        timedOut: guard.timedOut,
         durationMs: performance.now() - started,
       };
     } finally {
-      if (timer) clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
+      guard.dispose();
     }
   }
 

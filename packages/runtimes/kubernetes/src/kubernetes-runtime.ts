@@ -12,6 +12,7 @@ import {
   type ExecOptions,
   ExecOutputCollector,
   type ExecResult,
+  guardExec,
   killCommand,
   OpenSandboxes,
   parseRuntimeOptions,
@@ -125,21 +126,8 @@ export class KubernetesSandbox implements Sandbox {
     const stdout = new ExecOutputCollector(this.init.maxOutputBytes, options.onStdout);
     const stderr = new ExecOutputCollector(this.init.maxOutputBytes, options.onStderr);
     const stdin = options.stdinStream ?? (options.stdin === undefined ? null : Readable.from([Buffer.from(options.stdin)]));
-    let timedOut = false;
-    let aborted = false;
     const kill = () => void this.raw(killCommand(pidFile)).catch(() => undefined);
-    const timer =
-      options.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            kill();
-          }, options.timeoutMs);
-    const onAbort = () => {
-      aborted = true;
-      kill();
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const guard = guardExec({ timeoutMs: options.timeoutMs, signal: options.signal, kill });
     try {
       const status = await new Promise<V1Status | undefined>((resolve, reject) => {
         let settled = false;
@@ -155,20 +143,19 @@ export class KubernetesSandbox implements Sandbox {
             socket.on('error', reject);
           }, reject);
       });
-      if (aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
+      if (guard.aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
       return {
-        exitCode: status ? exitCodeOf(status) : timedOut ? 137 : 1,
+        exitCode: status ? exitCodeOf(status) : guard.timedOut ? 137 : 1,
         stdout: stdout.bytes(),
         stderr: stderr.bytes(),
-        timedOut,
+        timedOut: guard.timedOut,
         truncated: stdout.truncated || stderr.truncated,
       };
     } catch (error) {
-      if (error instanceof SandboxError || aborted) throw error;
+      if (error instanceof SandboxError || guard.aborted) throw error;
       throw new SandboxError(`exec failed in kubernetes sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
     } finally {
-      if (timer) clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
+      guard.dispose();
     }
   }
 

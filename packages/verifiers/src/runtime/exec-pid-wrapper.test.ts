@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { ExecOutputCollector } from './exec-pid-wrapper.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ExecOutputCollector, guardExec } from './exec-pid-wrapper.ts';
 
 function write(collector: ExecOutputCollector, chunks: Buffer[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -45,5 +45,49 @@ describe('ExecOutputCollector', () => {
     await write(viaBytes, [Buffer.from('x'), Buffer.from('€').subarray(0, 2)]);
     viaBytes.bytes();
     expect(fromBytes).toEqual(['x']);
+  });
+});
+
+describe('guardExec', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('kills once the timeout passes and reports timedOut (not aborted)', () => {
+    vi.useFakeTimers();
+    const kill = vi.fn();
+    const guard = guardExec({ timeoutMs: 5_000, kill });
+    vi.advanceTimersByTime(4_999);
+    expect(kill).not.toHaveBeenCalled();
+    expect(guard.timedOut).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(kill).toHaveBeenCalledTimes(1);
+    expect(guard.timedOut).toBe(true);
+    expect(guard.aborted).toBe(false);
+    guard.dispose();
+  });
+
+  it('kills on abort and reports aborted (not timedOut)', () => {
+    const controller = new AbortController();
+    const kill = vi.fn();
+    const guard = guardExec({ signal: controller.signal, kill });
+    controller.abort();
+    expect(kill).toHaveBeenCalledTimes(1);
+    expect(guard.aborted).toBe(true);
+    expect(guard.timedOut).toBe(false);
+    guard.dispose();
+  });
+
+  it('after dispose, neither the timer nor the signal kills', () => {
+    vi.useFakeTimers();
+    const controller = new AbortController();
+    const kill = vi.fn();
+    const guard = guardExec({ timeoutMs: 10, signal: controller.signal, kill });
+    guard.dispose();
+    vi.advanceTimersByTime(1_000);
+    controller.abort();
+    expect(kill).not.toHaveBeenCalled();
+    expect(guard.timedOut).toBe(false);
+    expect(guard.aborted).toBe(false);
   });
 });

@@ -68,3 +68,43 @@ export class ExecOutputCollector extends Writable {
     return this.bytes().toString('utf8');
   }
 }
+
+/** What `guardExec` saw: whether the exec was killed for its timeout or for an abort. */
+export interface ExecGuard {
+  readonly timedOut: boolean;
+  readonly aborted: boolean;
+  /** Clears the timer and the abort listener (call once the exec is over). */
+  dispose(): void;
+}
+
+/**
+ * Calls `kill` when an exec runs past `timeoutMs` (then `timedOut` is true) or when `signal`
+ * aborts (then `aborted` is true), the shared watch of the docker, kubernetes and e2b execs.
+ */
+export function guardExec(options: { timeoutMs?: number; signal?: AbortSignal; kill: () => void }): ExecGuard {
+  const state = { timedOut: false, aborted: false };
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          state.timedOut = true;
+          options.kill();
+        }, options.timeoutMs);
+  const onAbort = () => {
+    state.aborted = true;
+    options.kill();
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  return {
+    get timedOut() {
+      return state.timedOut;
+    },
+    get aborted() {
+      return state.aborted;
+    },
+    dispose() {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
