@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { readFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { type TrainRunConfigInput } from './config.ts';
+import { type TrainRunConfigInput, TrainRunConfigSchema } from './config.ts';
 import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './loop.ts';
 
@@ -33,7 +34,8 @@ async function main(argv: string[]): Promise<number> {
     if (values['max-steps'] !== undefined) config.maxSteps = Number(values['max-steps']);
     if (values.algorithm) config.algorithm = { ...(config.algorithm as object), type: values.algorithm };
     const tty = process.stdout.isTTY;
-    const maxSteps = Number(config.maxSteps ?? 150);
+    const loadAtStart = loadavg()[0] ?? 0;
+    const maxSteps = Number(config.maxSteps ?? TrainRunConfigSchema.parse({}).maxSteps);
     let lastPrint = 0;
     const result = await train({
       config: config as TrainRunConfigInput,
@@ -54,6 +56,7 @@ async function main(argv: string[]): Promise<number> {
     if (tty) process.stdout.write('\n');
     console.log(
       `done: ${result.steps} steps, ${result.hands} hands played in ${result.seconds.toFixed(0)} s; NashConv ${result.nashConv.toFixed(4)} (average policy ${result.nashConvAverage.toFixed(4)}); ` +
+        `1-minute load average ${loadAtStart.toFixed(1)} at start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end; ` +
         `wrote ${values.out}/{metrics.jsonl,policy-table.json,policy-table-average.json,report.html,checkpoint/}`,
     );
     return 0;

@@ -3,10 +3,14 @@
 // policy, forfeit rate, player-0 payoff per hand) to paste in the README.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type TrainRunConfigInput } from './config.ts';
+import { type TrainRunConfigInput, TrainRunConfigSchema } from './config.ts';
 import { readMetrics, train } from './loop.ts';
 
-const { values } = parseArgs({ options: { 'max-steps': { type: 'string', default: '150' }, out: { type: 'string', default: 'runs/experiment-kuhn' }, seeds: { type: 'string', default: '0,1,2' } } });
+const defaults = TrainRunConfigSchema.parse({});
+const { values } = parseArgs({
+  options: { 'max-steps': { type: 'string', default: String(defaults.maxSteps) }, out: { type: 'string', default: 'runs/experiment-kuhn' }, seeds: { type: 'string', default: '0,1,2' } },
+});
+let handsPerRun = 0;
 const arms: [string, TrainRunConfigInput['algorithm']][] = [
   ['RAE (per-role EMA baseline)', { type: 'rae', decay: 0.95 } as never],
   ['GRPO (roles pooled)', { type: 'grpo' } as never],
@@ -21,6 +25,7 @@ for (const [name, algorithm] of arms) {
   for (const seed of seeds) {
     const out = join(values.out, `${name.split(' ')[0]?.toLowerCase()}-${seed}`);
     const r = await train({ config: { seed, maxSteps: Number(values['max-steps']), algorithm }, out });
+    handsPerRun = r.hands;
     const metrics = await readMetrics(out);
     const tail = metrics.slice(-10);
     const mean = (k: string) => tail.reduce((a, m) => a + Number(m[k] ?? 0), 0) / tail.length;
@@ -35,4 +40,4 @@ for (const [name, algorithm] of arms) {
   };
   rows.push(`| ${name} | ${m((x) => x.nc)} | ${m((x) => x.nca)} | ${m((x) => x.forfeit)} | ${m((x) => x.p0)} |`);
 }
-console.log(`\n| Algorithm (${seeds.length} seeds, ${values['max-steps']} steps each) | NashConv (last iterate) | NashConv (average policy) | Forfeit rate | Player-0 payoff / hand |\n|---|---|---|---|---|\n${rows.join('\n')}`);
+console.log(`\n| Algorithm (${seeds.length} seeds, ${values['max-steps']} steps = ${handsPerRun} hands each) | NashConv (last iterate) | NashConv (average policy) | Forfeit rate | Player-0 payoff / hand |\n|---|---|---|---|---|\n${rows.join('\n')}`);

@@ -28,11 +28,11 @@ export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number, sty
   const reply = (a: KuhnAction): Message => ({ role: 'assistant', content: `[${a}]` });
   const messages: Message[] = [
     { role: 'system', content: kuhnSystemPrompt('K', style) },
-    { role: 'user', content: kuhnTurnMessage([], 0, style) },
+    { role: 'user', content: kuhnTurnMessage([], 0, style, 'K') },
     reply('call'),
     { role: 'user', content: kuhnReaskMessage([], style) },
     reply('check'),
-    { role: 'user', content: kuhnTurnMessage(['check', 'bet'], 0, style) },
+    { role: 'user', content: kuhnTurnMessage(['check', 'bet'], 0, style, 'K') },
     reply('check'),
     { role: 'user', content: kuhnReaskMessage(['check', 'bet'], style) },
   ];

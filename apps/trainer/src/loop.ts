@@ -190,7 +190,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     const samples = episodesToSamples({ episodes: batch.episodes });
     const t1 = performance.now();
     const lr = scheduledLr(config, step);
-    const { metrics: tm, weights } = await trainer.train(samples, { lr });
+    const refKlTau = scheduledRefKlTau(config, step);
+    const { metrics: tm, weights } = await trainer.train(samples, { lr, refKlTau });
     const trainMs = performance.now() - t1;
     step++;
     const t2 = performance.now();
@@ -214,6 +215,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       samples: samples.length,
       ...Object.fromEntries(Object.entries(roles).map(([k, v]) => [k, v])),
       lr,
+      ref_kl_tau: refKlTau,
       loss: tm.loss,
       rl_loss: tm.rlLoss,
       ref_kl: tm.refKl,
@@ -273,6 +275,14 @@ export function scheduledLr(config: TrainRunConfig, step: number): number {
   const progress = Math.min(1, step / Math.max(1, config.maxSteps - 1));
   const floor = config.lrFinalFraction;
   return config.trainer.lr * (floor + ((1 - floor) * (1 + Math.cos(Math.PI * progress))) / 2);
+}
+
+/** The reference-KL weight of step `step` (0-based): cosine from `refKlTauStart` to `trainer.refKlTau` over the first `refKlDecayFraction` of the run. */
+export function scheduledRefKlTau(config: TrainRunConfig, step: number): number {
+  const end = config.trainer.refKlTau;
+  if (config.refKlTauStart === null) return end;
+  const progress = Math.min(1, step / Math.max(1, (config.maxSteps - 1) * config.refKlDecayFraction));
+  return end + ((config.refKlTauStart - end) * (1 + Math.cos(Math.PI * progress))) / 2;
 }
 
 function tableJson(table: KuhnPolicyTable): string {

@@ -1,11 +1,11 @@
 // Inference throughput: decisions per second of the full Kuhn self-play loop (Env, seats, interception
 // recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
 // model at the same batch size and sequence length, in one run. Last line: JSON.
-import { Env, kuhnPokerEnv, kuhnPromptCorpus, kuhnTaskset, registerRuntime } from '@troupe/verifiers';
+import { Env, kuhnPokerEnv, kuhnTaskset, registerRuntime } from '@troupe/verifiers';
+import { TrainRunConfigSchema } from '../../../apps/trainer/src/config.ts';
 import { GameRuntime } from '../../../apps/trainer/src/game-runtime.ts';
-import { kuhnPolicyConfig } from '../../../apps/trainer/src/kuhn-policy.ts';
+import { kuhnPolicyConfig, kuhnTokenizer } from '../../../apps/trainer/src/kuhn-policy.ts';
 import { initWeights } from '../src/policy/config.ts';
-import { WordTokenizer } from '../src/policy/tokenizer.ts';
 import { exportOnnx } from '../src/inference/onnx-export.ts';
 import { OnnxPolicy } from '../src/inference/onnx-policy.ts';
 import { PolicyModelClient } from '../src/inference/policy-model-client.ts';
@@ -14,14 +14,16 @@ const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split
 const hands = Number(args.get('hands') ?? 1024);
 const concurrent = Number(args.get('concurrent') ?? 256);
 registerRuntime('game', () => new GameRuntime());
-const tokenizer = WordTokenizer.fromCorpus({ corpus: kuhnPromptCorpus() });
-const config = kuhnPolicyConfig({ tokenizer, maxTokens: 2, dModel: 32, layers: 2, heads: 2, ffnMult: 2, seed: 0 });
+// The default training run's shape: prompt style, reply length, model, re-asks.
+const run = TrainRunConfigSchema.parse({});
+const tokenizer = kuhnTokenizer(run.prompts);
+const config = kuhnPolicyConfig({ tokenizer, maxTokens: run.sampling.maxTokens, ...run.policy, seed: 0, prompts: run.prompts });
 const onnx = exportOnnx({ config, weights: initWeights(config) });
-const client = await PolicyModelClient.create({ tokenizer, config, onnx, maxBatch: 512, maxTokens: 2, seed: 1 });
+const client = await PolicyModelClient.create({ tokenizer, config, onnx, maxBatch: run.inference.maxBatch, maxTokens: run.sampling.maxTokens, seed: 1 });
 const env = await Env.create({
   definition: kuhnPokerEnv,
-  config: { id: 'kuhn-poker', player0: { runtime: 'game' }, player1: { runtime: 'game' } },
-  run: { model: 'policy', client, sampling: { temperature: 1, maxTokens: 2 } },
+  config: { id: 'kuhn-poker', prompts: run.prompts, invalidRetries: run.invalidRetries, player0: { runtime: 'game' }, player1: { runtime: 'game' } },
+  run: { model: 'policy', client, sampling: { temperature: run.sampling.temperature, maxTokens: run.sampling.maxTokens } },
 });
 const taskset = kuhnTaskset();
 const play = async (from: number, count: number) => {

@@ -14,8 +14,8 @@ export interface TrainerInit {
 /** A trainer behind an async interface: in this thread, or in a worker thread (one core trains while the other infers). */
 export interface TrainerHandle {
   readonly backend: string;
-  /** One optimizer step; `lr` overrides the configured learning rate (a schedule). */
-  train(rows: readonly TrainRow[], options?: { lr?: number }): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
+  /** One optimizer step; `lr` and `refKlTau` override the configured values (schedules). */
+  train(rows: readonly TrainRow[], options?: { lr?: number; refKlTau?: number }): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
   weights(): Promise<NamedWeight[]>;
   optimizerState(): Promise<OptimizerState>;
   close(): Promise<void>;

@@ -55,13 +55,14 @@ export class Trainer {
    * One optimizer step on a batch of sequences. Rows are sorted by length and cut into buckets,
    * each padded to its own longest row (a multiple of 8), so one long sequence (a re-asked seat)
    * does not pad the whole batch; the buckets' gradients are summed (the loss is normalised by the
-   * loss tokens of the whole batch, so the sum is the batch gradient). `lr` overrides the
-   * configured learning rate for this step (a schedule).
+   * loss tokens of the whole batch, so the sum is the batch gradient). `lr` and `refKlTau`
+   * override the configured values for this step (schedules).
    */
-  trainStep(rows: readonly TrainRow[], options: { lr?: number } = {}): TrainMetrics {
+  trainStep(rows: readonly TrainRow[], options: { lr?: number; refKlTau?: number } = {}): TrainMetrics {
     const started = performance.now();
     const cfg = this.config;
     const lr = options.lr ?? cfg.lr;
+    const refKlTau = options.refKlTau ?? cfg.refKlTau;
     let n = 0;
     for (const row of rows) for (let j = 1; j < row.tokenIds.length; j++) if (row.mask[j]) n++;
     const denom = Math.max(n, 1);
@@ -75,7 +76,7 @@ export class Trainer {
         const { time } = bucket;
         flops += stepFlops(this.model.config, bucket.rows.length, time);
         paddedTokens += bucket.rows.length * time;
-        const { value, grads, metrics } = this.bucketGradients(bucket.rows, time, denom);
+        const { value, grads, metrics } = this.bucketGradients(bucket.rows, time, denom, refKlTau);
         const gradList = this.model.variables.map((v) => grads[v.name] as tf.Tensor);
         total = total ? total.map((g, i) => tf.add(g, gradList[i] as tf.Tensor)) : gradList;
         const scalars = [value, ...metrics];
@@ -123,7 +124,7 @@ export class Trainer {
   }
 
   /** Loss (normalised by `denom`, the batch's loss tokens), metrics and gradients of one bucket padded to `time`. */
-  private bucketGradients(rows: readonly TrainRow[], time: number, denom: number) {
+  private bucketGradients(rows: readonly TrainRow[], time: number, denom: number, refKlTau: number) {
     const cfg = this.config;
     const b = rows.length;
     const tokens = new Int32Array(b * time);
@@ -168,7 +169,7 @@ export class Trainer {
       const p = tf.exp(lp);
       const klTok = tf.sum(tf.mul(tf.mul(p, tf.add(lp, this.logRefSize)), this.allowed), -1);
       const refKl = tf.div(tf.sum(tf.mul(klTok, tMask)), denom);
-      const loss = cfg.refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, cfg.refKlTau)) : rlLoss;
+      const loss = refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, refKlTau)) : rlLoss;
       const entropy = tf.div(tf.sum(tf.mul(tf.neg(tf.sum(tf.mul(p, lp), -1)), tMask)), denom);
       const mismatch = tf.div(tf.sum(tf.mul(tf.sub(tf.sub(r, 1), logr), tMask)), denom);
       const maskedFrac = tf.div(tf.sum(tf.mul(masked, tMask)), denom);

@@ -21,7 +21,7 @@ port.on('message', async (message: { id: number; op: string; payload: unknown })
       }
       case 'train': {
         if (!trainer) throw new Error('not initialised');
-        const { rows, options } = message.payload as { rows: TrainRow[]; options?: { lr?: number } };
+        const { rows, options } = message.payload as { rows: TrainRow[]; options?: { lr?: number; refKlTau?: number } };
         const metrics = trainer.trainStep(rows, options);
         value = { metrics, weights: trainer.getWeights() };
         break;

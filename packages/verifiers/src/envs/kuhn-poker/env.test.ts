@@ -92,7 +92,7 @@ describe('kuhn-poker env', () => {
     const p1 = episode.byAgent.player1?.[0];
     const deal = kuhnDeal(3);
     expect(contentText((p1?.messages[0] as { content: string }).content)).toBe(`Kuhn poker. Your card: ${deal[1]}.`);
-    expect(contentText((p1?.messages[1] as { content: string }).content)).toBe('History: bet. [fold] or [call]?');
+    expect(contentText((p1?.messages[1] as { content: string }).content)).toBe(`Card ${deal[1]}. History: bet. [fold] or [call]?`);
     // Player 1 named an illegal action once: with no re-ask it forfeits.
     expect(p1?.numTurns).toBe(1);
     expect(p1?.metrics.forfeit).toBe(1);

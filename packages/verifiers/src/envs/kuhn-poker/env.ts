@@ -65,7 +65,7 @@ export const kuhnPokerEnv = defineEnv({
       while (!kuhnIsTerminal(history)) {
         const player = kuhnActingPlayer(history);
         const seat = seats[player] as Interaction;
-        let message = kuhnTurnMessage(history, player, options.prompts);
+        let message = kuhnTurnMessage(history, player, options.prompts, deal[player]);
         let action: KuhnAction | null = null;
         for (let attempt = 0; attempt <= options.invalidRetries; attempt++) {
           const segment = await seat.turn(message);

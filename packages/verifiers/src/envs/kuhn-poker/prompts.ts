@@ -21,11 +21,14 @@ export function kuhnSystemPrompt(card: KuhnCard, style: KuhnPromptStyle = 'rules
 
 /**
  * The turn message. `rules`: "Betting so far: …. You are Player i. Your legal actions: [a] or [b]."
- * `compact`: "History: check bet. [fold] or [call]?" (the seat follows from the history's length).
+ * `compact`: "Card K. History: check bet. [fold] or [call]?" — the seat's card again (when given),
+ * next to the question: a small policy reads what sits near the question far more easily than a
+ * token at the start of the prompt (measured: without it, self-play training stayed blind to the
+ * card); the seat follows from the history's length.
  */
-export function kuhnTurnMessage(history: readonly KuhnAction[], player: 0 | 1, style: KuhnPromptStyle = 'rules'): string {
+export function kuhnTurnMessage(history: readonly KuhnAction[], player: 0 | 1, style: KuhnPromptStyle = 'rules', card?: KuhnCard): string {
   const [a, b] = kuhnLegalActions(history);
-  if (style === 'compact') return `History: ${history.length ? history.join(' ') : 'none'}. [${a}] or [${b}]?`;
+  if (style === 'compact') return `${card ? `Card ${card}. ` : ''}History: ${history.length ? history.join(' ') : 'none'}. [${a}] or [${b}]?`;
   const so = history.length ? history.join(', ') : 'none';
   return `Betting so far: ${so}. You are Player ${player}. Your legal actions: [${a}] or [${b}].`;
 }
@@ -49,7 +52,7 @@ export function kuhnReadSeat(messages: readonly { role: string; content?: unknow
   for (const m of messages) {
     if (m.role !== 'user') continue;
     const rules = /^Betting so far: (.*?)\. You are Player [01]\./.exec(text(m));
-    const compact = rules ? null : /^History: (.*?)\. \[/.exec(text(m));
+    const compact = rules ? null : /^(?:Card [JQK]\. )?History: (.*?)\. \[/.exec(text(m));
     const so = rules?.[1] ?? compact?.[1];
     if (so === undefined) continue;
     history = so === 'none' ? [] : (so.split(rules ? ', ' : ' ') as KuhnAction[]);
@@ -66,10 +69,10 @@ export function kuhnInfoSetMessages(card: KuhnCard, history: readonly KuhnAction
   const player = (history.length % 2) as 0 | 1;
   const messages: Message[] = [{ role: 'system', content: kuhnSystemPrompt(card, style) }];
   if (player === 0 && history.length === 2) {
-    messages.push({ role: 'user', content: kuhnTurnMessage([], 0, style) });
+    messages.push({ role: 'user', content: kuhnTurnMessage([], 0, style, card) });
     messages.push({ role: 'assistant', content: `[${history[0]}]` });
   }
-  messages.push({ role: 'user', content: kuhnTurnMessage(history, player, style) });
+  messages.push({ role: 'user', content: kuhnTurnMessage(history, player, style, card) });
   return messages;
 }
 
@@ -79,7 +82,7 @@ export function kuhnPromptCorpus(style: KuhnPromptStyle = 'rules'): string[] {
   const out: string[] = [];
   for (const card of KUHN_CARDS) out.push(kuhnSystemPrompt(card, style));
   for (const h of histories) {
-    out.push(kuhnTurnMessage(h, (h.length % 2) as 0 | 1, style));
+    for (const card of KUHN_CARDS) out.push(kuhnTurnMessage(h, (h.length % 2) as 0 | 1, style, card));
     out.push(kuhnReaskMessage(h, style));
   }
   out.push(...KUHN_ACTIONS.map((a) => `[${a}]`));
