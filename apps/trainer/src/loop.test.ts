@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KUHN_INFO_SETS } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
-import { readMetrics, train } from './loop.ts';
+import { TrainRunConfigSchema } from './config.ts';
+import { readMetrics, scheduledLr, scheduledRefKlTau, train } from './loop.ts';
 
 const tiny = {
   maxSteps: 2,
@@ -55,5 +56,23 @@ describe('train (the embedded loop)', () => {
       }
     }
     await rm(out, { recursive: true, force: true });
+  });
+});
+
+describe('schedules', () => {
+  it('decays the learning rate (cosine) from trainer.lr to lr × lrFinalFraction at the last step', () => {
+    const config = TrainRunConfigSchema.parse({ maxSteps: 11, trainer: { lr: 1e-2 }, lrFinalFraction: 0.1 });
+    expect(scheduledLr(config, 0)).toBeCloseTo(1e-2, 10);
+    expect(scheduledLr(config, 5)).toBeCloseTo(5.5e-3, 10);
+    expect(scheduledLr(config, 10)).toBeCloseTo(1e-3, 10);
+  });
+
+  it('decays refKlTau from refKlTauStart to trainer.refKlTau over the first refKlDecayFraction of the steps, then holds it', () => {
+    const config = TrainRunConfigSchema.parse({ maxSteps: 101, trainer: { refKlTau: 0.05 }, refKlTauStart: 0.5, refKlDecayFraction: 0.2 });
+    expect(scheduledRefKlTau(config, 0)).toBeCloseTo(0.5, 10);
+    expect(scheduledRefKlTau(config, 10)).toBeCloseTo(0.275, 10);
+    expect(scheduledRefKlTau(config, 20)).toBeCloseTo(0.05, 10);
+    expect(scheduledRefKlTau(config, 80)).toBeCloseTo(0.05, 10);
+    expect(scheduledRefKlTau(TrainRunConfigSchema.parse({ refKlTauStart: null, trainer: { refKlTau: 0.07 } }), 0)).toBe(0.07);
   });
 });
