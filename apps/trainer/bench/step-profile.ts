@@ -2,7 +2,15 @@
 // of this process (so the figures mean something on a shared machine too): rollouts (Env,
 // seats, interception, micro-batched onnxruntime), scoring, sample building, the trainer step
 // (wasm), weight export + session swap, and the policy-table evaluation. Last line: JSON.
-import { createAlgorithm, episodesToSamples, exportOnnx, initTfBackend, initWeights, PolicyModelClient, Trainer } from '@troupe/prime-rl';
+import {
+  createAlgorithm,
+  episodesToSamples,
+  exportOnnx,
+  initTfBackend,
+  initWeights,
+  PolicyModelClient,
+  Trainer,
+} from '@troupe/prime-rl';
 import { Env, kuhnPokerEnv, kuhnTaskset } from '@troupe/verifiers';
 import { TrainRunConfigSchema } from '../src/config.ts';
 import { registerGameRuntime } from '../src/game-runtime.ts';
@@ -14,10 +22,23 @@ const steps = Number(args.get('steps') ?? 3);
 registerGameRuntime();
 const backend = await initTfBackend();
 const tokenizer = kuhnTokenizer(config.prompts);
-const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: 0, prompts: config.prompts });
+const policy = kuhnPolicyConfig({
+  tokenizer,
+  maxTokens: config.sampling.maxTokens,
+  ...config.policy,
+  seed: 0,
+  prompts: config.prompts,
+});
 const weights = initWeights(policy);
 const trainer = new Trainer({ policy, weights, trainer: config.trainer });
-const client = await PolicyModelClient.create({ tokenizer, config: policy, onnx: exportOnnx({ config: policy, weights }), maxBatch: config.inference.maxBatch, maxTokens: config.sampling.maxTokens, seed: 1 });
+const client = await PolicyModelClient.create({
+  tokenizer,
+  config: policy,
+  onnx: exportOnnx({ config: policy, weights }),
+  maxBatch: config.inference.maxBatch,
+  maxTokens: config.sampling.maxTokens,
+  seed: 1,
+});
 const algorithm = createAlgorithm(config.algorithm);
 const env = await Env.create({
   definition: kuhnPokerEnv,
@@ -45,7 +66,9 @@ for (let s = 0; s <= steps; s++) {
   const groups = await Promise.all(
     Array.from({ length: config.groupsPerStep }, async () => {
       const t = taskset.at(task++);
-      return Promise.all(Array.from({ length: config.groupSize }, (_, index) => env.runEpisode({ task: t, group: { id: `g${task}`, index } })));
+      return Promise.all(
+        Array.from({ length: config.groupSize }, (_, index) => env.runEpisode({ task: t, group: { id: `g${task}`, index } })),
+      );
     }),
   );
   const rollout = cpu() - c;
@@ -80,6 +103,22 @@ for (let s = 0; s <= steps; s++) {
   padded = m.paddedLength;
 }
 const perStep = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, Math.round(v * 10) / 10]));
-console.log(`backend ${backend}; per step (CPU ms unless noted): ${JSON.stringify(perStep)}; ${hands / steps} hands, ${decisions / steps} decisions, ${trainTokens / steps} padded train tokens (T=${padded}) per step`);
-const total = Object.entries(phases).filter(([k]) => !k.includes('.')).reduce((a, [, v]) => a + v, 0);
-console.log(JSON.stringify({ name: 'kuhn_step_profile', value: total, unit: 'cpu_ms_per_step', baseline: null, ratio: null, ...perStep, handsPerStep: hands / steps, decisionsPerStep: decisions / steps, rolloutCpuMsPerHand: (phases.rollout ?? 0) / (hands / steps) }));
+console.log(
+  `backend ${backend}; per step (CPU ms unless noted): ${JSON.stringify(perStep)}; ${hands / steps} hands, ${decisions / steps} decisions, ${trainTokens / steps} padded train tokens (T=${padded}) per step`,
+);
+const total = Object.entries(phases)
+  .filter(([k]) => !k.includes('.'))
+  .reduce((a, [, v]) => a + v, 0);
+console.log(
+  JSON.stringify({
+    name: 'kuhn_step_profile',
+    value: total,
+    unit: 'cpu_ms_per_step',
+    baseline: null,
+    ratio: null,
+    ...perStep,
+    handsPerStep: hands / steps,
+    decisionsPerStep: decisions / steps,
+    rolloutCpuMsPerHand: (phases.rollout ?? 0) / (hands / steps),
+  }),
+);

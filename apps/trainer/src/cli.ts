@@ -29,7 +29,9 @@ async function main(argv: string[]): Promise<number> {
         resume: { type: 'boolean', default: false },
       },
     });
-    const config: Record<string, unknown> = values.config ? (JSON.parse(await readFile(values.config, 'utf8')) as Record<string, unknown>) : {};
+    const config: Record<string, unknown> = values.config
+      ? (JSON.parse(await readFile(values.config, 'utf8')) as Record<string, unknown>)
+      : {};
     if (values.seed !== undefined) config.seed = Number(values.seed);
     if (values['max-steps'] !== undefined) config.maxSteps = Number(values['max-steps']);
     if (values.algorithm) config.algorithm = { ...(config.algorithm as object), type: values.algorithm };
@@ -62,12 +64,23 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'eval') {
-    const { values } = parseArgs({ args: rest, options: { checkpoint: { type: 'string' }, hands: { type: 'string', default: '4000' }, seed: { type: 'string', default: '1' } } });
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        checkpoint: { type: 'string' },
+        hands: { type: 'string', default: '4000' },
+        seed: { type: 'string', default: '1' },
+      },
+    });
     if (!values.checkpoint) {
       console.error(USAGE);
       return 2;
     }
-    const report = await evaluateCheckpoint({ checkpoint: values.checkpoint, hands: Number(values.hands), seed: Number(values.seed) });
+    const report = await evaluateCheckpoint({
+      checkpoint: values.checkpoint,
+      hands: Number(values.hands),
+      seed: Number(values.seed),
+    });
     for (const r of report) {
       console.log(
         `vs ${r.opponent.padEnd(12)} as player0 ${r.asPlayer0.mean.toFixed(3)} ± ${r.asPlayer0.ci95.toFixed(3)}   as player1 ${r.asPlayer1.mean.toFixed(3)} ± ${r.asPlayer1.ci95.toFixed(3)}   forfeits ${r.forfeitRate.toFixed(3)}  (${r.hands} hands per seat)`,

@@ -1,5 +1,4 @@
-import { AlgorithmConfigSchema } from '@troupe/prime-rl';
-import { TrainerConfigSchema } from '@troupe/prime-rl';
+import { AlgorithmConfigSchema, TrainerConfigSchema } from '@troupe/prime-rl';
 import { z } from 'zod';
 
 /** A training run: env, policy shape, rollouts per step, algorithm, trainer, evaluation. */

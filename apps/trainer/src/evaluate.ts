@@ -1,8 +1,8 @@
 import { exportOnnx, loadCheckpoint, PolicyModelClient, WordTokenizer } from '@troupe/prime-rl';
 import { Env, kuhnEquilibrium, kuhnPokerEnv, kuhnTaskset, type ModelClient, uniformKuhnPolicy } from '@troupe/verifiers';
 import { TrainRunConfigSchema } from './config.ts';
-import { kuhnPolicyConfig } from './kuhn-policy.ts';
 import { registerGameRuntime } from './game-runtime.ts';
+import { kuhnPolicyConfig } from './kuhn-policy.ts';
 import { SeatRouterClient, TablePolicyClient } from './table-client.ts';
 
 export interface SeatResult {
@@ -37,8 +37,20 @@ export async function evaluateCheckpoint(options: { checkpoint: string; hands: n
   const loop = ckpt.state.loop as { config: unknown; tokenizer: unknown };
   const config = TrainRunConfigSchema.parse(loop.config);
   const tokenizer = WordTokenizer.fromJSON(loop.tokenizer);
-  const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: config.seed, prompts: config.prompts });
-  const trained = await PolicyModelClient.create({ tokenizer, config: policy, onnx: exportOnnx({ config: policy, weights: ckpt.weights }), maxTokens: config.sampling.maxTokens, seed: options.seed });
+  const policy = kuhnPolicyConfig({
+    tokenizer,
+    maxTokens: config.sampling.maxTokens,
+    ...config.policy,
+    seed: config.seed,
+    prompts: config.prompts,
+  });
+  const trained = await PolicyModelClient.create({
+    tokenizer,
+    config: policy,
+    onnx: exportOnnx({ config: policy, weights: ckpt.weights }),
+    maxTokens: config.sampling.maxTokens,
+    seed: options.seed,
+  });
   const opponents: [string, ModelClient][] = [
     ['uniform', new TablePolicyClient({ name: 'uniform', table: uniformKuhnPolicy(), seed: options.seed })],
     ['equilibrium', new TablePolicyClient({ name: 'equilibrium', table: kuhnEquilibrium(1 / 6), seed: options.seed + 1 })],
@@ -51,9 +63,25 @@ export async function evaluateCheckpoint(options: { checkpoint: string; hands: n
     let forfeits = 0;
     for (const seat of [0, 1] as const) {
       const client = new SeatRouterClient(seat === 0 ? [trained, opponent] : [opponent, trained]);
-      const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker', prompts: config.prompts, invalidRetries: config.invalidRetries, player0: { runtime: 'game' }, player1: { runtime: 'game' } }, run: { model: 'policy', client, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens } } });
+      const env = await Env.create({
+        definition: kuhnPokerEnv,
+        config: {
+          id: 'kuhn-poker',
+          prompts: config.prompts,
+          invalidRetries: config.invalidRetries,
+          player0: { runtime: 'game' },
+          player1: { runtime: 'game' },
+        },
+        run: {
+          model: 'policy',
+          client,
+          sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens },
+        },
+      });
       const episodes = await Promise.all(
-        Array.from({ length: options.hands }, (_, i) => env.runEpisode({ task: taskset.at(1_000_000 + i), group: { id: `eval-${i}`, index: 0 } })),
+        Array.from({ length: options.hands }, (_, i) =>
+          env.runEpisode({ task: taskset.at(1_000_000 + i), group: { id: `eval-${i}`, index: 0 } }),
+        ),
       );
       for (const e of episodes) {
         const trace = e.byAgent[seat === 0 ? 'player0' : 'player1']?.[0];
@@ -61,7 +89,13 @@ export async function evaluateCheckpoint(options: { checkpoint: string; hands: n
         if (trace?.metrics.forfeit === 1) forfeits++;
       }
     }
-    results.push({ opponent: name, hands: options.hands, asPlayer0: summarize(payoffs[0]), asPlayer1: summarize(payoffs[1]), forfeitRate: forfeits / (2 * options.hands) });
+    results.push({
+      opponent: name,
+      hands: options.hands,
+      asPlayer0: summarize(payoffs[0]),
+      asPlayer1: summarize(payoffs[1]),
+      forfeitRate: forfeits / (2 * options.hands),
+    });
   }
   return results;
 }

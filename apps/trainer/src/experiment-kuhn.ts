@@ -8,7 +8,11 @@ import { readMetrics, train } from './loop.ts';
 
 const defaults = TrainRunConfigSchema.parse({});
 const { values } = parseArgs({
-  options: { 'max-steps': { type: 'string', default: String(defaults.maxSteps) }, out: { type: 'string', default: 'runs/experiment-kuhn' }, seeds: { type: 'string', default: '0,1,2' } },
+  options: {
+    'max-steps': { type: 'string', default: String(defaults.maxSteps) },
+    out: { type: 'string', default: 'runs/experiment-kuhn' },
+    seeds: { type: 'string', default: '0,1,2' },
+  },
 });
 let handsPerRun = 0;
 const arms: [string, TrainRunConfigInput['algorithm']][] = [
@@ -30,7 +34,9 @@ for (const [name, algorithm] of arms) {
     const tail = metrics.slice(-10);
     const mean = (k: string) => tail.reduce((a, m) => a + Number(m[k] ?? 0), 0) / tail.length;
     finals.push({ nc: r.nashConv, nca: r.nashConvAverage, forfeit: mean('forfeit_rate'), p0: mean('player0_payoff') });
-    console.log(`${name} seed ${seed}: NashConv ${r.nashConv.toFixed(4)} (average ${r.nashConvAverage.toFixed(4)}), ${r.hands} hands, ${r.seconds.toFixed(0)} s`);
+    console.log(
+      `${name} seed ${seed}: NashConv ${r.nashConv.toFixed(4)} (average ${r.nashConvAverage.toFixed(4)}), ${r.hands} hands, ${r.seconds.toFixed(0)} s`,
+    );
   }
   const m = (f: (x: (typeof finals)[number]) => number) => {
     const xs = finals.map(f);
@@ -40,4 +46,6 @@ for (const [name, algorithm] of arms) {
   };
   rows.push(`| ${name} | ${m((x) => x.nc)} | ${m((x) => x.nca)} | ${m((x) => x.forfeit)} | ${m((x) => x.p0)} |`);
 }
-console.log(`\n| Algorithm (${seeds.length} seeds, ${values['max-steps']} steps = ${handsPerRun} hands each) | NashConv (last iterate) | NashConv (average policy) | Forfeit rate | Player-0 payoff / hand |\n|---|---|---|---|---|\n${rows.join('\n')}`);
+console.log(
+  `\n| Algorithm (${seeds.length} seeds, ${values['max-steps']} steps = ${handsPerRun} hands each) | NashConv (last iterate) | NashConv (average policy) | Forfeit rate | Player-0 payoff / hand |\n|---|---|---|---|---|\n${rows.join('\n')}`,
+);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { registerRuntime, type Runtime, type Sandbox, SandboxError } from '@troupe/verifiers';
+import { type Runtime, registerRuntime, type Sandbox, SandboxError } from '@troupe/verifiers';
 
 /**
  * A runtime for seats that never run code (the `null` harness: game players, user
@@ -13,7 +13,8 @@ export class GameRuntime implements Runtime {
 
   async createSandbox(): Promise<Sandbox> {
     let alive = true;
-    const refuse = (what: string) => Promise.reject(new SandboxError(`the game runtime has no ${what}: its seats never run code`));
+    const refuse = (what: string) =>
+      Promise.reject(new SandboxError(`the game runtime has no ${what}: its seats never run code`));
     return {
       id: `game-${randomUUID()}`,
       runtime: 'game',

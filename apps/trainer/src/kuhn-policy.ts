@@ -1,3 +1,4 @@
+import { type PolicyConfig, PolicyConfigSchema, WordTokenizer } from '@troupe/prime-rl';
 import {
   KUHN_ACTIONS,
   KUHN_INFO_SETS,
@@ -13,7 +14,6 @@ import {
   kuhnTurnMessage,
   type Message,
 } from '@troupe/verifiers';
-import { type PolicyConfig, PolicyConfigSchema, WordTokenizer } from '@troupe/prime-rl';
 
 /** The tokenizer of the Kuhn env: its prompts (in one style) plus the bracketed actions. */
 export function kuhnTokenizer(style: KuhnPromptStyle = 'compact'): WordTokenizer {

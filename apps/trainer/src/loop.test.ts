@@ -68,7 +68,12 @@ describe('schedules', () => {
   });
 
   it('decays refKlTau from refKlTauStart to trainer.refKlTau over the first refKlDecayFraction of the steps, then holds it', () => {
-    const config = TrainRunConfigSchema.parse({ maxSteps: 101, trainer: { refKlTau: 0.05 }, refKlTauStart: 0.5, refKlDecayFraction: 0.2 });
+    const config = TrainRunConfigSchema.parse({
+      maxSteps: 101,
+      trainer: { refKlTau: 0.05 },
+      refKlTauStart: 0.5,
+      refKlDecayFraction: 0.2,
+    });
     expect(scheduledRefKlTau(config, 0)).toBeCloseTo(0.5, 10);
     expect(scheduledRefKlTau(config, 10)).toBeCloseTo(0.275, 10);
     expect(scheduledRefKlTau(config, 20)).toBeCloseTo(0.05, 10);

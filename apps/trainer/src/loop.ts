@@ -1,5 +1,5 @@
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type Algorithm,
@@ -8,6 +8,7 @@ import {
   exportOnnx,
   flattenRoleMetrics,
   initTfBackend,
+  initWeights,
   loadCheckpoint,
   localTrainer,
   type NamedWeight,
@@ -17,7 +18,6 @@ import {
   type TrainerHandle,
   WordTokenizer,
   workerTrainer,
-  initWeights,
 } from '@troupe/prime-rl';
 import {
   Env,
@@ -30,10 +30,10 @@ import {
   kuhnPokerEnv,
   kuhnTaskset,
 } from '@troupe/verifiers';
-import { type TrainRunConfig, TrainRunConfigSchema, type TrainRunConfigInput } from './config.ts';
+import { type TrainRunConfig, type TrainRunConfigInput, TrainRunConfigSchema } from './config.ts';
+import { registerGameRuntime } from './game-runtime.ts';
 import { kuhnPolicyConfig, kuhnPolicyTable, kuhnTokenizer } from './kuhn-policy.ts';
 import { writeReport } from './report.ts';
-import { registerGameRuntime } from './game-runtime.ts';
 
 /** One line of `metrics.jsonl`. */
 export type StepMetrics = Record<string, number | string | null>;
@@ -93,10 +93,21 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   await mkdir(out, { recursive: true });
   const ckptDir = join(out, 'checkpoint');
   const resumed = options.resume && existsSync(join(ckptDir, 'meta.json')) ? await loadCheckpoint({ dir: ckptDir }) : null;
-  const config: TrainRunConfig = resumed ? TrainRunConfigSchema.parse({ ...(resumed.state.loop as LoopState).config, maxSteps: TrainRunConfigSchema.parse(options.config).maxSteps }) : TrainRunConfigSchema.parse(options.config);
+  const config: TrainRunConfig = resumed
+    ? TrainRunConfigSchema.parse({
+        ...(resumed.state.loop as LoopState).config,
+        maxSteps: TrainRunConfigSchema.parse(options.config).maxSteps,
+      })
+    : TrainRunConfigSchema.parse(options.config);
   const loopState = resumed?.state.loop as LoopState | undefined;
   const tokenizer = loopState ? WordTokenizer.fromJSON(loopState.tokenizer) : kuhnTokenizer(config.prompts);
-  const policy = kuhnPolicyConfig({ tokenizer, maxTokens: config.sampling.maxTokens, ...config.policy, seed: config.seed, prompts: config.prompts });
+  const policy = kuhnPolicyConfig({
+    tokenizer,
+    maxTokens: config.sampling.maxTokens,
+    ...config.policy,
+    seed: config.seed,
+    prompts: config.prompts,
+  });
   const startWeights: NamedWeight[] = resumed?.weights ?? initWeights(policy);
   const backendPromise = initTfBackend();
   const init = { policy, weights: startWeights, trainer: config.trainer, ...(resumed ? { optimizer: resumed.optimizer } : {}) };
@@ -110,7 +121,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     }
   } else trainer = await localTrainer(init);
   await backendPromise;
-  log(`trainer backend: ${trainer.backend}${config.workerThread ? ' (worker thread)' : ''}; inference: onnxruntime-node (1 thread)`);
+  log(
+    `trainer backend: ${trainer.backend}${config.workerThread ? ' (worker thread)' : ''}; inference: onnxruntime-node (1 thread)`,
+  );
   const startStep = resumed?.step ?? 0;
   const client = await PolicyModelClient.create({
     tokenizer,
@@ -128,8 +141,18 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (loopState?.algorithm != null) algorithm.loadState?.(loopState.algorithm);
   const env = await Env.create({
     definition: kuhnPokerEnv,
-    config: { id: 'kuhn-poker', prompts: config.prompts, invalidRetries: config.invalidRetries, player0: { runtime: 'game' }, player1: { runtime: 'game' } },
-    run: { model: 'policy', client, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens } },
+    config: {
+      id: 'kuhn-poker',
+      prompts: config.prompts,
+      invalidRetries: config.invalidRetries,
+      player0: { runtime: 'game' },
+      player1: { runtime: 'game' },
+    },
+    run: {
+      model: 'policy',
+      client,
+      sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens },
+    },
   });
   const taskset = kuhnTaskset();
   let nextTask = loopState?.nextTask ?? 0;
@@ -163,7 +186,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       groups.map(async (taskIndex) => {
         const task = taskset.at(taskIndex);
         const id = `task-${taskIndex}`;
-        const eps = await Promise.all(Array.from({ length: config.groupSize }, (_, index) => env.runEpisode({ task, group: { id, index } })));
+        const eps = await Promise.all(
+          Array.from({ length: config.groupSize }, (_, index) => env.runEpisode({ task, group: { id, index } })),
+        );
         await algorithm.scoreGroup(eps);
         return eps;
       }),
@@ -267,7 +292,15 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   await trainer.close();
   await writeReport({ out });
   if (!table) throw new Error('no evaluation step ran');
-  return { steps: step, hands, nashConv, nashConvAverage, seconds: (performance.now() - started) / 1000, backend: trainer.backend, table };
+  return {
+    steps: step,
+    hands,
+    nashConv,
+    nashConvAverage,
+    seconds: (performance.now() - started) / 1000,
+    backend: trainer.backend,
+    table,
+  };
 }
 
 /** The learning rate of step `step` (0-based): cosine from `trainer.lr` to `trainer.lr × lrFinalFraction` at `maxSteps`. */
@@ -292,5 +325,8 @@ function tableJson(table: KuhnPolicyTable): string {
 /** Reads `metrics.jsonl`. */
 export async function readMetrics(out: string): Promise<StepMetrics[]> {
   const text = await readFile(join(out, 'metrics.jsonl'), 'utf8');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as StepMetrics);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as StepMetrics);
 }

@@ -33,13 +33,18 @@ export function svgChart(options: { title: string; xLabel: string; series: Serie
     `<text x="${pad.l}" y="18" font-size="14" font-weight="600">${esc(options.title)}</text>`,
     `<line x1="${pad.l}" y1="${h - pad.b}" x2="${w - pad.r}" y2="${h - pad.b}" stroke="#999"/>`,
     `<line x1="${pad.l}" y1="${pad.t}" x2="${pad.l}" y2="${h - pad.b}" stroke="#999"/>`,
-    ...ticks.map((t) => `<text x="${pad.l - 6}" y="${sy(t) + 4}" font-size="10" text-anchor="end">${fmt(t)}</text><line x1="${pad.l}" y1="${sy(t)}" x2="${w - pad.r}" y2="${sy(t)}" stroke="#eee"/>`),
+    ...ticks.map(
+      (t) =>
+        `<text x="${pad.l - 6}" y="${sy(t) + 4}" font-size="10" text-anchor="end">${fmt(t)}</text><line x1="${pad.l}" y1="${sy(t)}" x2="${w - pad.r}" y2="${sy(t)}" stroke="#eee"/>`,
+    ),
     `<text x="${pad.l}" y="${h - 8}" font-size="10">${fmt(x0)}</text><text x="${w - pad.r}" y="${h - 8}" font-size="10" text-anchor="end">${fmt(x1)} ${esc(options.xLabel)}</text>`,
   ];
   options.series.forEach((s, i) => {
     const d = s.points.map((p, j) => `${j ? 'L' : 'M'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join('');
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.6"/>`);
-    parts.push(`<text x="${w - pad.r - 4}" y="${pad.t + 12 + i * 13}" font-size="11" text-anchor="end" fill="${s.color}">${esc(s.name)}</text>`);
+    parts.push(
+      `<text x="${w - pad.r - 4}" y="${pad.t + 12 + i * 13}" font-size="11" text-anchor="end" fill="${s.color}">${esc(s.name)}</text>`,
+    );
   });
   parts.push('</svg>');
   return parts.join('');
@@ -66,7 +71,10 @@ function series(rows: Row[], key: string, name: string, color: string): Series {
 /** Writes `<out>/report.html` from `metrics.jsonl` and the policy tables: self-contained, inline SVG. */
 export async function writeReport(options: { out: string }): Promise<string> {
   const text = await readFile(join(options.out, 'metrics.jsonl'), 'utf8');
-  const rows = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row);
+  const rows = text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Row);
   const read = async (name: string) => {
     try {
       return JSON.parse(await readFile(join(options.out, name), 'utf8')) as KuhnPolicyTable;
@@ -79,15 +87,49 @@ export async function writeReport(options: { out: string }): Promise<string> {
   const last = rows.at(-1) ?? {};
   const eq = kuhnEquilibrium(1 / 6);
   const tableHtml = `<table><tr><th>info set</th><th>P(bet/call) last</th><th>average</th><th>equilibrium (α=1/6; J, K, Qpb depend on α)</th></tr>${KUHN_INFO_SETS.map(
-    (k) => `<tr><td>${k}</td><td>${table ? table[k][1].toFixed(3) : '–'}</td><td>${average ? average[k][1].toFixed(3) : '–'}</td><td>${eq[k][1].toFixed(3)}</td></tr>`,
+    (k) =>
+      `<tr><td>${k}</td><td>${table ? table[k][1].toFixed(3) : '–'}</td><td>${average ? average[k][1].toFixed(3) : '–'}</td><td>${eq[k][1].toFixed(3)}</td></tr>`,
   ).join('')}</table>`;
   const roleKeys = Object.keys(last).filter((k) => /reward\/mean$/.test(k));
   const charts = [
-    svgChart({ title: 'NashConv (exact)', xLabel: 'hands', yMin: 0, series: [series(rows, 'nash_conv', 'last iterate', COLORS[0] as string), series(rows, 'nash_conv_average', 'average policy', COLORS[1] as string)] }),
-    svgChart({ title: 'Reward per role', xLabel: 'hands', series: roleKeys.map((k, i) => series(rows, k, k, COLORS[i % COLORS.length] as string)) }),
-    svgChart({ title: 'Forfeit rate', xLabel: 'hands', yMin: 0, series: [series(rows, 'forfeit_rate', 'hands ending in a forfeit', COLORS[0] as string)] }),
-    svgChart({ title: 'Entropy and KL', xLabel: 'hands', yMin: 0, series: [series(rows, 'entropy', 'entropy', COLORS[2] as string), series(rows, 'ref_kl', 'KL to reference', COLORS[3] as string), series(rows, 'mismatch_kl', 'mismatch KL', COLORS[4] as string)] }),
-    svgChart({ title: 'Player 0 payoff per hand (equilibrium −1/18)', xLabel: 'hands', series: [series(rows, 'player0_payoff', 'sampled', COLORS[0] as string), series(rows, 'game_value', 'exact, policy table', COLORS[1] as string)] }),
+    svgChart({
+      title: 'NashConv (exact)',
+      xLabel: 'hands',
+      yMin: 0,
+      series: [
+        series(rows, 'nash_conv', 'last iterate', COLORS[0] as string),
+        series(rows, 'nash_conv_average', 'average policy', COLORS[1] as string),
+      ],
+    }),
+    svgChart({
+      title: 'Reward per role',
+      xLabel: 'hands',
+      series: roleKeys.map((k, i) => series(rows, k, k, COLORS[i % COLORS.length] as string)),
+    }),
+    svgChart({
+      title: 'Forfeit rate',
+      xLabel: 'hands',
+      yMin: 0,
+      series: [series(rows, 'forfeit_rate', 'hands ending in a forfeit', COLORS[0] as string)],
+    }),
+    svgChart({
+      title: 'Entropy and KL',
+      xLabel: 'hands',
+      yMin: 0,
+      series: [
+        series(rows, 'entropy', 'entropy', COLORS[2] as string),
+        series(rows, 'ref_kl', 'KL to reference', COLORS[3] as string),
+        series(rows, 'mismatch_kl', 'mismatch KL', COLORS[4] as string),
+      ],
+    }),
+    svgChart({
+      title: 'Player 0 payoff per hand (equilibrium −1/18)',
+      xLabel: 'hands',
+      series: [
+        series(rows, 'player0_payoff', 'sampled', COLORS[0] as string),
+        series(rows, 'game_value', 'exact, policy table', COLORS[1] as string),
+      ],
+    }),
   ];
   const summary = `steps ${last.step ?? 0}, hands ${last.hands ?? 0}, NashConv ${typeof last.nash_conv === 'number' ? last.nash_conv.toFixed(4) : '–'} (average policy ${typeof last.nash_conv_average === 'number' ? last.nash_conv_average.toFixed(4) : '–'}), ${typeof last.elapsed_s === 'number' ? last.elapsed_s.toFixed(0) : '?'} s`;
   const html = `<!doctype html><html><head><meta charset="utf-8"><title>troupe training report</title>

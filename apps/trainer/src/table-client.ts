@@ -14,7 +14,9 @@ import {
 
 /** Reads the seat, card and betting history from the Kuhn env's messages (either prompt style). */
 export function readKuhnSeat(messages: ModelRequest['messages']): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {
-  return kuhnReadSeat(messages.map((m) => ({ role: m.role, content: m.role === 'assistant' ? (m.content ?? '') : contentText(m.content) })));
+  return kuhnReadSeat(
+    messages.map((m) => ({ role: m.role, content: m.role === 'assistant' ? (m.content ?? '') : contentText(m.content) })),
+  );
 }
 
 /** A fixed opponent: answers each turn with a bracketed action sampled from a policy table. */
@@ -35,7 +37,13 @@ export class TablePolicyClient implements ModelClient {
       const [a, b] = kuhnLegalActions(seat.history) as [KuhnAction, KuhnAction];
       content = `[${this.random() * (pass + bet) < pass ? a : b}]`;
     }
-    return { id: 'table', model: this.model, message: { role: 'assistant', content }, finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 1 } };
+    return {
+      id: 'table',
+      model: this.model,
+      message: { role: 'assistant', content },
+      finishReason: 'stop',
+      usage: { promptTokens: 0, completionTokens: 1 },
+    };
   }
 }
 

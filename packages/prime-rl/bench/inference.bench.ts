@@ -5,10 +5,10 @@ import { Env, kuhnPokerEnv, kuhnTaskset, registerRuntime } from '@troupe/verifie
 import { TrainRunConfigSchema } from '../../../apps/trainer/src/config.ts';
 import { GameRuntime } from '../../../apps/trainer/src/game-runtime.ts';
 import { kuhnPolicyConfig, kuhnTokenizer } from '../../../apps/trainer/src/kuhn-policy.ts';
-import { initWeights } from '../src/policy/config.ts';
 import { exportOnnx } from '../src/inference/onnx-export.ts';
 import { OnnxPolicy } from '../src/inference/onnx-policy.ts';
 import { PolicyModelClient } from '../src/inference/policy-model-client.ts';
+import { initWeights } from '../src/policy/config.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const hands = Number(args.get('hands') ?? 1024);
@@ -19,10 +19,23 @@ const run = TrainRunConfigSchema.parse({});
 const tokenizer = kuhnTokenizer(run.prompts);
 const config = kuhnPolicyConfig({ tokenizer, maxTokens: run.sampling.maxTokens, ...run.policy, seed: 0, prompts: run.prompts });
 const onnx = exportOnnx({ config, weights: initWeights(config) });
-const client = await PolicyModelClient.create({ tokenizer, config, onnx, maxBatch: run.inference.maxBatch, maxTokens: run.sampling.maxTokens, seed: 1 });
+const client = await PolicyModelClient.create({
+  tokenizer,
+  config,
+  onnx,
+  maxBatch: run.inference.maxBatch,
+  maxTokens: run.sampling.maxTokens,
+  seed: 1,
+});
 const env = await Env.create({
   definition: kuhnPokerEnv,
-  config: { id: 'kuhn-poker', prompts: run.prompts, invalidRetries: run.invalidRetries, player0: { runtime: 'game' }, player1: { runtime: 'game' } },
+  config: {
+    id: 'kuhn-poker',
+    prompts: run.prompts,
+    invalidRetries: run.invalidRetries,
+    player0: { runtime: 'game' },
+    player1: { runtime: 'game' },
+  },
   run: { model: 'policy', client, sampling: { temperature: run.sampling.temperature, maxTokens: run.sampling.maxTokens } },
 });
 const taskset = kuhnTaskset();
@@ -31,12 +44,16 @@ const play = async (from: number, count: number) => {
   let promptTokens = 0;
   for (let start = 0; start < count; start += concurrent) {
     const episodes = await Promise.all(
-      Array.from({ length: Math.min(concurrent, count - start) }, (_, i) => env.runEpisode({ task: taskset.at(from + start + i), group: { id: 'b', index: 0 } })),
+      Array.from({ length: Math.min(concurrent, count - start) }, (_, i) =>
+        env.runEpisode({ task: taskset.at(from + start + i), group: { id: 'b', index: 0 } }),
+      ),
     );
-    for (const e of episodes) for (const t of e.traces) for (const c of t.calls) {
-      decisions++;
-      promptTokens += c.usage?.promptTokens ?? 0;
-    }
+    for (const e of episodes)
+      for (const t of e.traces)
+        for (const c of t.calls) {
+          decisions++;
+          promptTokens += c.usage?.promptTokens ?? 0;
+        }
   }
   return { decisions, promptTokens };
 };
@@ -67,5 +84,17 @@ const rawRate = rawRowsPerSecond / (rows / decisions);
 console.log(
   `${hands} hands, ${decisions} decisions in ${loopSeconds.toFixed(2)} s (${loopRate.toFixed(0)}/s); ${batches} forward passes, mean batch ${batch}, mean prompt ${time} tokens; raw onnxruntime at that batch: ${rawRate.toFixed(0)} decisions/s`,
 );
-console.log(JSON.stringify({ name: 'selfplay_decisions_per_second_vs_raw_onnx', value: loopRate, unit: 'decisions/s', baseline: rawRate, ratio: loopRate / rawRate, batch, time, hands, goal: 0.5 }));
+console.log(
+  JSON.stringify({
+    name: 'selfplay_decisions_per_second_vs_raw_onnx',
+    value: loopRate,
+    unit: 'decisions/s',
+    baseline: rawRate,
+    ratio: loopRate / rawRate,
+    batch,
+    time,
+    hands,
+    goal: 0.5,
+  }),
+);
 await raw.release();

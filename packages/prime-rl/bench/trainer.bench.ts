@@ -1,10 +1,10 @@
 // Trainer throughput: achieved GFLOP/s of a training step (forward + backward + AdamW) against the
 // same backend's 512×512 matmul peak, measured in the same run. Last line: JSON.
 import * as tf from '@tensorflow/tfjs';
-import { PolicyConfigSchema } from '../src/policy/config.ts';
 import { initTfBackend } from '../src/policy/backend.ts';
-import { Trainer } from '../src/trainer/trainer.ts';
+import { PolicyConfigSchema } from '../src/policy/config.ts';
 import type { TrainRow } from '../src/trainer/config.ts';
+import { Trainer } from '../src/trainer/trainer.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const batch = Number(args.get('batch') ?? 256);
@@ -29,7 +29,14 @@ for (let i = 0; i < 10; i++) {
 const peak = (2 * 512 ** 3) / (best / 1000) / 1e9;
 let t0 = performance.now();
 
-const config = PolicyConfigSchema.parse({ vocabSize: 64, contextLength: time, dModel, layers, heads, outputTokens: [10, 11, 12, 13, 5] });
+const config = PolicyConfigSchema.parse({
+  vocabSize: 64,
+  contextLength: time,
+  dModel,
+  layers,
+  heads,
+  outputTokens: [10, 11, 12, 13, 5],
+});
 const trainer = new Trainer({ policy: config, trainer: { lr: 1e-3, refKlTau: 0.05 } });
 const rows: TrainRow[] = Array.from({ length: batch }, (_, i) => {
   const tokenIds = Array.from({ length: time }, (_, j) => (j >= time - 2 ? 10 + ((i + j) % 4) : (i * 7 + j * 3) % 64));
@@ -42,5 +49,23 @@ t0 = performance.now();
 for (let s = 0; s < steps; s++) flops += trainer.trainStep(rows).flops;
 const seconds = (performance.now() - t0) / 1000;
 const gflops = flops / seconds / 1e9;
-console.log(`backend ${backend}; ${trainer.model.parameterCount} parameters; ${batch}×${time} tokens per step: ${(seconds / steps).toFixed(3)} s/step, ${gflops.toFixed(2)} GFLOP/s; 512² matmul peak ${peak.toFixed(2)} GFLOP/s`);
-console.log(JSON.stringify({ name: 'trainer_gflops_vs_matmul_peak', value: gflops, unit: 'GFLOP/s', baseline: peak, ratio: gflops / peak, backend, batch, time, dModel, layers, heads, secondsPerStep: seconds / steps, goal: 0.3 }));
+console.log(
+  `backend ${backend}; ${trainer.model.parameterCount} parameters; ${batch}×${time} tokens per step: ${(seconds / steps).toFixed(3)} s/step, ${gflops.toFixed(2)} GFLOP/s; 512² matmul peak ${peak.toFixed(2)} GFLOP/s`,
+);
+console.log(
+  JSON.stringify({
+    name: 'trainer_gflops_vs_matmul_peak',
+    value: gflops,
+    unit: 'GFLOP/s',
+    baseline: peak,
+    ratio: gflops / peak,
+    backend,
+    batch,
+    time,
+    dModel,
+    layers,
+    heads,
+    secondsPerStep: seconds / steps,
+    goal: 0.3,
+  }),
+);

@@ -24,9 +24,7 @@ export class MicroBatcher {
   private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
   readonly stats: MicroBatcherStats = { batches: 0, rows: 0, forwardMs: 0 };
 
-  constructor(
-    private readonly options: { policy: () => OnnxPolicy; maxBatch: number; maxWaitMs: number; vocabSize: number },
-  ) {}
+  constructor(private readonly options: { policy: () => OnnxPolicy; maxBatch: number; maxWaitMs: number; vocabSize: number }) {}
 
   /** Logits of the next token after `tokens`. */
   next(tokens: readonly number[]): Promise<Float32Array> {
@@ -69,7 +67,7 @@ export class MicroBatcher {
       .logits({ tokens, batch: batch.length, time, rows })
       .then(
         (logits) => {
-          batch.forEach((p, b) => p.resolve(logits.subarray(b * v, (b + 1) * v)));
+          for (const [b, p] of batch.entries()) p.resolve(logits.subarray(b * v, (b + 1) * v));
         },
         (error) => {
           for (const p of batch) p.reject(error);

@@ -12,13 +12,25 @@ describe('ONNX export', () => {
   });
 
   it('gives the same logits in onnxruntime as in tfjs (to 1e-4), at every position, with dynamic batch and time', async () => {
-    const config = PolicyConfigSchema.parse({ vocabSize: 40, contextLength: 24, dModel: 32, layers: 2, heads: 4, outputTokens: [5, 6, 7, 30], seed: 3 });
+    const config = PolicyConfigSchema.parse({
+      vocabSize: 40,
+      contextLength: 24,
+      dModel: 32,
+      layers: 2,
+      heads: 4,
+      outputTokens: [5, 6, 7, 30],
+      seed: 3,
+    });
     const model = new PolicyModel({ config });
     const allowed = new Set(config.outputTokens);
     // Perturb biases and gains so that every weight matters.
     model.setWeights(model.getWeights().map((w, i) => ({ ...w, data: w.data.map((x, j) => x + 0.05 * Math.sin(i * 7 + j)) })));
     const onnx = await OnnxPolicy.load({ model: exportOnnx({ config, weights: model.getWeights() }), vocabSize: 40 });
-    for (const [batch, time] of [[3, 11], [1, 24], [5, 2]] as const) {
+    for (const [batch, time] of [
+      [3, 11],
+      [1, 24],
+      [5, 2],
+    ] as const) {
       const tokens = Int32Array.from({ length: batch * time }, (_, i) => (i * 13 + batch) % 40);
       const expected = tf.tidy(() => model.forward(tf.tensor2d(tokens, [batch, time], 'int32')).dataSync());
       const rows = Array.from({ length: batch * time }, (_, i) => i);

@@ -26,7 +26,12 @@ export function exportOnnx(options: { config: PolicyConfig; weights: NamedWeight
   const fresh = (base: string) => `${base}_${counter++}`;
 
   const floatInit = (name: string, shape: number[], data: Float32Array) => {
-    initializers.push({ name, dims: shape, dataType: FLOAT, rawData: new Uint8Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength)) });
+    initializers.push({
+      name,
+      dims: shape,
+      dataType: FLOAT,
+      rawData: new Uint8Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength)),
+    });
     return name;
   };
   const int64Init = (name: string, shape: number[], data: number[]) => {
@@ -43,11 +48,17 @@ export function exportOnnx(options: { config: PolicyConfig; weights: NamedWeight
     nodes.push({ opType, input: inputs, output: outs, name: fresh(`n_${opType}`), attribute: attrs });
     return outs;
   };
-  const one = (opType: string, inputs: string[], attrs: onnxProto.onnx.IAttributeProto[] = []) => node(opType, inputs, attrs)[0] as string;
+  const one = (opType: string, inputs: string[], attrs: onnxProto.onnx.IAttributeProto[] = []) =>
+    node(opType, inputs, attrs)[0] as string;
   const intAttr = (name: string, i: number) => ({ name, type: onnx.AttributeProto.AttributeType.INT, i });
   const floatAttr = (name: string, f: number) => ({ name, type: onnx.AttributeProto.AttributeType.FLOAT, f });
   const intsAttr = (name: string, ints: number[]) => ({ name, type: onnx.AttributeProto.AttributeType.INTS, ints });
-  const ln = (x: string, prefix: string) => one('LayerNormalization', [x, weight(`${prefix}.g`), weight(`${prefix}.b`)], [intAttr('axis', -1), floatAttr('epsilon', LAYER_NORM_EPS)]);
+  const ln = (x: string, prefix: string) =>
+    one(
+      'LayerNormalization',
+      [x, weight(`${prefix}.g`), weight(`${prefix}.b`)],
+      [intAttr('axis', -1), floatAttr('epsilon', LAYER_NORM_EPS)],
+    );
   const linear = (x: string, prefix: string) => one('Add', [one('MatMul', [x, weight(`${prefix}.w`)]), weight(`${prefix}.b`)]);
 
   // Positions and the causal mask, sized by the input's time axis.
@@ -57,9 +68,16 @@ export function exportOnnx(options: { config: PolicyConfig; weights: NamedWeight
   const positions = one('Range', [int64Init('c_zero', [], [0]), tScalar, int64Init('c_one', [], [1])]);
   const causalData = new Float32Array(tmax * tmax);
   for (let i = 0; i < tmax; i++) for (let j = i + 1; j < tmax; j++) causalData[i * tmax + j] = -1e9;
-  const causal = one('Slice', [floatInit('causal', [tmax, tmax], causalData), int64Init('c_00', [2], [0, 0]), one('Concat', [tVec, tVec], [intAttr('axis', 0)])]);
+  const causal = one('Slice', [
+    floatInit('causal', [tmax, tmax], causalData),
+    int64Init('c_00', [2], [0, 0]),
+    one('Concat', [tVec, tVec], [intAttr('axis', 0)]),
+  ]);
 
-  let x = one('Add', [one('Gather', [weight('tok_emb'), 'tokens'], [intAttr('axis', 0)]), one('Gather', [weight('pos_emb'), positions], [intAttr('axis', 0)])]);
+  let x = one('Add', [
+    one('Gather', [weight('tok_emb'), 'tokens'], [intAttr('axis', 0)]),
+    one('Gather', [weight('pos_emb'), positions], [intAttr('axis', 0)]),
+  ]);
   const headShape = int64Init('c_heads', [4], [0, 0, heads, dh]);
   const mergeShape = int64Init('c_merge', [3], [0, 0, d]);
   const splitSizes = int64Init('c_split', [3], [d, d, d]);
@@ -97,10 +115,15 @@ export function exportOnnx(options: { config: PolicyConfig; weights: NamedWeight
       node: nodes,
       initializer: initializers,
       input: [
-        { name: 'tokens', type: { tensorType: { elemType: INT32, shape: { dim: [{ dimParam: 'batch' }, { dimParam: 'time' }] } } } },
+        {
+          name: 'tokens',
+          type: { tensorType: { elemType: INT32, shape: { dim: [{ dimParam: 'batch' }, { dimParam: 'time' }] } } },
+        },
         { name: 'rows', type: { tensorType: { elemType: INT64, shape: { dim: [{ dimParam: 'n' }] } } } },
       ],
-      output: [{ name: 'logits', type: { tensorType: { elemType: FLOAT, shape: { dim: [{ dimParam: 'n' }, { dimValue: v }] } } } }],
+      output: [
+        { name: 'logits', type: { tensorType: { elemType: FLOAT, shape: { dim: [{ dimParam: 'n' }, { dimValue: v }] } } } },
+      ],
     },
   });
   return onnx.ModelProto.encode(model).finish();

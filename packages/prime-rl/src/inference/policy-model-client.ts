@@ -66,7 +66,11 @@ export class PolicyModelClient implements ModelClient {
   }
 
   static async create(options: PolicyModelClientOptions): Promise<PolicyModelClient> {
-    const session = await OnnxPolicy.load({ model: options.onnx, vocabSize: options.config.vocabSize, threads: options.threads ?? 1 });
+    const session = await OnnxPolicy.load({
+      model: options.onnx,
+      vocabSize: options.config.vocabSize,
+      threads: options.threads ?? 1,
+    });
     return new PolicyModelClient(options, session);
   }
 
@@ -94,7 +98,9 @@ export class PolicyModelClient implements ModelClient {
     const prompt = this.tokenizer.renderChat({ messages: request.messages });
     const limit = this.config.contextLength;
     if (prompt.length >= limit) {
-      throw new ProviderError(`prompt of ${prompt.length} tokens exceeds the maximum context length of ${limit} tokens`, { statusCode: 400 });
+      throw new ProviderError(`prompt of ${prompt.length} tokens exceeds the maximum context length of ${limit} tokens`, {
+        statusCode: 400,
+      });
     }
     const maxTokens = Math.min(request.sampling.maxTokens ?? this.maxTokens, limit - prompt.length);
     const temperature = request.sampling.temperature ?? 1;

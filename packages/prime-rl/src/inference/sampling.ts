@@ -5,7 +5,10 @@ import type { Rng } from './rng.ts';
  * logprob under the distribution it was drawn from, softmax(logits / temperature) — the same
  * quantity the trainer recomputes from `logits / temperature`.
  */
-export function sampleToken(options: { logits: Float32Array; temperature: number; rng: Rng }): { token: number; logprob: number } {
+export function sampleToken(options: { logits: Float32Array; temperature: number; rng: Rng }): {
+  token: number;
+  logprob: number;
+} {
   const { logits, rng } = options;
   const t = options.temperature > 0 ? options.temperature : 1;
   let max = Number.NEGATIVE_INFINITY;

@@ -62,7 +62,12 @@ export function weightShapes(config: PolicyConfig): { name: string; shape: numbe
       { name: `l${l}.fc2.b`, shape: [d] },
     );
   }
-  out.push({ name: 'lnf.g', shape: [d] }, { name: 'lnf.b', shape: [d] }, { name: 'head.w', shape: [d, v] }, { name: 'head.b', shape: [v] });
+  out.push(
+    { name: 'lnf.g', shape: [d] },
+    { name: 'lnf.b', shape: [d] },
+    { name: 'head.w', shape: [d, v] },
+    { name: 'head.b', shape: [v] },
+  );
   return out;
 }
 
@@ -74,7 +79,8 @@ export function initWeights(config: PolicyConfig): NamedWeight[] {
     const data = new Float32Array(size);
     if (name.endsWith('.g')) data.fill(1);
     else if (shape.length === 2) {
-      const std = name.endsWith('proj.w') || name.endsWith('fc2.w') ? config.initStd / Math.sqrt(2 * config.layers) : config.initStd;
+      const std =
+        name.endsWith('proj.w') || name.endsWith('fc2.w') ? config.initStd / Math.sqrt(2 * config.layers) : config.initStd;
       for (let i = 0; i < size; i++) data[i] = normal() * std;
     }
     return { name, shape, data };

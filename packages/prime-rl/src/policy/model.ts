@@ -43,7 +43,8 @@ export class PolicyModel {
     if (weights.length !== expected.length) throw new TypeError(`expected ${expected.length} weights, got ${weights.length}`);
     this.variables = expected.map(({ name, shape }, i) => {
       const w = weights[i] as NamedWeight;
-      if (w.name !== name || w.shape.join() !== shape.join()) throw new TypeError(`weight ${i}: expected ${name} ${shape}, got ${w.name} ${w.shape}`);
+      if (w.name !== name || w.shape.join() !== shape.join())
+        throw new TypeError(`weight ${i}: expected ${name} ${shape}, got ${w.name} ${w.shape}`);
       return tf.variable(tf.tensor(w.data, shape, 'float32'), true, `${name}_${Math.random().toString(36).slice(2)}`);
     });
     this.byName = new Map(expected.map(({ name }, i) => [name, this.variables[i] as tf.Variable]));
@@ -65,7 +66,8 @@ export class PolicyModel {
     const [batch, time] = tokens.shape;
     const { dModel: d, heads, vocabSize: v } = this.config;
     const dh = d / heads;
-    if (time > this.config.contextLength) throw new RangeError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
+    if (time > this.config.contextLength)
+      throw new RangeError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
     const flat = tf.oneHot(tf.reshape(tokens, [-1]) as tf.Tensor1D, v).toFloat() as tf.Tensor2D;
     let x: tf.Tensor2D = tf.matMul(flat, this.w('tok_emb') as tf.Tensor2D);
     const pos = tf.slice(this.w('pos_emb'), [0, 0], [time, d]);

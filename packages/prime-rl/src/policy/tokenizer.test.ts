@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { SPECIAL_TOKENS, WordTokenizer } from './tokenizer.ts';
 
 describe('WordTokenizer', () => {
-  const tok = WordTokenizer.fromCorpus({ corpus: ['Betting so far: check, bet. Your legal actions: [fold] or [call].', '[bet]'] });
+  const tok = WordTokenizer.fromCorpus({
+    corpus: ['Betting so far: check, bet. Your legal actions: [fold] or [call].', '[bet]'],
+  });
 
   it('puts the special tokens first and bracketed actions as single words', () => {
     expect(tok.vocab.slice(0, SPECIAL_TOKENS.length)).toEqual([...SPECIAL_TOKENS]);
@@ -17,7 +19,12 @@ describe('WordTokenizer', () => {
   });
 
   it('renders chats so that each turn extends the previous prompt plus completion', () => {
-    const first = tok.renderChat({ messages: [{ role: 'system', content: 'so' }, { role: 'user', content: 'Betting' }] });
+    const first = tok.renderChat({
+      messages: [
+        { role: 'system', content: 'so' },
+        { role: 'user', content: 'Betting' },
+      ],
+    });
     expect(first).toEqual([2, tok.id('so'), 3, tok.id('Betting'), 4]);
     const completion = [tok.id('[bet]'), tok.eosId];
     const second = tok.renderChat({

@@ -86,7 +86,7 @@ export class WordTokenizer {
     for (const id of ids) {
       if (id < SPECIAL_TOKENS.length) continue;
       const word = this.vocab[id] ?? '<unk>';
-      if (out && /\w|\[/.test(word[0] ?? '') ) out += ' ';
+      if (out && /\w|\[/.test(word[0] ?? '')) out += ' ';
       else if (out && /^[<(]$/.test(word)) out += ' ';
       out += word;
     }

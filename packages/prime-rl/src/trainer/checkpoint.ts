@@ -11,7 +11,14 @@ export const CheckpointMetaSchema = z.object({
   step: z.number().int().nonnegative(),
   /** Policy and trainer configs, tokenizer, algorithm state, RNG state, loop state: JSON, owned by the caller. */
   state: z.record(z.string(), z.unknown()),
-  tensors: z.array(z.object({ group: z.enum(['weights', 'm', 'v']), name: z.string(), shape: z.array(z.number().int()), offset: z.number().int() })),
+  tensors: z.array(
+    z.object({
+      group: z.enum(['weights', 'm', 'v']),
+      name: z.string(),
+      shape: z.array(z.number().int()),
+      offset: z.number().int(),
+    }),
+  ),
   optimizerStep: z.number().int().nonnegative(),
 });
 export type CheckpointMeta = z.infer<typeof CheckpointMetaSchema>;
@@ -50,7 +57,14 @@ export async function saveCheckpoint(options: { dir: string } & Checkpoint): Pro
     all.set(p, at);
     at += p.length;
   }
-  const meta: CheckpointMeta = { kind: 'troupe-checkpoint', version: 1, step: options.step, state: options.state, tensors, optimizerStep: options.optimizer.step };
+  const meta: CheckpointMeta = {
+    kind: 'troupe-checkpoint',
+    version: 1,
+    step: options.step,
+    state: options.state,
+    tensors,
+    optimizerStep: options.optimizer.step,
+  };
   await writeFile(join(tmp, 'tensors.bin'), new Uint8Array(all.buffer));
   await writeFile(join(tmp, 'meta.json'), `${JSON.stringify(meta)}\n`);
   await import('node:fs/promises').then((fs) => fs.rm(options.dir, { recursive: true, force: true }));
@@ -66,5 +80,10 @@ export async function loadCheckpoint(options: { dir: string }): Promise<Checkpoi
     const size = t.shape.reduce((a, b) => a * b, 1);
     groups[t.group].push({ name: t.name, shape: t.shape, data: all.slice(t.offset, t.offset + size) });
   }
-  return { step: meta.step, state: meta.state, weights: groups.weights, optimizer: { step: meta.optimizerStep, m: groups.m, v: groups.v } };
+  return {
+    step: meta.step,
+    state: meta.state,
+    weights: groups.weights,
+    optimizer: { step: meta.optimizerStep, m: groups.m, v: groups.v },
+  };
 }

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import { initTfBackend } from '../policy/backend.ts';
+import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import type { TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
 import { type OptimizerState, Trainer } from './trainer.ts';
 
@@ -15,7 +15,10 @@ export interface TrainerInit {
 export interface TrainerHandle {
   readonly backend: string;
   /** One optimizer step; `lr` and `refKlTau` override the configured values (schedules). */
-  train(rows: readonly TrainRow[], options?: { lr?: number; refKlTau?: number }): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
+  train(
+    rows: readonly TrainRow[],
+    options?: { lr?: number; refKlTau?: number },
+  ): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
   weights(): Promise<NamedWeight[]>;
   optimizerState(): Promise<OptimizerState>;
   close(): Promise<void>;

@@ -9,13 +9,28 @@ import { loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
 import type { TrainRow } from './config.ts';
 import { lengthBuckets, Trainer } from './trainer.ts';
 
-const config = PolicyConfigSchema.parse({ vocabSize: 12, contextLength: 8, dModel: 16, layers: 1, heads: 2, outputTokens: [8, 9, 5], seed: 1 });
+const config = PolicyConfigSchema.parse({
+  vocabSize: 12,
+  contextLength: 8,
+  dModel: 16,
+  layers: 1,
+  heads: 2,
+  outputTokens: [8, 9, 5],
+  seed: 1,
+});
 const GOOD = 8;
 const BAD = 9;
 
 /** Probability of each output token after the prompt [2, 6, 4], from the trainer's own model. */
 function probs(trainer: Trainer): number[] {
-  return tf.tidy(() => Array.from(tf.softmax(trainer.model.forward(tf.tensor2d([[2, 6, 4]], [1, 3], 'int32'))).slice([0, 2, 0], [1, 1, 12]).dataSync()));
+  return tf.tidy(() =>
+    Array.from(
+      tf
+        .softmax(trainer.model.forward(tf.tensor2d([[2, 6, 4]], [1, 3], 'int32')))
+        .slice([0, 2, 0], [1, 1, 12])
+        .dataSync(),
+    ),
+  );
 }
 
 /** A batch sampled from the current policy: reward +1 for GOOD, −1 for BAD, advantage = reward − mean. */
@@ -28,7 +43,12 @@ function batch(trainer: Trainer, n: number, seed: number): TrainRow[] {
     const u = s / 2 ** 31;
     const token = u < (p[GOOD] as number) ? GOOD : u < (p[GOOD] as number) + (p[BAD] as number) ? BAD : 5;
     const reward = token === GOOD ? 1 : token === BAD ? -1 : 0;
-    rows.push({ tokenIds: [2, 6, 4, token], mask: [false, false, false, true], logprobs: [0, 0, 0, Math.log(p[token] as number)], advantages: [0, 0, 0, reward] });
+    rows.push({
+      tokenIds: [2, 6, 4, token],
+      mask: [false, false, false, true],
+      logprobs: [0, 0, 0, Math.log(p[token] as number)],
+      advantages: [0, 0, 0, reward],
+    });
   }
   return rows;
 }
@@ -60,8 +80,18 @@ describe('Trainer', () => {
     const p = probs(trainer);
     // The inference policy claimed GOOD had probability p−0.3: π−μ = 0.3 > 0.2 with A>0 → masked.
     const rows: TrainRow[] = [
-      { tokenIds: [2, 6, 4, GOOD], mask: [false, false, false, true], logprobs: [0, 0, 0, Math.log(Math.max((p[GOOD] as number) - 0.3, 0.01))], advantages: [0, 0, 0, 1] },
-      { tokenIds: [2, 6, 4, GOOD], mask: [false, false, false, true], logprobs: [0, 0, 0, Math.log(p[GOOD] as number)], advantages: [0, 0, 0, 1] },
+      {
+        tokenIds: [2, 6, 4, GOOD],
+        mask: [false, false, false, true],
+        logprobs: [0, 0, 0, Math.log(Math.max((p[GOOD] as number) - 0.3, 0.01))],
+        advantages: [0, 0, 0, 1],
+      },
+      {
+        tokenIds: [2, 6, 4, GOOD],
+        mask: [false, false, false, true],
+        logprobs: [0, 0, 0, Math.log(p[GOOD] as number)],
+        advantages: [0, 0, 0, 1],
+      },
     ];
     expect(p[GOOD]).toBeGreaterThan(0.31);
     const m = trainer.trainStep(rows);
@@ -74,7 +104,8 @@ describe('Trainer', () => {
     const trainer = new Trainer({ policy: config, trainer: { lr: 0.05, refKlTau: 1 } });
     const rows = batch(trainer, 16, 3).map((r) => ({ ...r, advantages: [0, 0, 0, 0] }));
     // Skew the policy first, then let the reference pull it back.
-    for (let i = 0; i < 10; i++) trainer.trainStep(batch(trainer, 32, i + 10).map((r) => ({ ...r, advantages: r.advantages.map((a) => a * 5) })));
+    for (let i = 0; i < 10; i++)
+      trainer.trainStep(batch(trainer, 32, i + 10).map((r) => ({ ...r, advantages: r.advantages.map((a) => a * 5) })));
     const skewed = trainer.trainStep(rows).refKl;
     for (let i = 0; i < 20; i++) trainer.trainStep(rows);
     expect(trainer.trainStep(rows).refKl).toBeLessThan(skewed);
@@ -85,7 +116,13 @@ describe('Trainer', () => {
     const a = new Trainer({ policy: config, trainer: { lr: 0.01 } });
     for (let i = 0; i < 3; i++) a.trainStep(batch(a, 32, i));
     const dir = await mkdtemp(join(tmpdir(), 'ckpt-'));
-    await saveCheckpoint({ dir: join(dir, 'c'), step: 3, state: { note: 'x' }, weights: a.getWeights(), optimizer: a.optimizerState() });
+    await saveCheckpoint({
+      dir: join(dir, 'c'),
+      step: 3,
+      state: { note: 'x' },
+      weights: a.getWeights(),
+      optimizer: a.optimizerState(),
+    });
     const loaded = await loadCheckpoint({ dir: join(dir, 'c') });
     expect(loaded.step).toBe(3);
     expect(loaded.state).toEqual({ note: 'x' });
@@ -95,14 +132,19 @@ describe('Trainer', () => {
     b.trainStep(rows);
     const wa = a.getWeights();
     const wb = b.getWeights();
-    wa.forEach((w, i) => expect(Array.from(wb[i]?.data ?? [])).toEqual(Array.from(w.data)));
+    for (const [i, w] of wa.entries()) expect(Array.from(wb[i]?.data ?? [])).toEqual(Array.from(w.data));
     a.dispose();
     b.dispose();
     await rm(dir, { recursive: true, force: true });
   });
 
   it('cuts a batch into length buckets (sorted, padded to multiples of 8), merging buckets smaller than minRows', () => {
-    const row = (length: number): TrainRow => ({ tokenIds: Array.from({ length }, () => 1), mask: [], logprobs: [], advantages: [] });
+    const row = (length: number): TrainRow => ({
+      tokenIds: Array.from({ length }, () => 1),
+      mask: [],
+      logprobs: [],
+      advantages: [],
+    });
     const rows = [30, 5, 7, 20, 6, 9, 31].map(row);
     const buckets = lengthBuckets(rows, { context: 32, minRows: 2 });
     expect(buckets.map((b) => [b.time, b.rows.map((r) => r.tokenIds.length)])).toEqual([
@@ -118,7 +160,12 @@ describe('Trainer', () => {
     const rows: TrainRow[] = [3, 12, 4, 10].map((length, i) => {
       const tokenIds = Array.from({ length }, (_, j) => (j === length - 1 ? (i % 2 ? GOOD : BAD) : 2 + ((i + j) % 5)));
       const mask = tokenIds.map((_, j) => j === length - 1);
-      return { tokenIds, mask, logprobs: mask.map((m) => (m ? -1.1 : 0)), advantages: mask.map((m) => (m ? (i % 2 ? 1 : -0.5) : 0)) };
+      return {
+        tokenIds,
+        mask,
+        logprobs: mask.map((m) => (m ? -1.1 : 0)),
+        advantages: mask.map((m) => (m ? (i % 2 ? 1 : -0.5) : 0)),
+      };
     });
     const policy = PolicyConfigSchema.parse({ ...config, contextLength: 16 });
     const one = new Trainer({ policy, trainer: { lr: 1e-2, refKlTau: 0.05, minBucketRows: 100 } });
@@ -133,7 +180,8 @@ describe('Trainer', () => {
     const wa = one.getWeights();
     const wb = many.getWeights();
     let maxDiff = 0;
-    wa.forEach((w, i) => w.data.forEach((x, j) => (maxDiff = Math.max(maxDiff, Math.abs(x - (wb[i]?.data[j] as number))))));
+    for (const [i, w] of wa.entries())
+      for (const [j, x] of w.data.entries()) maxDiff = Math.max(maxDiff, Math.abs(x - (wb[i]?.data[j] as number)));
     expect(maxDiff).toBeLessThan(1e-5);
     one.dispose();
     many.dispose();

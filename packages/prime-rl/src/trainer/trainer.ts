@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import { PolicyModel } from '../policy/model.ts';
-import { type TrainerConfig, TrainerConfigSchema, type TrainerConfigInput, type TrainMetrics, type TrainRow } from './config.ts';
+import { type TrainerConfig, type TrainerConfigInput, TrainerConfigSchema, type TrainMetrics, type TrainRow } from './config.ts';
 
 /** Identity whose gradient is zero (tfjs has no stopGradient). */
 const stopGradient = tf.customGrad((x, save) => {
@@ -35,14 +35,23 @@ export class Trainer {
   private readonly logRefSize: number;
   step = 0;
 
-  constructor(options: { policy: PolicyConfig; weights?: NamedWeight[]; trainer?: TrainerConfigInput; optimizer?: OptimizerState }) {
+  constructor(options: {
+    policy: PolicyConfig;
+    weights?: NamedWeight[];
+    trainer?: TrainerConfigInput;
+    optimizer?: OptimizerState;
+  }) {
     this.config = TrainerConfigSchema.parse(options.trainer ?? {});
     this.model = new PolicyModel({ config: options.policy, ...(options.weights ? { weights: options.weights } : {}) });
     const weights = this.model.getWeights();
     this.decays = weights.map((w) => w.shape.length === 2 && !w.name.endsWith('_emb'));
     const state = options.optimizer;
-    this.m = this.model.variables.map((x, i) => tf.variable(state ? tf.tensor(state.m[i]?.data as Float32Array, x.shape) : tf.zerosLike(x), false));
-    this.v = this.model.variables.map((x, i) => tf.variable(state ? tf.tensor(state.v[i]?.data as Float32Array, x.shape) : tf.zerosLike(x), false));
+    this.m = this.model.variables.map((x, i) =>
+      tf.variable(state ? tf.tensor(state.m[i]?.data as Float32Array, x.shape) : tf.zerosLike(x), false),
+    );
+    this.v = this.model.variables.map((x, i) =>
+      tf.variable(state ? tf.tensor(state.v[i]?.data as Float32Array, x.shape) : tf.zerosLike(x), false),
+    );
     this.step = state?.step ?? 0;
     const allowedIds = options.policy.outputTokens ?? Array.from({ length: options.policy.vocabSize }, (_, i) => i);
     const allowed = new Float32Array(options.policy.vocabSize);
@@ -133,7 +142,8 @@ export class Trainer {
     const infLp = new Float32Array(b * (time - 1));
     const adv = new Float32Array(b * (time - 1));
     rows.forEach((row, i) => {
-      if (row.tokenIds.length > time) throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
+      if (row.tokenIds.length > time)
+        throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
       tokens.set(row.tokenIds, i * time);
       for (let j = 1; j < row.tokenIds.length; j++) {
         const k = i * (time - 1) + j - 1;
@@ -162,7 +172,10 @@ export class Trainer {
       const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
       // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
       const positive = tf.step(tAdv);
-      const masked = tf.add(tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))), tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))));
+      const masked = tf.add(
+        tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))),
+        tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))),
+      );
       const keep = tf.mul(tMask, tf.sub(1, masked));
       const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
       const rlLoss = tf.div(tf.sum(tf.mul(rlTok, tMask)), denom);
@@ -185,7 +198,8 @@ export class Trainer {
 
   optimizerState(): OptimizerState {
     const names = this.model.getWeights();
-    const dump = (vars: tf.Variable[]) => vars.map((x, i) => ({ name: names[i]?.name ?? '', shape: x.shape, data: new Float32Array(x.dataSync() as Float32Array) }));
+    const dump = (vars: tf.Variable[]) =>
+      vars.map((x, i) => ({ name: names[i]?.name ?? '', shape: x.shape, data: new Float32Array(x.dataSync() as Float32Array) }));
     return { step: this.step, m: dump(this.m), v: dump(this.v) };
   }
 
@@ -201,7 +215,10 @@ export class Trainer {
  * rounded up to a multiple of 8 (at most `context`); a bucket with fewer than `minRows` rows is
  * merged into the next longer one (each bucket costs a forward and backward pass of its own).
  */
-export function lengthBuckets(rows: readonly TrainRow[], options: { context: number; minRows: number }): { time: number; rows: TrainRow[] }[] {
+export function lengthBuckets(
+  rows: readonly TrainRow[],
+  options: { context: number; minRows: number },
+): { time: number; rows: TrainRow[] }[] {
   const pad = (n: number) => Math.min(options.context, Math.ceil(n / 8) * 8);
   const sorted = [...rows].sort((a, b) => a.tokenIds.length - b.tokenIds.length);
   const buckets: { time: number; rows: TrainRow[] }[] = [];

@@ -2,12 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { Env } from '../../env/env.ts';
 import { contentText } from '../../model/messages.ts';
 import type { ModelClient, ModelRequest, ModelResponse } from '../../model/model-client.ts';
-import { kuhnDeal, kuhnPayoff } from './game.ts';
 import { type KuhnTraceInfo, kuhnPokerEnv, kuhnTaskset } from './env.ts';
+import { kuhnDeal, kuhnPayoff } from './game.ts';
 import { kuhnInfoSetMessages, kuhnReadSeat } from './prompts.ts';
 
 /** A chat client that answers by the seat named in the last user message. */
-function scripted(reply: (seat: 0 | 1, lastUser: string, request: ModelRequest) => string): ModelClient & { requests: ModelRequest[] } {
+function scripted(
+  reply: (seat: 0 | 1, lastUser: string, request: ModelRequest) => string,
+): ModelClient & { requests: ModelRequest[] } {
   const requests: ModelRequest[] = [];
   return {
     model: 'scripted',
@@ -18,7 +20,13 @@ function scripted(reply: (seat: 0 | 1, lastUser: string, request: ModelRequest) 
       const allUsers = users.map((m) => contentText(m.content)).join('\n');
       const seat = /You are Player 1/.test(allUsers) ? 1 : 0;
       const content = reply(seat, contentText(users.at(-1)?.content), request);
-      return { id: 'x', model: 'scripted', message: { role: 'assistant', content }, finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } };
+      return {
+        id: 'x',
+        model: 'scripted',
+        message: { role: 'assistant', content },
+        finishReason: 'stop',
+        usage: { promptTokens: 1, completionTokens: 1 },
+      };
     },
   };
 }
@@ -48,7 +56,9 @@ describe('kuhn-poker env', () => {
       const messages = p1?.messages ?? [];
       expect(messages[0]?.role).toBe('system');
       expect(contentText(messages[0]?.role === 'system' ? messages[0].content : '')).toContain(`Your card: ${deal[1]}.`);
-      expect(contentText((messages[1] as { content: string }).content)).toBe('Betting so far: bet. You are Player 1. Your legal actions: [fold] or [call].');
+      expect(contentText((messages[1] as { content: string }).content)).toBe(
+        'Betting so far: bet. You are Player 1. Your legal actions: [fold] or [call].',
+      );
     }
   });
 
@@ -56,7 +66,7 @@ describe('kuhn-poker env', () => {
     const client = scripted((seat, last) => (seat === 1 ? '[bet]' : last.includes('[fold]') ? '[fold]' : '[check]'));
     const episode = await play(client, 5);
     const p0 = episode.byAgent.player0?.[0];
-    expect((p0?.info.kuhn as KuhnTraceInfo).history).toEqual(['check', 'bet', 'fold']);
+    expect((p0?.info.kuhn as KuhnTraceInfo | undefined)?.history).toEqual(['check', 'bet', 'fold']);
     expect(p0?.rewards.payoff?.score).toBe(-1);
     expect(p0?.numTurns).toBe(2);
     expect(episode.byAgent.player1?.[0]?.rewards.payoff?.score).toBe(1);
@@ -69,10 +79,10 @@ describe('kuhn-poker env', () => {
     const p0 = episode.byAgent.player0?.[0];
     // Player 0 was ambiguous twice: it forfeits before player 1 ever plays.
     expect(p0?.numTurns).toBe(2);
-    expect(contentText((p0?.messages.at(-2) as { content: string }).content)).toMatch(/not a legal move/);
+    expect(contentText((p0?.messages.at(-2) as { content: string } | undefined)?.content)).toMatch(/not a legal move/);
     expect(p0?.rewards.payoff?.score).toBe(-1);
     expect(p0?.metrics.forfeit).toBe(1);
-    expect((p0?.info.kuhn as KuhnTraceInfo).forfeited).toBe(true);
+    expect((p0?.info.kuhn as KuhnTraceInfo | undefined)?.forfeited).toBe(true);
     expect(episode.byAgent.player1?.[0]?.rewards.payoff?.score).toBe(1);
 
     const client2 = scripted((seat) => (seat === 0 ? '[bet]' : 'I fold!'));
@@ -87,12 +97,18 @@ describe('kuhn-poker env', () => {
 
   it('words its messages compactly with prompts: compact (card, history, legal actions), and forfeits at once with invalidRetries 0', async () => {
     const client = scripted((_seat, last) => (last.includes('[fold]') ? '[bet]' : '[bet]'));
-    const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker', prompts: 'compact', invalidRetries: 0 }, run: { model: 'scripted', client } });
+    const env = await Env.create({
+      definition: kuhnPokerEnv,
+      config: { id: 'kuhn-poker', prompts: 'compact', invalidRetries: 0 },
+      run: { model: 'scripted', client },
+    });
     const episode = await env.runEpisode({ task: kuhnTaskset().at(3), group: { id: 'g', index: 0 } });
     const p1 = episode.byAgent.player1?.[0];
     const deal = kuhnDeal(3);
-    expect(contentText((p1?.messages[0] as { content: string }).content)).toBe(`Kuhn poker. Your card: ${deal[1]}.`);
-    expect(contentText((p1?.messages[1] as { content: string }).content)).toBe(`Card ${deal[1]}. History: bet. [fold] or [call]?`);
+    expect(contentText(((p1?.messages ?? [])[0] as { content: string }).content)).toBe(`Kuhn poker. Your card: ${deal[1]}.`);
+    expect(contentText(((p1?.messages ?? [])[1] as { content: string }).content)).toBe(
+      `Card ${deal[1]}. History: bet. [fold] or [call]?`,
+    );
     // Player 1 named an illegal action once: with no re-ask it forfeits.
     expect(p1?.numTurns).toBe(1);
     expect(p1?.metrics.forfeit).toBe(1);
@@ -101,7 +117,11 @@ describe('kuhn-poker env', () => {
 
   it('reads the seat, card and history back from either prompt style', () => {
     for (const style of ['rules', 'compact'] as const) {
-      expect(kuhnReadSeat(kuhnInfoSetMessages('Q', ['check', 'bet'], style))).toEqual({ seat: 0, card: 'Q', history: ['check', 'bet'] });
+      expect(kuhnReadSeat(kuhnInfoSetMessages('Q', ['check', 'bet'], style))).toEqual({
+        seat: 0,
+        card: 'Q',
+        history: ['check', 'bet'],
+      });
       expect(kuhnReadSeat(kuhnInfoSetMessages('J', [], style))).toEqual({ seat: 0, card: 'J', history: [] });
       expect(kuhnReadSeat(kuhnInfoSetMessages('K', ['bet'], style))).toEqual({ seat: 1, card: 'K', history: ['bet'] });
     }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defineEnv, type EpisodeAgent } from '../../env/env.ts';
 import type { Interaction } from '../../agent/agent.ts';
+import { defineEnv, type EpisodeAgent } from '../../env/env.ts';
 import { Task } from '../../task/task.ts';
 import { Taskset } from '../../task/taskset.ts';
 import type { Trace } from '../../trace/trace.ts';
@@ -29,7 +29,10 @@ export interface KuhnTraceInfo {
 
 /** The infinite Kuhn poker taskset: task i deals from seed i (`info.seed = i`), no prompt. */
 export function kuhnTaskset(): Taskset {
-  return Taskset.generate('kuhn-poker', (i) => new Task({ idx: i, prompt: null, info: { seed: i } }, { key: `kuhn-${i}`, type: 'kuhn-poker' }));
+  return Taskset.generate(
+    'kuhn-poker',
+    (i) => new Task({ idx: i, prompt: null, info: { seed: i } }, { key: `kuhn-${i}`, type: 'kuhn-poker' }),
+  );
 }
 
 /**

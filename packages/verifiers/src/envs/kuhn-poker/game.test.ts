@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   allDeals,
   KUHN_INFO_SETS,
+  type KuhnPolicyTable,
   kuhnActingPlayer,
   kuhnAveragePolicy,
   kuhnBestResponseValue,
@@ -13,7 +14,6 @@ import {
   kuhnLegalActions,
   kuhnNashConv,
   kuhnPayoff,
-  type KuhnPolicyTable,
   uniformKuhnPolicy,
 } from './game.ts';
 

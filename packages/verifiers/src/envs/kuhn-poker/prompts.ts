@@ -26,9 +26,15 @@ export function kuhnSystemPrompt(card: KuhnCard, style: KuhnPromptStyle = 'rules
  * token at the start of the prompt (measured: without it, self-play training stayed blind to the
  * card); the seat follows from the history's length.
  */
-export function kuhnTurnMessage(history: readonly KuhnAction[], player: 0 | 1, style: KuhnPromptStyle = 'rules', card?: KuhnCard): string {
+export function kuhnTurnMessage(
+  history: readonly KuhnAction[],
+  player: 0 | 1,
+  style: KuhnPromptStyle = 'rules',
+  card?: KuhnCard,
+): string {
   const [a, b] = kuhnLegalActions(history);
-  if (style === 'compact') return `${card ? `Card ${card}. ` : ''}History: ${history.length ? history.join(' ') : 'none'}. [${a}] or [${b}]?`;
+  if (style === 'compact')
+    return `${card ? `Card ${card}. ` : ''}History: ${history.length ? history.join(' ') : 'none'}. [${a}] or [${b}]?`;
   const so = history.length ? history.join(', ') : 'none';
   return `Betting so far: ${so}. You are Player ${player}. Your legal actions: [${a}] or [${b}].`;
 }
@@ -44,7 +50,9 @@ export function kuhnReaskMessage(history: readonly KuhnAction[], style: KuhnProm
  * Reads the acting seat, its card and the betting history back from the messages a seat was
  * shown (either style; the last turn message counts). Null when they are not Kuhn messages.
  */
-export function kuhnReadSeat(messages: readonly { role: string; content?: unknown }[]): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {
+export function kuhnReadSeat(
+  messages: readonly { role: string; content?: unknown }[],
+): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {
   const text = (m: { content?: unknown }) => (typeof m.content === 'string' ? m.content : '');
   const system = messages.find((m) => m.role === 'system');
   const card = system && /Your card: ([JQK])\./.exec(text(system))?.[1];
@@ -96,6 +104,7 @@ export function kuhnPromptCorpus(style: KuhnPromptStyle = 'rules'): string[] {
 export function kuhnParseAction(reply: string, history: readonly KuhnAction[]): KuhnAction | null {
   const legal = new Set<string>(kuhnLegalActions(history));
   const named = new Set<string>();
-  for (const match of reply.toLowerCase().matchAll(/\[(\w+)\]/g)) if (legal.has(match[1] as string)) named.add(match[1] as string);
+  for (const match of reply.toLowerCase().matchAll(/\[(\w+)\]/g))
+    if (legal.has(match[1] as string)) named.add(match[1] as string);
   return named.size === 1 ? ([...named][0] as KuhnAction) : null;
 }
