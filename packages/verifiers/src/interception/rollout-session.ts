@@ -46,7 +46,8 @@ export class RolloutSession {
   private readonly limits: RolloutLimits;
   private readonly stops: NonNullable<RolloutSessionOptions['stops']>;
   private concludedReason: string | null = null;
-  private readonly recent = new Map<string, Promise<ModelResponse>>();
+  /** The last request and its answer: a retry of an identical body joins it instead of sampling again. */
+  private recent: { request: ModelRequest; promise: Promise<ModelResponse> } | null = null;
   /** The last provider error, so the trace can record it rather than the harness's exit. */
   providerError: ProviderError | null = null;
   /** Calls in flight (for draining before the trace is closed). */
@@ -88,10 +89,9 @@ export class RolloutSession {
       throw new RolloutConcludedError(`rollout ${this.trace.id} has ended (${this.concludedReason})`, { statusCode: 409 });
     }
     const imposed: ModelRequest = { ...request, model: this.model, sampling: { ...request.sampling, ...this.sampling } };
-    const key = sha256(canonicalJson({ m: request.messages, t: request.tools, c: request.toolChoice }));
-    if ((meta.retryCount ?? 0) > 0) {
-      const previous = this.recent.get(key);
-      if (previous) return previous;
+    // Hashing only when a retry arrives keeps the guard off the hot path of first attempts.
+    if ((meta.retryCount ?? 0) > 0 && this.recent && requestKey(this.recent.request) === requestKey(request)) {
+      return this.recent.promise;
     }
     const why = this.limitReached(imposed);
     if (why) {
@@ -99,8 +99,7 @@ export class RolloutSession {
       throw new LimitError(`rollout stopped: ${why}`, { statusCode: 400 });
     }
     const promise = this.call(imposed, meta);
-    this.recent.clear();
-    this.recent.set(key, promise);
+    this.recent = { request, promise };
     this.inflight.add(promise);
     promise.then(
       () => this.inflight.delete(promise),
@@ -150,4 +149,8 @@ function statusOf(error: unknown): number | undefined {
   const e = error as { statusCode?: unknown; status?: unknown };
   const status = e?.statusCode ?? e?.status;
   return typeof status === 'number' ? status : undefined;
+}
+
+function requestKey(request: ModelRequest): string {
+  return sha256(canonicalJson({ m: request.messages, t: request.tools, c: request.toolChoice }));
 }
