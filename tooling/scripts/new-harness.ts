@@ -101,4 +101,6 @@ describe('${id}', () => {
 `,
 };
 for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
-process.stdout.write(`created ${dir} (@troupe/harness-${kebab}); now run pnpm install and fill in the TODOs (docs/contributing-a-harness.md)\n`);
+process.stdout.write(
+  `created ${dir} (@troupe/harness-${kebab}); now run pnpm install and fill in the TODOs (docs/contributing-a-harness.md)\n`,
+);

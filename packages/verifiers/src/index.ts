@@ -44,4 +44,14 @@ export * from './envs/user-sim/persona.ts';
 export * from './runtime/sandbox-file-tree.ts';
 export * from './runtime/exec-pid-wrapper.ts';
 export * from './runtime/remote-sandbox.ts';
-export { loadViewerRun, type RenderRunHtmlOptions, renderRunHtml, type ServedRun, type ServeRunOptions, serveRun, type ViewerRun, type WriteHtmlReportOptions, writeHtmlReport } from './viewer/index.ts';
+export {
+  loadViewerRun,
+  type RenderRunHtmlOptions,
+  renderRunHtml,
+  type ServedRun,
+  type ServeRunOptions,
+  serveRun,
+  type ViewerRun,
+  type WriteHtmlReportOptions,
+  writeHtmlReport,
+} from './viewer/index.ts';

@@ -1,6 +1,6 @@
 import { runRecordedHarnessConformance } from '@troupe/verifiers/testing';
 import { describe, expect, it } from 'vitest';
-import { KimiCodeHarness, createHarness } from './kimi-code-harness.ts';
+import { createHarness, KimiCodeHarness } from './kimi-code-harness.ts';
 
 // Not run here: the program downloads from PyPI or its vendor. These tests check the generated
 // install and launch commands and config files against a recording sandbox.
@@ -8,7 +8,10 @@ describe('kimi_code (recorded, not run here)', () => {
   it('installs the pinned program and launches it wired to interception', async () => {
     const { checks, sandbox } = await runRecordedHarnessConformance({
       harness: new KimiCodeHarness(),
-      expect: { install: ['https://code.kimi.com/kimi-code/install.sh', 'KIMI_CODE_VERSION=0.36.0'], launch: ['kimi', '--print', '--yolo', '-p'] },
+      expect: {
+        install: ['https://code.kimi.com/kimi-code/install.sh', 'KIMI_CODE_VERSION=0.36.0'],
+        launch: ['kimi', '--print', '--yolo', '-p'],
+      },
     });
     expect(checks.filter((check) => !check.ok)).toEqual([]);
     expect(sandbox.uploads).toEqual([]);

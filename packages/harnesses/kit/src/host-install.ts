@@ -46,7 +46,11 @@ export async function installNpmPackages(options: {
   if (await isInstalled(prefix, options.specs)) return result(false);
   await mkdir(options.cacheDir, { recursive: true });
   const lock = `${prefix}.lock`;
-  await acquireLock({ lock, timeoutMs: options.lockTimeoutMs ?? 15 * 60_000, ...(options.signal ? { signal: options.signal } : {}) });
+  await acquireLock({
+    lock,
+    timeoutMs: options.lockTimeoutMs ?? 15 * 60_000,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   try {
     if (await isInstalled(prefix, options.specs)) return result(false);
     const staging = `${prefix}.staging-${process.pid}`;
@@ -55,8 +59,17 @@ export async function installNpmPackages(options: {
     options.log?.(`installing ${options.specs.join(' ')} into ${prefix}`);
     const env = { ...(options.env ?? process.env) };
     if (options.nodeBinDir) env.PATH = `${options.nodeBinDir}${delimiter}${env.PATH ?? ''}`;
-    const npmArgs = ['install', '--prefix', staging, '--no-audit', '--no-fund', '--no-save', '--loglevel=error', ...options.specs];
-    const npm = options.nodeBinDir ? ['node', [npmCliPath(), ...npmArgs]] as const : ['npm', npmArgs] as const;
+    const npmArgs = [
+      'install',
+      '--prefix',
+      staging,
+      '--no-audit',
+      '--no-fund',
+      '--no-save',
+      '--loglevel=error',
+      ...options.specs,
+    ];
+    const npm = options.nodeBinDir ? (['node', [npmCliPath(), ...npmArgs]] as const) : (['npm', npmArgs] as const);
     await run({ file: npm[0], args: [...npm[1]], env, ...(options.signal ? { signal: options.signal } : {}) });
     await writeFile(join(staging, MARKER), JSON.stringify({ specs: options.specs, at: new Date().toISOString() }));
     await rm(prefix, { recursive: true, force: true });
@@ -125,7 +138,13 @@ function run(options: { file: string; args: string[]; env: NodeJS.ProcessEnv; si
       options.args,
       { env: options.env, maxBuffer: 64 * 1024 * 1024, ...(options.signal ? { signal: options.signal } : {}) },
       (error, _stdout, stderr) => {
-        if (error) reject(new HarnessError(`${options.file} ${options.args.slice(0, 2).join(' ')} … failed: ${String(stderr).trim().slice(-2000) || error.message}`, { cause: error }));
+        if (error)
+          reject(
+            new HarnessError(
+              `${options.file} ${options.args.slice(0, 2).join(' ')} … failed: ${String(stderr).trim().slice(-2000) || error.message}`,
+              { cause: error },
+            ),
+          );
         else resolve();
       },
     );

@@ -28,6 +28,8 @@ export async function runInstallScript(options: {
     ...(options.signal ? { signal: options.signal } : {}),
   });
   if (result.exitCode !== 0) {
-    throw new SandboxError(`install failed in sandbox ${options.sandbox.id} (exit ${result.exitCode}): ${`${result.stdout}\n${result.stderr}`.trim().slice(-2000)}`);
+    throw new SandboxError(
+      `install failed in sandbox ${options.sandbox.id} (exit ${result.exitCode}): ${`${result.stdout}\n${result.stderr}`.trim().slice(-2000)}`,
+    );
   }
 }

@@ -47,11 +47,19 @@ export async function provisionNpmProgram(options: {
   signal?: AbortSignal;
 }): Promise<ProvisionedProgram> {
   const { sandbox, program, cacheDir } = options;
-  const common = { cacheDir, ...(options.log ? { log: options.log } : {}), ...(options.signal ? { signal: options.signal } : {}) };
+  const common = {
+    cacheDir,
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
   const local = sandbox.runtime === 'local';
   const needsNode24 = program.node === 'node24' || (program.node === 'host' && !local);
   const node = needsNode24
-    ? await installNpmPackages({ ...common, key: `node@${NODE_24.version}`, specs: [`${NODE_24.packageName}@${NODE_24.version}`] })
+    ? await installNpmPackages({
+        ...common,
+        key: `node@${NODE_24.version}`,
+        specs: [`${NODE_24.packageName}@${NODE_24.version}`],
+      })
     : null;
   const nodeBinDir = node ? join(node.prefix, 'node_modules', NODE_24.packageName, 'bin') : null;
   const install = await installNpmPackages({
@@ -65,11 +73,21 @@ export async function provisionNpmProgram(options: {
     return { binPath: join(install.binDir, program.bin), pathDirs };
   }
   const target = `${SANDBOX_INSTALL_ROOT}/${program.id}@${program.version}`;
-  await uploadOnce({ sandbox, hostPath: install.prefix, sandboxPath: target, probe: `${target}/node_modules/.bin/${program.bin}` });
+  await uploadOnce({
+    sandbox,
+    hostPath: install.prefix,
+    sandboxPath: target,
+    probe: `${target}/node_modules/.bin/${program.bin}`,
+  });
   const pathDirs: string[] = [];
   if (node) {
     const nodeTarget = `${SANDBOX_INSTALL_ROOT}/node@${NODE_24.version}`;
-    await uploadOnce({ sandbox, hostPath: node.prefix, sandboxPath: nodeTarget, probe: `${nodeTarget}/node_modules/${NODE_24.packageName}/bin/node` });
+    await uploadOnce({
+      sandbox,
+      hostPath: node.prefix,
+      sandboxPath: nodeTarget,
+      probe: `${nodeTarget}/node_modules/${NODE_24.packageName}/bin/node`,
+    });
     pathDirs.push(`${nodeTarget}/node_modules/${NODE_24.packageName}/bin`);
   }
   return { binPath: `${target}/node_modules/.bin/${program.bin}`, pathDirs };
@@ -80,5 +98,6 @@ async function uploadOnce(options: { sandbox: Sandbox; hostPath: string; sandbox
   if (present.exitCode === 0) return;
   await options.sandbox.upload(options.hostPath, options.sandboxPath);
   const check = await options.sandbox.exec(['sh', '-c', `test -e ${shellQuote(options.probe)}`]);
-  if (check.exitCode !== 0) throw new SandboxError(`uploaded ${options.hostPath} but ${options.probe} is missing in sandbox ${options.sandbox.id}`);
+  if (check.exitCode !== 0)
+    throw new SandboxError(`uploaded ${options.hostPath} but ${options.probe} is missing in sandbox ${options.sandbox.id}`);
 }

@@ -22,7 +22,9 @@ export async function writeSandboxFile(options: {
     ...(options.signal ? { signal: options.signal } : {}),
   });
   if (result.exitCode !== 0) {
-    throw new SandboxError(`could not write ${options.path} in sandbox ${options.sandbox.id}: ${result.stderr.trim() || `exit ${result.exitCode}`}`);
+    throw new SandboxError(
+      `could not write ${options.path} in sandbox ${options.sandbox.id}: ${result.stderr.trim() || `exit ${result.exitCode}`}`,
+    );
   }
 }
 
@@ -32,12 +34,17 @@ export async function writeSandboxFile(options: {
  */
 export async function makeScratchDir(options: { sandbox: Sandbox; label: string; signal?: AbortSignal }): Promise<string> {
   const template = `troupe-${options.label.replace(/[^A-Za-z0-9-]/g, '-')}-XXXXXXXX`;
-  const result = await options.sandbox.exec(['sh', '-c', `mkdir -p "\${TMPDIR:-/tmp}" && mktemp -d "\${TMPDIR:-/tmp}/${template}"`], {
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  const result = await options.sandbox.exec(
+    ['sh', '-c', `mkdir -p "\${TMPDIR:-/tmp}" && mktemp -d "\${TMPDIR:-/tmp}/${template}"`],
+    {
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+  );
   const path = result.stdout.trim();
   if (result.exitCode !== 0 || !path.startsWith('/')) {
-    throw new SandboxError(`could not create a scratch directory in sandbox ${options.sandbox.id}: ${result.stderr.trim() || `exit ${result.exitCode}`}`);
+    throw new SandboxError(
+      `could not create a scratch directory in sandbox ${options.sandbox.id}: ${result.stderr.trim() || `exit ${result.exitCode}`}`,
+    );
   }
   return path;
 }

@@ -1,6 +1,6 @@
 import { runRecordedHarnessConformance } from '@troupe/verifiers/testing';
 import { describe, expect, it } from 'vitest';
-import { Terminus2Harness, createHarness } from './terminus-2-harness.ts';
+import { createHarness, Terminus2Harness } from './terminus-2-harness.ts';
 
 // Not run here: the program downloads from PyPI or its vendor. These tests check the generated
 // install and launch commands and config files against a recording sandbox.

@@ -13,5 +13,7 @@ export function createRuntime(options: unknown = {}): DaytonaRuntime {
   const { apiKeyVar = 'DAYTONA_API_KEY', ...rest } = options as { apiKeyVar?: string } & Record<string, unknown>;
   const apiKey = rest.apiKey ?? process.env[apiKeyVar];
   if (!apiKey) throw new ConfigError(`runtime (daytona): set the API key in ${apiKeyVar} (or runtime.apiKeyVar)`);
-  return new DaytonaRuntime(parseRuntimeOptions({ schema: DaytonaRuntimeOptionsSchema, value: { ...rest, apiKey }, what: 'runtime (daytona)' }));
+  return new DaytonaRuntime(
+    parseRuntimeOptions({ schema: DaytonaRuntimeOptionsSchema, value: { ...rest, apiKey }, what: 'runtime (daytona)' }),
+  );
 }

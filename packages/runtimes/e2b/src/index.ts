@@ -13,5 +13,7 @@ export function createRuntime(options: unknown = {}): E2BRuntime {
   const { apiKeyVar = 'E2B_API_KEY', ...rest } = options as { apiKeyVar?: string } & Record<string, unknown>;
   const apiKey = rest.apiKey ?? process.env[apiKeyVar];
   if (!apiKey) throw new ConfigError(`runtime (e2b): set the API key in ${apiKeyVar} (or runtime.apiKeyVar)`);
-  return new E2BRuntime(parseRuntimeOptions({ schema: E2BRuntimeOptionsSchema, value: { ...rest, apiKey }, what: 'runtime (e2b)' }));
+  return new E2BRuntime(
+    parseRuntimeOptions({ schema: E2BRuntimeOptionsSchema, value: { ...rest, apiKey }, what: 'runtime (e2b)' }),
+  );
 }

@@ -13,5 +13,7 @@ export function createRuntime(options: unknown = {}): PrimeRuntime {
   const { apiKeyVar = 'PRIME_API_KEY', ...rest } = options as { apiKeyVar?: string } & Record<string, unknown>;
   const apiKey = rest.apiKey ?? process.env[apiKeyVar];
   if (!apiKey) throw new ConfigError(`runtime (prime): set the API key in ${apiKeyVar} (or runtime.apiKeyVar)`);
-  return new PrimeRuntime(parseRuntimeOptions({ schema: PrimeRuntimeOptionsSchema, value: { ...rest, apiKey }, what: 'runtime (prime)' }));
+  return new PrimeRuntime(
+    parseRuntimeOptions({ schema: PrimeRuntimeOptionsSchema, value: { ...rest, apiKey }, what: 'runtime (prime)' }),
+  );
 }

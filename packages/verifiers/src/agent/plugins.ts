@@ -29,7 +29,8 @@ async function importPlugin(pkg: string): Promise<Record<string, unknown>> {
   try {
     return (await import(pkg)) as Record<string, unknown>;
   } catch (error) {
-    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes(pkg)) throw error;
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' || !String((error as Error).message).includes(pkg))
+      throw error;
     for (const folder of searchPaths) {
       let resolved: string;
       try {

@@ -276,7 +276,12 @@ async function viewCommand(args: string[]): Promise<number> {
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
     throw new ConfigError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
   }
-  const served = await serveRun({ runDir, ...(port !== undefined ? { port } : {}), ...(values.host ? { host: values.host as '127.0.0.1' } : {}), onWarning });
+  const served = await serveRun({
+    runDir,
+    ...(port !== undefined ? { port } : {}),
+    ...(values.host ? { host: values.host as '127.0.0.1' } : {}),
+    onWarning,
+  });
   process.stdout.write(`viewing ${runDir} at ${served.url} (Ctrl-C to stop)\n`);
   await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
   await served.close();

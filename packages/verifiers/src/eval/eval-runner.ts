@@ -83,7 +83,8 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   const tracesPath = join(outDir, 'traces.jsonl');
   // A resumed run keeps the config it started with; a new one writes it atomically (a kill
   // mid-write must not leave a torn config that the next --resume cannot read).
-  if (options.config && !options.resume) writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
+  if (options.config && !options.resume)
+    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
 
   const kept = new Map<string, Episode>();
   if (options.resume) {
@@ -121,7 +122,8 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   // loop, and every interception request with it, for seconds.
   let startGate: Promise<void> = Promise.resolve();
   const worker = async (_: unknown, workerIndex: number) => {
-    if (workerIndex > 0 && workerIndex % 32 === 0) startGate = startGate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+    if (workerIndex > 0 && workerIndex % 32 === 0)
+      startGate = startGate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
     await startGate;
     while (next < queue.length && !options.signal?.aborted) {
       const item = queue[next++] as { task: Task; index: number };

@@ -1,6 +1,6 @@
 import { RewardError } from '../errors/troupe-error.ts';
 import type { Trace } from '../trace/trace.ts';
-import type { MetricFunction, RewardFunction, Task, TaskContext, TaskData } from './task.ts';
+import type { MetricFunction, RewardFunction, TaskContext, TaskData } from './task.ts';
 
 function ordered<T extends { name: string; priority?: number }>(items: T[]): T[] {
   return [...items].sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || a.name.localeCompare(b.name));

@@ -81,7 +81,12 @@ export class HarnessRig {
     await interception.start();
     const runtime = options.runtime ?? new LocalRuntime();
     const sandbox = await runtime.createSandbox();
-    const client = new OpenAICompatibleClient({ baseUrl: server.baseUrl, apiKey: 'sk-scripted', model, retry: { maxRetries: 0 } });
+    const client = new OpenAICompatibleClient({
+      baseUrl: server.baseUrl,
+      apiKey: 'sk-scripted',
+      model,
+      retry: { maxRetries: 0 },
+    });
     return new HarnessRig({
       harness: options.harness,
       server,
@@ -102,7 +107,10 @@ export class HarnessRig {
       this.setupDone = true;
     }
     const task = new Task({ prompt: options.prompt, ...(options.systemPrompt ? { systemPrompt: options.systemPrompt } : {}) });
-    const trace = new Trace({ task: task.record, agent: { name: 'agent', trainable: true, model: this.model, harness: this.harness.id, runtime: this.sandbox.runtime } });
+    const trace = new Trace({
+      task: task.record,
+      agent: { name: 'agent', trainable: true, model: this.model, harness: this.harness.id, runtime: this.sandbox.runtime },
+    });
     const session = new RolloutSession({ trace, client: this.client, model: this.model });
     const baseUrl = await this.sandbox.reachHost(this.interception.register(session).baseUrl);
     const endpoint: ModelEndpoint = {
@@ -135,7 +143,8 @@ function foldSystemPrompt(messages: Message[], appends: boolean): Message[] {
   if (appends || messages[0]?.role !== 'system') return messages;
   const [system, ...rest] = messages;
   const first = rest[0];
-  if (first?.role === 'user') return [{ role: 'user', content: `${system?.content}\n\n${contentText(first.content)}` }, ...rest.slice(1)];
+  if (first?.role === 'user')
+    return [{ role: 'user', content: `${system?.content}\n\n${contentText(first.content)}` }, ...rest.slice(1)];
   return [{ role: 'user', content: system?.content ?? '' }, ...rest];
 }
 
@@ -178,17 +187,34 @@ export async function runHarnessConformance(options: {
     request.messages.some((m) => m.role === 'user' && contentText(m.content).includes('conformance-fail-marker'))
       ? { error: { status: 400, message: 'conformance: refused on purpose' } }
       : finalReply;
-  const rig = await HarnessRig.open({ harness: options.harness, script, ...(options.runtime ? { runtime: options.runtime } : {}), ...(options.log ? { log: options.log } : {}) });
+  const rig = await HarnessRig.open({
+    harness: options.harness,
+    script,
+    ...(options.runtime ? { runtime: options.runtime } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
   try {
     const run = await rig.launch({ prompt });
     const firstPrompt = callPrompt(run.trace, 0);
-    add('prompt in', firstPrompt.some((m) => m.role === 'user' && contentText(m.content).includes('conformance-prompt-marker')), 'the first model call carries the task prompt');
-    add('final reply out', run.trace.lastReply.includes(finalReply), `trace.lastReply = ${JSON.stringify(run.trace.lastReply.slice(0, 200))}`);
+    add(
+      'prompt in',
+      firstPrompt.some((m) => m.role === 'user' && contentText(m.content).includes('conformance-prompt-marker')),
+      'the first model call carries the task prompt',
+    );
+    add(
+      'final reply out',
+      run.trace.lastReply.includes(finalReply),
+      `trace.lastReply = ${JSON.stringify(run.trace.lastReply.slice(0, 200))}`,
+    );
     add('at least one call', run.trace.calls.length >= 1, `${run.trace.calls.length} call(s)`);
     add('exit mapped', run.result.exitCode === 0, `exit ${run.result.exitCode}; stderr tail: ${run.result.stderr.slice(-300)}`);
     const json = JSON.stringify(run.trace.toJSON());
     add('secret not in trace', !json.includes(run.secret), 'the rollout secret must never be recorded');
-    add('secret not in output', !`${run.result.stdout}${run.result.stderr}`.includes(run.secret), 'the program must not print its key');
+    add(
+      'secret not in output',
+      !`${run.result.stdout}${run.result.stderr}`.includes(run.secret),
+      'the program must not print its key',
+    );
     if (options.failureExit) {
       const failed = await rig.launch({ prompt: 'conformance-fail-marker' });
       add('failure exit mapped', failed.result.exitCode !== 0, `exit ${failed.result.exitCode} after a 400 from the model`);
@@ -225,7 +251,13 @@ export class RecordingSandbox implements Sandbox {
   private readonly respond: ((argv: string[], options: ExecOptions) => Partial<ExecResult> | undefined) | undefined;
   private counter = 0;
 
-  constructor(options: { runtime?: string; workdir?: string; respond?: (argv: string[], options: ExecOptions) => Partial<ExecResult> | undefined } = {}) {
+  constructor(
+    options: {
+      runtime?: string;
+      workdir?: string;
+      respond?: (argv: string[], options: ExecOptions) => Partial<ExecResult> | undefined;
+    } = {},
+  ) {
     this.runtime = options.runtime ?? 'recording';
     this.workdir = options.workdir ?? '/app';
     this.respond = options.respond;
@@ -314,7 +346,8 @@ export async function runRecordedHarnessConformance(options: {
   let launching = false;
   const sandbox = new RecordingSandbox({
     runtime: options.runtime ?? 'docker',
-    respond: (argv, execOptions) => (launching && isLaunch(argv, execOptions) ? { exitCode: 3, stdout: 'recorded stdout' } : undefined),
+    respond: (argv, execOptions) =>
+      launching && isLaunch(argv, execOptions) ? { exitCode: 3, stdout: 'recorded stdout' } : undefined,
   });
   const signal = new AbortController().signal;
   await options.harness.setup?.({ sandbox, log: () => undefined, signal });
@@ -335,18 +368,38 @@ export async function runRecordedHarnessConformance(options: {
   const launchExecs = sandbox.execs.slice(setupCount);
   const main = launchExecs.find((e) => isLaunch(e.argv, e.options));
   const files = [...sandbox.files.values()].join('\n');
-  const promptSeen = main !== undefined && [main.argv.join(' '), ...Object.values(main.options.env ?? {}), files].some((text) => text.includes('recorded-prompt-marker'));
+  const promptSeen =
+    main !== undefined &&
+    [main.argv.join(' '), ...Object.values(main.options.env ?? {}), files].some((text) =>
+      text.includes('recorded-prompt-marker'),
+    );
   const checks: ConformanceCheck[] = [];
   const add = (name: string, ok: boolean, detail: string) => checks.push({ name, ok, detail });
-  add('setup installs', setupCount > 0 && options.expect.install.every((s) => setupLines.includes(s)), `setup ran ${setupCount} command(s); expected ${JSON.stringify(options.expect.install)}`);
+  add(
+    'setup installs',
+    setupCount > 0 && options.expect.install.every((s) => setupLines.includes(s)),
+    `setup ran ${setupCount} command(s); expected ${JSON.stringify(options.expect.install)}`,
+  );
   add('prompt in', promptSeen, 'the launch command, its env or a file it reads carries the prompt');
   const mainLine = main?.argv.join(' ') ?? '';
-  add('launch flags', (options.expect.launch ?? []).every((s) => mainLine.includes(s)), `expected ${JSON.stringify(options.expect.launch ?? [])} in ${mainLine.slice(0, 400)}`);
+  add(
+    'launch flags',
+    (options.expect.launch ?? []).every((s) => mainLine.includes(s)),
+    `expected ${JSON.stringify(options.expect.launch ?? [])} in ${mainLine.slice(0, 400)}`,
+  );
   const env = main?.options.env ?? {};
   const envText = Object.values(env).join('\n');
-  add('endpoint wired', [mainLine, envText, files].some((text) => text.includes('127.0.0.1:43210')), 'the interception base URL reaches the program (argv, env or config)');
+  add(
+    'endpoint wired',
+    [mainLine, envText, files].some((text) => text.includes('127.0.0.1:43210')),
+    'the interception base URL reaches the program (argv, env or config)',
+  );
   add('secret wired', (envText + files).includes(secret), 'the rollout secret reaches the program (env or config)');
-  add('secret not on command line', !sandbox.execs.some((e) => e.argv.join(' ').includes(secret)), 'argv is visible to every process: keep the key in env or files');
+  add(
+    'secret not on command line',
+    !sandbox.execs.some((e) => e.argv.join(' ').includes(secret)),
+    'argv is visible to every process: keep the key in env or files',
+  );
   add('stdin closed', main !== undefined, 'the launch runs with stdin closed (programs that read stdin hang on an open pipe)');
   add('exit mapped', result.exitCode === 3, `exit ${result.exitCode} (the recorded launch exited 3)`);
   add('secret not in trace', !JSON.stringify(trace.toJSON()).includes(secret), 'the rollout secret must never be recorded');

@@ -6,11 +6,7 @@ describe('the trainer app under SIGKILL (full size)', () => {
     const config = tinyTrainConfig({ maxSteps: 8, checkpointEvery: 2 });
     const reference = await trainUninterrupted(config);
     // Kill right after checkpoint 2, then after metrics of step 5 (checkpoint 4 on disk), then after step 7.
-    const { outcome, killedAt, resumedFrom } = await trainWithKills(
-      config,
-      [2, 0, 0],
-      [undefined, 5, 7],
-    );
+    const { outcome, killedAt, resumedFrom } = await trainWithKills(config, [2, 0, 0], [undefined, 5, 7]);
     console.log(`trainer crash loop: ${JSON.stringify({ killedAt, resumedFrom, metricSteps: outcome.metricSteps })}`);
     expect(outcome.step).toBe(reference.step);
     expect(outcome.optimizerStep).toBe(reference.optimizerStep);
