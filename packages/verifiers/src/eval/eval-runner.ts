@@ -76,6 +76,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   if (options.taskset.isInfinite && options.numTasks === undefined) {
     throw new RangeError(`taskset ${options.taskset.id} is infinite: set numTasks (-n)`);
   }
+  if (options.numTasks !== undefined && options.numTasks > options.taskset.size) {
+    log(`taskset ${options.taskset.id} has ${options.taskset.size} tasks; running all of them (asked for ${options.numTasks})`);
+  }
   const tasks: Task[] = (
     options.numTasks !== undefined ? options.taskset.head(Math.min(options.numTasks, options.taskset.size)) : options.taskset
   ).toArray();

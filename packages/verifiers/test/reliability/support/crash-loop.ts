@@ -67,7 +67,8 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       const run = runCli({ args: runDir ? ['eval', '--resume', runDir] : first });
       const before = runDir ? tracesLines(runDir).complete.length : 0;
       const byTime = runDir !== '' && random() < 0.3;
-      const delayMs = 200 + Math.floor(random() * 2500);
+      // Kept short so that, on a fast idle machine, the run is still going when the kill comes.
+      const delayMs = 150 + Math.floor(random() * 600);
       const target = before + 1 + Math.floor(random() * 5);
       const startedAt = Date.now();
       let exited = false;
