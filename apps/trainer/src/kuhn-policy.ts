@@ -7,6 +7,7 @@ import {
   type KuhnInfoSet,
   type KuhnPolicyTable,
   type KuhnPromptStyle,
+  kuhnActionWord,
   kuhnInfoSetMessages,
   kuhnPromptCorpus,
   kuhnReaskMessage,
@@ -39,10 +40,16 @@ export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number, sty
   return tokenizer.renderChat({ messages }).length + maxTokens + 4 * (maxTokens - 1);
 }
 
+/** The reply words a style offers: the four actions, or `pass` and `bet` (`pass-bet`). */
+export function kuhnReplyWords(style: KuhnPromptStyle = 'compact'): readonly string[] {
+  return style === 'pass-bet' ? ['pass', 'bet'] : KUHN_ACTIONS;
+}
+
 /**
- * The policy shape for Kuhn poker. Output vocabulary: the four bracketed actions and `<eos>`
- * (two of the four are illegal at any information set, and an empty reply is possible, so the
- * forfeit path stays real).
+ * The policy shape for Kuhn poker. Output vocabulary: the style's bracketed reply words — `[pass]`
+ * `[bet]` (`pass-bet`: both legal everywhere), or the four actions (two of them illegal at any
+ * information set, re-asked then forfeited) — plus `<eos>` when replies may be longer than one
+ * token (an empty or unfinished reply is then possible, so the forfeit path stays real).
  */
 export function kuhnPolicyConfig(options: {
   tokenizer: WordTokenizer;
@@ -66,8 +73,11 @@ export function kuhnPolicyConfig(options: {
     heads: options.heads,
     ffnMult: options.ffnMult,
     ...(options.initStd !== undefined ? { initStd: options.initStd } : {}),
-    // A one-token reply needs no `<eos>`: the head then names one of the four actions.
-    outputTokens: [...KUHN_ACTIONS.map((a) => tokenizer.id(`[${a}]`)), ...(options.maxTokens > 1 ? [tokenizer.eosId] : [])],
+    // A one-token reply needs no `<eos>`: the head then names one of the reply words.
+    outputTokens: [
+      ...kuhnReplyWords(options.prompts).map((a) => tokenizer.id(`[${a}]`)),
+      ...(options.maxTokens > 1 ? [tokenizer.eosId] : []),
+    ],
     seed: options.seed,
   });
 }
@@ -88,8 +98,8 @@ export async function kuhnPolicyTable(options: {
       const history: KuhnAction[] = [...key.slice(1)].map((c, i) => (c === 'p' ? 'check' : i === 0 ? 'bet' : 'bet'));
       // 'b' after 'p' is a bet; the acting seat answers a bet with fold/call.
       const facingBet = key.endsWith('b');
-      const pass = tokenizer.id(facingBet ? '[fold]' : '[check]');
-      const bet = tokenizer.id(facingBet ? '[call]' : '[bet]');
+      const pass = tokenizer.id(`[${kuhnActionWord(facingBet ? 'fold' : 'check', options.prompts)}]`);
+      const bet = tokenizer.id(`[${kuhnActionWord(facingBet ? 'call' : 'bet', options.prompts)}]`);
       const tokens = tokenizer.renderChat({ messages: kuhnInfoSetMessages(card, history, options.prompts ?? 'compact') });
       const logits = await options.nextLogits(tokens);
       const a = logits[pass] as number;

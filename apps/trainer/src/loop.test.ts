@@ -60,11 +60,15 @@ describe('train (the embedded loop)', () => {
 });
 
 describe('schedules', () => {
-  it('decays the learning rate (cosine) from trainer.lr to lr × lrFinalFraction at the last step', () => {
-    const config = TrainRunConfigSchema.parse({ maxSteps: 11, trainer: { lr: 1e-2 }, lrFinalFraction: 0.1 });
+  it('decays the learning rate (cosine) from trainer.lr to lr × lrFinalFraction over the first lrDecayFraction of the steps', () => {
+    const config = TrainRunConfigSchema.parse({ maxSteps: 11, trainer: { lr: 1e-2 }, lrFinalFraction: 0.1, lrDecayFraction: 1 });
     expect(scheduledLr(config, 0)).toBeCloseTo(1e-2, 10);
     expect(scheduledLr(config, 5)).toBeCloseTo(5.5e-3, 10);
     expect(scheduledLr(config, 10)).toBeCloseTo(1e-3, 10);
+    const early = TrainRunConfigSchema.parse({ maxSteps: 21, trainer: { lr: 1e-2 }, lrFinalFraction: 0.1, lrDecayFraction: 0.5 });
+    expect(scheduledLr(early, 5)).toBeCloseTo(5.5e-3, 10);
+    expect(scheduledLr(early, 10)).toBeCloseTo(1e-3, 10);
+    expect(scheduledLr(early, 20)).toBeCloseTo(1e-3, 10);
   });
 
   it('decays refKlTau from refKlTauStart to trainer.refKlTau over the first refKlDecayFraction of the steps, then holds it', () => {

@@ -82,8 +82,8 @@ interface LoopState {
  * step; the new weights are exported to ONNX and swapped into inference. Rollouts for step
  * n+1 run while step n trains (at most one step ahead); a batch whose policy is more than
  * `maxOffPolicySteps` behind is dropped. Every `evalEvery` steps the policy is queried at the
- * 12 information sets: `policy-table.json`, the sequence-form average `policy-table-average.json`,
- * and both exact NashConvs in `metrics.jsonl`.
+ * 12 information sets: `policy-table.json`, the sequence-form average `policy-table-average.json`
+ * (iterate t weighted by t), and both exact NashConvs in `metrics.jsonl`.
  */
 export async function train(options: TrainOptions): Promise<TrainResult> {
   const started = performance.now();
@@ -154,7 +154,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.maxTokens },
     },
   });
-  const taskset = kuhnTaskset();
+  const taskset = kuhnTaskset({ deals: config.deals });
   let nextTask = loopState?.nextTask ?? 0;
   let hands = loopState?.hands ?? 0;
   let average: KuhnPolicyTable | null = loopState?.averageTables ?? null;
@@ -258,8 +258,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     if (step % config.evalEvery === 0 || step === config.maxSteps) {
       const t3 = performance.now();
       table = await kuhnPolicyTable({ tokenizer, nextLogits: (tokens) => client.nextLogits(tokens), prompts: config.prompts });
-      average = average ? kuhnAveragePolicy([average, table], [averageWeight, 1]) : table;
-      averageWeight += 1;
+      // Linear averaging (iterate t weighs t, as in CFR+): the early, far-from-equilibrium
+      // iterates fade instead of anchoring the average.
+      average = average ? kuhnAveragePolicy([average, table], [averageWeight, step]) : table;
+      averageWeight += step;
       nashConv = kuhnNashConv(table);
       nashConvAverage = kuhnNashConv(average);
       line.nash_conv = nashConv;
@@ -303,9 +305,12 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   };
 }
 
-/** The learning rate of step `step` (0-based): cosine from `trainer.lr` to `trainer.lr × lrFinalFraction` at `maxSteps`. */
+/**
+ * The learning rate of step `step` (0-based): cosine from `trainer.lr` to `trainer.lr × lrFinalFraction`
+ * over the first `lrDecayFraction` of the run, then constant.
+ */
 export function scheduledLr(config: TrainRunConfig, step: number): number {
-  const progress = Math.min(1, step / Math.max(1, config.maxSteps - 1));
+  const progress = Math.min(1, step / Math.max(1, (config.maxSteps - 1) * config.lrDecayFraction));
   const floor = config.lrFinalFraction;
   return config.trainer.lr * (floor + ((1 - floor) * (1 + Math.cos(Math.PI * progress))) / 2);
 }

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { Env } from '../../env/env.ts';
 import { contentText } from '../../model/messages.ts';
 import type { ModelClient, ModelRequest, ModelResponse } from '../../model/model-client.ts';
-import { type KuhnTraceInfo, kuhnPokerEnv, kuhnTaskset } from './env.ts';
-import { kuhnDeal, kuhnPayoff } from './game.ts';
-import { kuhnInfoSetMessages, kuhnReadSeat } from './prompts.ts';
+import { type KuhnTraceInfo, kuhnPokerEnv, kuhnTaskDeal, kuhnTaskset } from './env.ts';
+import { allDeals, kuhnDeal, kuhnPayoff } from './game.ts';
+import { kuhnInfoSetMessages, kuhnParseAction, kuhnReadSeat } from './prompts.ts';
 
 /** A chat client that answers by the seat named in the last user message. */
 function scripted(
@@ -115,8 +115,62 @@ describe('kuhn-poker env', () => {
     expect(episode.byAgent.player0?.[0]?.rewards.payoff?.score).toBe(1);
   });
 
+  it('names the actions [pass] / [bet] at every decision with prompts: pass-bet (check-bet-call through the aliases)', async () => {
+    // Player 0 passes then answers the bet with [bet] (= call); player 1 bets after the check.
+    const client = scripted((_seat, last) => (last.includes('History: none') ? '[pass]' : '[bet]'));
+    const env = await Env.create({
+      definition: kuhnPokerEnv,
+      config: { id: 'kuhn-poker', prompts: 'pass-bet', invalidRetries: 0 },
+      run: { model: 'scripted', client },
+    });
+    const episode = await env.runEpisode({ task: kuhnTaskset().at(5), group: { id: 'g', index: 0 } });
+    const deal = kuhnDeal(5);
+    const p0 = episode.byAgent.player0?.[0];
+    expect((p0?.info.kuhn as KuhnTraceInfo | undefined)?.history).toEqual(['check', 'bet', 'call']);
+    expect(p0?.rewards.payoff?.score).toBe(kuhnPayoff(deal, ['check', 'bet', 'call']));
+    expect(p0?.metrics.forfeit).toBe(0);
+    const users = (p0?.messages ?? [])
+      .filter((m) => m.role === 'user')
+      .map((m) => contentText((m as { content: string }).content));
+    expect(users).toEqual([
+      `Card ${deal[0]}. History: none. [pass] or [bet]?`,
+      `Card ${deal[0]}. History: pass bet. [pass] or [bet]?`,
+    ]);
+  });
+
+  it('stratified tasksets deal every deal once in any 6 consecutive tasks, and a bad info.deal is refused by name', async () => {
+    const taskset = kuhnTaskset({ deals: 'stratified' });
+    for (const from of [0, 7, 1000]) {
+      const deals = Array.from({ length: 6 }, (_, i) => {
+        const task = taskset.at(from + i);
+        return kuhnTaskDeal(task.data.info as { deal?: unknown }, task.data.idx).deal.join('');
+      });
+      expect(new Set(deals).size).toBe(6);
+    }
+    expect(allDeals().map((d) => d.join(''))).toContain(kuhnTaskDeal({ seed: 3 }, 3).deal.join(''));
+    expect(kuhnTaskDeal({ seed: 3 }, 3).deal).toEqual(kuhnDeal(3));
+    expect(() => kuhnTaskDeal({ deal: 'KK' }, 0)).toThrow(/info\.deal/);
+    expect(() => kuhnTaskDeal({ deal: ['J', 'Q'] }, 0)).toThrow(/info\.deal/);
+    // The env plays the task's deal: player 0 holds the first card.
+    const client = scripted(() => '[check]');
+    const env = await Env.create({ definition: kuhnPokerEnv, config: { id: 'kuhn-poker' }, run: { model: 'scripted', client } });
+    const episode = await env.runEpisode({ task: taskset.at(4), group: { id: 'g', index: 0 } });
+    expect((episode.byAgent.player0?.[0]?.info.kuhn as KuhnTraceInfo | undefined)?.card).toBe(allDeals()[4]?.[0]);
+    expect((episode.byAgent.player1?.[0]?.info.kuhn as KuhnTraceInfo | undefined)?.card).toBe(allDeals()[4]?.[1]);
+  });
+
+  it('parses pass/bet by position only in the pass-bet style; both named at once is ambiguous', () => {
+    expect(kuhnParseAction('[pass]', ['bet'], 'pass-bet')).toBe('fold');
+    expect(kuhnParseAction('[bet]', ['bet'], 'pass-bet')).toBe('call');
+    expect(kuhnParseAction('[bet]', [], 'pass-bet')).toBe('bet');
+    expect(kuhnParseAction('[call]', ['check', 'bet'], 'pass-bet')).toBe('call');
+    expect(kuhnParseAction('[pass] [bet]', [], 'pass-bet')).toBeNull();
+    expect(kuhnParseAction('[bet]', ['bet'], 'compact')).toBeNull();
+    expect(kuhnParseAction('[pass]', [], 'rules')).toBeNull();
+  });
+
   it('reads the seat, card and history back from either prompt style', () => {
-    for (const style of ['rules', 'compact'] as const) {
+    for (const style of ['rules', 'compact', 'pass-bet'] as const) {
       expect(kuhnReadSeat(kuhnInfoSetMessages('Q', ['check', 'bet'], style))).toEqual({
         seat: 0,
         card: 'Q',
@@ -126,5 +180,12 @@ describe('kuhn-poker env', () => {
       expect(kuhnReadSeat(kuhnInfoSetMessages('K', ['bet'], style))).toEqual({ seat: 1, card: 'K', history: ['bet'] });
     }
     expect(kuhnReadSeat([{ role: 'user', content: 'hello' }])).toBeNull();
+    // An impossible history (a bet after a call) is not a seat.
+    expect(
+      kuhnReadSeat([
+        { role: 'system', content: 'Your card: K.' },
+        { role: 'user', content: 'History: bet bet bet. [pass] or [bet]?' },
+      ]),
+    ).toBeNull();
   });
 });

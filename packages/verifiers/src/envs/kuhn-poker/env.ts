@@ -4,15 +4,27 @@ import { defineEnv, type EpisodeAgent } from '../../env/env.ts';
 import { Task } from '../../task/task.ts';
 import { Taskset } from '../../task/taskset.ts';
 import type { Trace } from '../../trace/trace.ts';
-import { type KuhnAction, type KuhnCard, kuhnActingPlayer, kuhnDeal, kuhnIsTerminal, kuhnPayoff } from './game.ts';
+import {
+  allDeals,
+  type KuhnAction,
+  type KuhnCard,
+  type KuhnDeal,
+  kuhnActingPlayer,
+  kuhnDeal,
+  kuhnIsTerminal,
+  kuhnPayoff,
+} from './game.ts';
 import { kuhnParseAction, kuhnReaskMessage, kuhnSystemPrompt, kuhnTurnMessage } from './prompts.ts';
 
 export const KuhnPokerOptionsSchema = z
   .object({
     /** Re-asks after an illegal or ambiguous reply before the seat forfeits. */
     invalidRetries: z.number().int().min(0).default(1),
-    /** Wording of the messages: `rules` (sentences, for LLM seats) or `compact` (≈10 tokens each, for trained policies). */
-    prompts: z.enum(['rules', 'compact']).default('rules'),
+    /**
+     * Wording of the messages: `rules` (sentences, for LLM seats), `compact` (≈10 tokens each, for
+     * trained policies) or `pass-bet` (compact, with the actions named [pass] / [bet] everywhere).
+     */
+    prompts: z.enum(['rules', 'compact', 'pass-bet']).default('rules'),
   })
   .strict();
 export type KuhnPokerOptions = z.infer<typeof KuhnPokerOptionsSchema>;
@@ -27,12 +39,34 @@ export interface KuhnTraceInfo {
   forfeited: boolean;
 }
 
-/** The infinite Kuhn poker taskset: task i deals from seed i (`info.seed = i`), no prompt. */
-export function kuhnTaskset(): Taskset {
-  return Taskset.generate(
-    'kuhn-poker',
-    (i) => new Task({ idx: i, prompt: null, info: { seed: i } }, { key: `kuhn-${i}`, type: 'kuhn-poker' }),
-  );
+/**
+ * The infinite Kuhn poker taskset, no prompt. `seeded` (default): task i deals from seed i
+ * (`info.seed = i`). `stratified`: task i deals the (i mod 6)-th of the six deals
+ * (`info.deal`, e.g. `"JK"`: player 0 holds J), so any 6 consecutive tasks hold every deal once —
+ * stratified sampling of the chance node, which removes deal luck from a training batch's mix.
+ */
+export function kuhnTaskset(options: { deals?: 'seeded' | 'stratified' } = {}): Taskset {
+  const deals = allDeals();
+  const stratified = options.deals === 'stratified';
+  return Taskset.generate('kuhn-poker', (i) => {
+    const info = stratified ? { seed: i, deal: (deals[i % deals.length] as KuhnDeal).join('') } : { seed: i };
+    return new Task({ idx: i, prompt: null, info }, { key: `kuhn-${i}`, type: 'kuhn-poker' });
+  });
+}
+
+/** The deal of a task: `info.deal` ("JK": player 0 holds J) when present, else from `info.seed` (or the index). */
+export function kuhnTaskDeal(
+  info: { seed?: unknown; deal?: unknown } | undefined,
+  idx: number | undefined,
+): { deal: KuhnDeal; seed: number } {
+  const seed = Number(info?.seed ?? idx ?? 0);
+  if (info?.deal === undefined) return { deal: kuhnDeal(seed), seed };
+  const d = info.deal;
+  if (typeof d !== 'string' || !/^[JQK]{2}$/.test(d) || d[0] === d[1])
+    throw new TypeError(
+      `kuhn-poker task info.deal: expected two different cards of J, Q, K such as "JK", got ${JSON.stringify(d)}`,
+    );
+  return { deal: [d[0] as KuhnCard, d[1] as KuhnCard], seed };
 }
 
 /**
@@ -54,8 +88,7 @@ export const kuhnPokerEnv = defineEnv({
   maxConcurrentAgents: null,
   taskset: () => kuhnTaskset(),
   run: async ({ task, agents, options }) => {
-    const seed = Number((task.data.info as { seed?: unknown } | undefined)?.seed ?? task.data.idx ?? 0);
-    const deal = kuhnDeal(seed);
+    const { deal, seed } = kuhnTaskDeal(task.data.info as { seed?: unknown; deal?: unknown } | undefined, task.data.idx);
     const seatAgents: [EpisodeAgent, EpisodeAgent] = [agents.player0, agents.player1];
     const seats: Interaction[] = [];
     const history: KuhnAction[] = [];
@@ -73,7 +106,7 @@ export const kuhnPokerEnv = defineEnv({
         for (let attempt = 0; attempt <= options.invalidRetries; attempt++) {
           const segment = await seat.turn(message);
           if (segment.terminated) break;
-          action = kuhnParseAction(segment.lastReply, history);
+          action = kuhnParseAction(segment.lastReply, history, options.prompts);
           if (action) break;
           message = kuhnReaskMessage(history, options.prompts);
         }

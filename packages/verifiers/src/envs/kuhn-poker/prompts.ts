@@ -1,5 +1,5 @@
 import type { Message } from '../../model/messages.ts';
-import { KUHN_ACTIONS, KUHN_CARDS, type KuhnAction, type KuhnCard, kuhnLegalActions } from './game.ts';
+import { KUHN_ACTIONS, KUHN_CARDS, type KuhnAction, type KuhnCard, kuhnIsTerminal, kuhnLegalActions } from './game.ts';
 
 /**
  * How the env words its messages. `rules` (default) states the rules, the seat and the legal
@@ -8,14 +8,30 @@ import { KUHN_ACTIONS, KUHN_CARDS, type KuhnAction, type KuhnCard, kuhnLegalActi
  * pays for every prompt token in inference and training. Both name the legal actions in brackets
  * and are parsed the same way.
  */
-export type KuhnPromptStyle = 'rules' | 'compact';
+export type KuhnPromptStyle = 'rules' | 'compact' | 'pass-bet';
+
+/**
+ * The word a style uses for an action. `pass-bet` names the two canonical Kuhn actions at every
+ * decision — `pass` (check, or fold facing a bet) and `bet` (bet, or call facing a bet) — so a
+ * policy's reply vocabulary is two tokens, both legal everywhere (the others name all four).
+ */
+export function kuhnActionWord(action: KuhnAction, style: KuhnPromptStyle = 'rules'): string {
+  if (style !== 'pass-bet') return action;
+  return action === 'check' || action === 'fold' ? 'pass' : 'bet';
+}
+
+/** The two reply words offered after `history`: the legal actions, or `pass`/`bet`. */
+function offered(history: readonly KuhnAction[], style: KuhnPromptStyle): [string, string] {
+  const [a, b] = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
+  return [kuhnActionWord(a, style), kuhnActionWord(b, style)];
+}
 
 /**
  * The seat's system prompt: the rules (or, `compact`, just the game) and its card.
  * Both styles contain `Your card: X.`.
  */
 export function kuhnSystemPrompt(card: KuhnCard, style: KuhnPromptStyle = 'rules'): string {
-  if (style === 'compact') return `Kuhn poker. Your card: ${card}.`;
+  if (style !== 'rules') return `Kuhn poker. Your card: ${card}.`;
   return `Kuhn poker, ante 1, J < Q < K. Reply with exactly one bracketed action. Your card: ${card}.`;
 }
 
@@ -24,7 +40,8 @@ export function kuhnSystemPrompt(card: KuhnCard, style: KuhnPromptStyle = 'rules
  * `compact`: "Card K. History: check bet. [fold] or [call]?" — the seat's card again (when given),
  * next to the question: a small policy reads what sits near the question far more easily than a
  * token at the start of the prompt (measured: without it, self-play training stayed blind to the
- * card); the seat follows from the history's length.
+ * card); the seat follows from the history's length. `pass-bet`: the compact wording with the
+ * actions named pass/bet ("Card K. History: pass bet. [pass] or [bet]?").
  */
 export function kuhnTurnMessage(
   history: readonly KuhnAction[],
@@ -32,17 +49,19 @@ export function kuhnTurnMessage(
   style: KuhnPromptStyle = 'rules',
   card?: KuhnCard,
 ): string {
-  const [a, b] = kuhnLegalActions(history);
-  if (style === 'compact')
-    return `${card ? `Card ${card}. ` : ''}History: ${history.length ? history.join(' ') : 'none'}. [${a}] or [${b}]?`;
+  const [a, b] = offered(history, style);
+  if (style !== 'rules') {
+    const so = history.length ? history.map((x) => kuhnActionWord(x, style)).join(' ') : 'none';
+    return `${card ? `Card ${card}. ` : ''}History: ${so}. [${a}] or [${b}]?`;
+  }
   const so = history.length ? history.join(', ') : 'none';
   return `Betting so far: ${so}. You are Player ${player}. Your legal actions: [${a}] or [${b}].`;
 }
 
 /** The re-ask sent once after an illegal or ambiguous reply. */
 export function kuhnReaskMessage(history: readonly KuhnAction[], style: KuhnPromptStyle = 'rules'): string {
-  const [a, b] = kuhnLegalActions(history);
-  if (style === 'compact') return `Illegal. [${a}] or [${b}]?`;
+  const [a, b] = offered(history, style);
+  if (style !== 'rules') return `Illegal. [${a}] or [${b}]?`;
   return `That is not a legal move. Reply with exactly one of [${a}] or [${b}].`;
 }
 
@@ -63,10 +82,23 @@ export function kuhnReadSeat(
     const compact = rules ? null : /^(?:Card [JQK]\. )?History: (.*?)\. \[/.exec(text(m));
     const so = rules?.[1] ?? compact?.[1];
     if (so === undefined) continue;
-    history = so === 'none' ? [] : (so.split(rules ? ', ' : ' ') as KuhnAction[]);
+    history = readHistory(so === 'none' ? [] : so.split(rules ? ', ' : ' '));
   }
   if (!card || !history || history.some((a) => !KUHN_ACTIONS.includes(a))) return null;
   return { seat: (history.length % 2) as 0 | 1, card: card as KuhnCard, history };
+}
+
+/** A history from its words (either naming); pass/bet name the legal action by position. Null when impossible. */
+function readHistory(words: readonly string[]): KuhnAction[] | null {
+  const history: KuhnAction[] = [];
+  for (const word of words) {
+    if (history.length >= 3 || kuhnIsTerminal(history)) return null;
+    const legal = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
+    const action = word === 'pass' ? legal[0] : word === 'bet' ? legal[1] : word;
+    if (!legal.includes(action as KuhnAction)) return null;
+    history.push(action as KuhnAction);
+  }
+  return history;
 }
 
 /**
@@ -78,7 +110,7 @@ export function kuhnInfoSetMessages(card: KuhnCard, history: readonly KuhnAction
   const messages: Message[] = [{ role: 'system', content: kuhnSystemPrompt(card, style) }];
   if (player === 0 && history.length === 2) {
     messages.push({ role: 'user', content: kuhnTurnMessage([], 0, style, card) });
-    messages.push({ role: 'assistant', content: `[${history[0]}]` });
+    messages.push({ role: 'assistant', content: `[${kuhnActionWord(history[0] as KuhnAction, style)}]` });
   }
   messages.push({ role: 'user', content: kuhnTurnMessage(history, player, style, card) });
   return messages;
@@ -93,18 +125,28 @@ export function kuhnPromptCorpus(style: KuhnPromptStyle = 'rules'): string[] {
     for (const card of KUHN_CARDS) out.push(kuhnTurnMessage(h, (h.length % 2) as 0 | 1, style, card));
     out.push(kuhnReaskMessage(h, style));
   }
-  out.push(...KUHN_ACTIONS.map((a) => `[${a}]`));
+  out.push(...(style === 'pass-bet' ? ['pass', 'bet'] : KUHN_ACTIONS).map((a) => `[${a}]`));
   return out;
 }
 
 /**
  * Parses a reply: the bracketed words (`\[(\w+)\]`, lowercased) that are legal here. Exactly one
- * distinct legal action is a move; none or both is illegal / ambiguous (null).
+ * distinct legal action is a move; none or both is illegal / ambiguous (null). In the `pass-bet`
+ * style `[pass]` and `[bet]` name the first and second legal action (check/fold, bet/call).
  */
-export function kuhnParseAction(reply: string, history: readonly KuhnAction[]): KuhnAction | null {
-  const legal = new Set<string>(kuhnLegalActions(history));
+export function kuhnParseAction(
+  reply: string,
+  history: readonly KuhnAction[],
+  style: KuhnPromptStyle = 'rules',
+): KuhnAction | null {
+  const legalActions = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
+  const legal = new Set<string>(legalActions);
   const named = new Set<string>();
-  for (const match of reply.toLowerCase().matchAll(/\[(\w+)\]/g))
-    if (legal.has(match[1] as string)) named.add(match[1] as string);
+  for (const match of reply.toLowerCase().matchAll(/\[(\w+)\]/g)) {
+    let word = match[1] as string;
+    if (style === 'pass-bet' && word === 'pass') word = legalActions[0];
+    else if (style === 'pass-bet' && word === 'bet') word = legalActions[1];
+    if (legal.has(word)) named.add(word);
+  }
   return named.size === 1 ? ([...named][0] as KuhnAction) : null;
 }
