@@ -7,7 +7,7 @@ import type { Runtime, Sandbox } from '../runtime/runtime.ts';
 import { scoreTrace } from '../task/scoring.ts';
 import type { Task } from '../task/task.ts';
 import { Trace } from '../trace/trace.ts';
-import { sleep, withDeadline } from '../util/timeout.ts';
+import { sleep, withDeadline, withTimeout } from '../util/timeout.ts';
 import type { ResolvedAgentConfig } from './agent-config.ts';
 
 /** Where HTTP programs reach interception; the agent registers each rollout's session. */
@@ -194,17 +194,16 @@ export class Agent {
     }
     const setupStart = Date.now();
     try {
-      await withDeadline(
-        {
-          seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null,
-          stage: 'setup',
-          ...(options.signal ? { parent: options.signal } : {}),
-        },
-        async (signal) => {
+      const stage = { seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null, stage: 'setup' };
+      if (this.harness.setup) {
+        await withDeadline({ ...stage, ...(options.signal ? { parent: options.signal } : {}) }, async (signal) => {
           await task.setup?.({ task, trace, sandbox });
           await this.harness.setup?.({ sandbox, log: this.log, signal });
-        },
-      );
+        });
+      } else {
+        // Only the harness's setup takes the signal; without one, the task's setup runs under the timer alone.
+        await withTimeout(stage, async () => task.setup?.({ task, trace, sandbox }));
+      }
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'setup');
       if (!options.sandbox) await sandbox.stop().catch(() => {});
@@ -300,7 +299,7 @@ export class Agent {
     if (trace.ok) {
       const finalizeStart = Date.now();
       try {
-        await withDeadline(
+        await withTimeout(
           { seconds: this.config.timeout?.finalize ?? task.data.timeout?.finalize ?? null, stage: 'finalize' },
           async () => task.finalize?.({ task, trace, ...(sandbox ? { sandbox } : {}) }),
         );
@@ -312,9 +311,8 @@ export class Agent {
     if (trace.ok) {
       const scoringStart = Date.now();
       try {
-        await withDeadline(
-          { seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' },
-          () => scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+        await withTimeout({ seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' }, () =>
+          scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
         );
       } catch (error) {
         trace.recordError(error, 'scoring');

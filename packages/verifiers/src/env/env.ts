@@ -17,7 +17,7 @@ import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { Episode } from '../trace/episode.ts';
 import type { Trace } from '../trace/trace.ts';
-import { Semaphore, sleep, withDeadline } from '../util/timeout.ts';
+import { Semaphore, sleep, withDeadline, withTimeout } from '../util/timeout.ts';
 
 /** Fields every env config has, besides its roles and its own options. */
 export const EnvBaseConfigShape = {
@@ -257,7 +257,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
         },
       );
       if (runs === 0) throw new EnvError(`env ${this.id} ran no agent`);
-      await withDeadline({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
+      await withTimeout({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
         this.definition.finalize?.({ task, episode, options: this.options, agents }),
       );
     } catch (error) {

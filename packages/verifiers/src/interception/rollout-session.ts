@@ -60,7 +60,7 @@ export class RolloutSession {
     this.sampling = options.sampling ?? {};
     this.limits = options.limits ?? {};
     this.stops = options.stops ?? [];
-    this.secret = `rs-${randomBytes(24).toString('base64url')}`;
+    this.secret = `rs-${secretBytes().toString('base64url')}`;
   }
 
   get concluded(): boolean {
@@ -81,7 +81,7 @@ export class RolloutSession {
 
   /** Waits for calls in flight to be recorded. */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.inflight]);
+    if (this.inflight.size) await Promise.allSettled([...this.inflight]);
   }
 
   async handle(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
@@ -101,10 +101,8 @@ export class RolloutSession {
     const promise = this.call(imposed, meta);
     this.recent = { request, promise };
     this.inflight.add(promise);
-    promise.then(
-      () => this.inflight.delete(promise),
-      () => this.inflight.delete(promise),
-    );
+    const settled = () => this.inflight.delete(promise);
+    promise.then(settled, settled);
     return promise;
   }
 
@@ -132,17 +130,33 @@ export class RolloutSession {
     const { maxTurns, maxInputTokens, maxOutputTokens, maxTotalTokens } = this.limits;
     if (this.trace.stopCondition && this.trace.stopCondition !== 'agent_completed') return this.trace.stopCondition;
     if (maxTurns != null && this.trace.numTurns >= maxTurns) return 'max_turns';
-    const usage = this.trace.usage;
-    const input = usage.promptTokens + (usage.cachedInputTokens ?? 0);
-    if (maxInputTokens != null && input >= maxInputTokens) return 'max_input_tokens';
-    if (maxOutputTokens != null && usage.completionTokens >= maxOutputTokens) return 'max_output_tokens';
-    if (maxTotalTokens != null && input + usage.completionTokens >= maxTotalTokens) return 'max_total_tokens';
+    if (maxInputTokens != null || maxOutputTokens != null || maxTotalTokens != null) {
+      const usage = this.trace.usage;
+      const input = usage.promptTokens + (usage.cachedInputTokens ?? 0);
+      if (maxInputTokens != null && input >= maxInputTokens) return 'max_input_tokens';
+      if (maxOutputTokens != null && usage.completionTokens >= maxOutputTokens) return 'max_output_tokens';
+      if (maxTotalTokens != null && input + usage.completionTokens >= maxTotalTokens) return 'max_total_tokens';
+    }
     for (const stop of this.stops) {
       const condition = stop(this.trace, request);
       if (condition) return condition;
     }
     return null;
   }
+}
+
+/** Secret bytes are cut from a pool refilled by one `randomBytes` call per 256 sessions (a syscall each otherwise). */
+const SECRET_BYTES = 24;
+let secretPool = Buffer.alloc(0);
+let secretOffset = 0;
+function secretBytes(): Buffer {
+  if (secretOffset + SECRET_BYTES > secretPool.length) {
+    secretPool = randomBytes(SECRET_BYTES * 256);
+    secretOffset = 0;
+  }
+  const bytes = secretPool.subarray(secretOffset, secretOffset + SECRET_BYTES);
+  secretOffset += SECRET_BYTES;
+  return bytes;
 }
 
 function statusOf(error: unknown): number | undefined {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Trace } from './trace.ts';
+import type { Message } from '../model/messages.ts';
+import { canonicalJson, sha256 } from '../util/hash.ts';
+import { messageHash, Trace } from './trace.ts';
 
 const makeTrace = () =>
   new Trace({ task: { key: 'k', hash: 'h', data: { prompt: 'hi' } }, agent: { name: 'solver', trainable: true } });
@@ -107,5 +109,34 @@ describe('Trace', () => {
     const record = makeTrace().toJSON() as unknown as Record<string, unknown>;
     record.nodes = [{ id: -1 }];
     expect(() => Trace.fromJSON(record)).toThrow(/nodes/);
+  });
+});
+
+describe('messageHash', () => {
+  const generic = (value: unknown) => sha256(canonicalJson(value));
+  it('hashes plain-text messages exactly as the canonical JSON of their normalized form', () => {
+    const text = '  Ünïcode "quotes" \\ back\nslash\t ';
+    expect(messageHash({ role: 'system', content: text })).toBe(generic({ r: 'system', c: text.trim() }));
+    expect(messageHash({ role: 'user', content: text })).toBe(generic({ r: 'user', c: text.trim() }));
+    expect(messageHash({ role: 'tool', toolCallId: 'c1', content: text })).toBe(generic({ r: 'tool', id: 'c1', c: text.trim() }));
+    expect(messageHash({ role: 'assistant', content: text })).toBe(generic({ r: 'assistant', c: text.trim(), t: [] }));
+    expect(messageHash({ role: 'assistant', content: null })).toBe(generic({ r: 'assistant', c: '', t: [] }));
+    const parts = [{ type: 'text' as const, text: ' a ' }];
+    expect(messageHash({ role: 'user', content: parts })).toBe(generic({ r: 'user', c: parts }));
+    expect(
+      messageHash({ role: 'assistant', content: 'x', toolCalls: [{ id: 'c1', name: 'bash', arguments: '{"b": 1, "a": 2}' }] }),
+    ).toBe(generic({ r: 'assistant', c: 'x', t: [{ id: 'c1', n: 'bash', a: { a: 2, b: 1 } }] }));
+  });
+
+  it('recomputes the hash of a message object whose content changed since it was hashed', () => {
+    const message: Message = { role: 'user', content: 'first' };
+    const before = messageHash(message);
+    message.content = 'second';
+    expect(messageHash(message)).not.toBe(before);
+    expect(messageHash(message)).toBe(messageHash({ role: 'user', content: 'second' }));
+    const reply: Message = { role: 'assistant', content: 'x' };
+    const plain = messageHash(reply);
+    reply.toolCalls = [{ id: 'c1', name: 'bash', arguments: '{}' }];
+    expect(messageHash(reply)).not.toBe(plain);
   });
 });

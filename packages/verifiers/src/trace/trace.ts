@@ -53,8 +53,9 @@ export class Trace {
   /** Free state for harnesses and tasks; never serialized. */
   state: Record<string, unknown> = {};
 
-  /** content hash -> node id, per parent (key `${parent}:${hash}`). */
-  private readonly childIndex = new Map<string, number>();
+  /** content hash -> node id of the children of the root (index `rootChildren`) and of each node (by parent id). */
+  private readonly rootChildren = new Map<string, number>();
+  private readonly childIndex: (Map<string, number> | undefined)[] = [];
 
   constructor(init: TraceInit) {
     this.id = init.id ?? randomUUID();
@@ -158,15 +159,27 @@ export class Trace {
 
   /** Adds a message to the graph under `parent` (de-duplicated by content), returning its id. */
   addMessage(message: Message, parent: number | null, sampled = false): number {
-    const key = `${parent ?? 'root'}:${messageHash(message)}`;
+    const children = this.children(parent);
+    const hash = messageHash(message);
     if (!sampled) {
-      const existing = this.childIndex.get(key);
+      const existing = children.get(hash);
       if (existing !== undefined) return existing;
     }
     const id = this.nodes.length;
     this.nodes.push({ id, parent, message, sampled, timestamp: Date.now() });
-    if (!this.childIndex.has(key) || sampled) this.childIndex.set(key, id);
+    if (sampled || !children.has(hash)) children.set(hash, id);
     return id;
+  }
+
+  /** The content-hash index of `parent`'s children (created on first use). */
+  private children(parent: number | null): Map<string, number> {
+    if (parent === null) return this.rootChildren;
+    let map = this.childIndex[parent];
+    if (!map) {
+      map = new Map();
+      this.childIndex[parent] = map;
+    }
+    return map;
   }
 
   /** Adds a chain of prompt messages from the root, returning the id of the last one. */
@@ -283,8 +296,9 @@ export class Trace {
     trace.tools = record.tools;
     for (const node of record.nodes) {
       trace.nodes.push(node);
-      const key = `${node.parent ?? 'root'}:${messageHash(node.message)}`;
-      if (!trace.childIndex.has(key) || node.sampled) trace.childIndex.set(key, node.id);
+      const children = trace.children(node.parent);
+      const hash = messageHash(node.message);
+      if (node.sampled || !children.has(hash)) children.set(hash, node.id);
     }
     trace.calls.push(...record.calls);
     trace.rewards = record.rewards;
@@ -307,17 +321,53 @@ export class Trace {
  * around text and the formatting of tool-call JSON arguments do not matter.
  */
 export function messageHash(message: Message): string {
+  // Programs re-send the whole conversation on every call: the hash of a message seen before
+  // (same object, same text) is remembered instead of recomputed.
+  const cached = hashCache.get(message);
+  if (
+    cached !== undefined &&
+    cached.role === message.role &&
+    cached.content === message.content &&
+    (message.role === 'tool'
+      ? cached.toolCallId === message.toolCallId
+      : message.role !== 'assistant' || !message.toolCalls?.length)
+  ) {
+    return cached.hash;
+  }
+  const hash = sha256(canonicalMessage(message));
+  const content = message.content;
+  if (typeof content === 'string' && (message.role !== 'assistant' || !message.toolCalls?.length)) {
+    hashCache.set(message, {
+      role: message.role,
+      content,
+      toolCallId: message.role === 'tool' ? message.toolCallId : undefined,
+      hash,
+    });
+  }
+  return hash;
+}
+
+/** Hashes of messages with plain-text content and no tool calls, checked against the fields they were computed from. */
+const hashCache = new WeakMap<Message, { role: string; content: string | null; toolCallId: string | undefined; hash: string }>();
+
+/** The canonical JSON (sorted keys, no nulls) that `messageHash` hashes; plain-text messages skip the generic walk. */
+function canonicalMessage(message: Message): string {
   switch (message.role) {
     case 'assistant':
-      return sha256(canonicalJson(normalizeAssistant(message)));
+      if (typeof message.content === 'string' && !message.toolCalls?.length) {
+        return `{"c":${JSON.stringify(message.content.trim())},"r":"assistant","t":[]}`;
+      }
+      return canonicalJson(normalizeAssistant(message));
     case 'tool':
-      return sha256(canonicalJson({ r: 'tool', id: message.toolCallId, c: message.content.trim() }));
+      if (typeof message.toolCallId === 'string') {
+        return `{"c":${JSON.stringify(message.content.trim())},"id":${JSON.stringify(message.toolCallId)},"r":"tool"}`;
+      }
+      return canonicalJson({ r: 'tool', id: message.toolCallId, c: message.content.trim() });
     case 'user':
-      return sha256(
-        canonicalJson({ r: 'user', c: typeof message.content === 'string' ? message.content.trim() : message.content }),
-      );
+      if (typeof message.content === 'string') return `{"c":${JSON.stringify(message.content.trim())},"r":"user"}`;
+      return canonicalJson({ r: 'user', c: message.content });
     case 'system':
-      return sha256(canonicalJson({ r: 'system', c: message.content.trim() }));
+      return `{"c":${JSON.stringify(message.content.trim())},"r":"system"}`;
   }
 }
 

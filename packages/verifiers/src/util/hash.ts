@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 
 /** JSON with sorted keys and `null` / `undefined` values dropped: the canonical form hashed for keys. */
 export function canonicalJson(value: unknown): string {
@@ -19,6 +19,9 @@ function sortKeys(value: unknown): unknown {
   return value;
 }
 
+/** One-shot `crypto.hash` (Node ≥ 20.12) skips the Hash object that `createHash` allocates. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return oneShot ? oneShot('sha256', text, 'hex') : crypto.createHash('sha256').update(text).digest('hex');
 }

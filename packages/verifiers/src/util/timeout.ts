@@ -9,23 +9,48 @@ export async function withDeadline<T>(
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
-  const onParent = () => controller.abort(options.parent?.reason);
-  if (options.parent?.aborted) controller.abort(options.parent.reason);
-  options.parent?.addEventListener('abort', onParent, { once: true });
+  const { parent, seconds } = options;
+  const onParent = () => controller.abort(parent?.reason);
+  if (parent) {
+    if (parent.aborted) controller.abort(parent.reason);
+    parent.addEventListener('abort', onParent, { once: true });
+  }
+  try {
+    // Without a limit nothing can expire: no timer, no race.
+    if (seconds == null) return await fn(controller.signal);
+    let timer: NodeJS.Timeout | undefined;
+    const expiry = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new TimeoutError(`${options.stage} timeout after ${seconds}s`);
+        controller.abort(error);
+        reject(error);
+      }, seconds * 1000);
+    });
+    try {
+      return await Promise.race([fn(controller.signal), expiry]);
+    } finally {
+      clearTimeout(timer);
+    }
+  } finally {
+    parent?.removeEventListener('abort', onParent);
+  }
+}
+
+/**
+ * `withDeadline` for work that takes no AbortSignal (finalize and scoring hooks): the same
+ * `TimeoutError` on expiry, without allocating a controller; no timer at all when `seconds` is null.
+ */
+export async function withTimeout<T>(options: { seconds?: number | null; stage: string }, fn: () => Promise<T>): Promise<T> {
+  const { seconds } = options;
+  if (seconds == null) return await fn();
   let timer: NodeJS.Timeout | undefined;
   const expiry = new Promise<never>((_, reject) => {
-    if (options.seconds == null) return;
-    timer = setTimeout(() => {
-      const error = new TimeoutError(`${options.stage} timeout after ${options.seconds}s`);
-      controller.abort(error);
-      reject(error);
-    }, options.seconds * 1000);
+    timer = setTimeout(() => reject(new TimeoutError(`${options.stage} timeout after ${seconds}s`)), seconds * 1000);
   });
   try {
-    return await Promise.race([fn(controller.signal), expiry]);
+    return await Promise.race([fn(), expiry]);
   } finally {
-    if (timer) clearTimeout(timer);
-    options.parent?.removeEventListener('abort', onParent);
+    clearTimeout(timer);
   }
 }
 
