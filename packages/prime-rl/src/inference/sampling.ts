@@ -23,12 +23,16 @@ export function sampleToken(options: { logits: Float32Array; temperature: number
   let z = 0;
   for (let i = 0; i < logits.length; i++) z += Math.exp(((logits[i] as number) - max) / t);
   const logZ = Math.log(z);
-  const logprob = (i: number) => ((logits[i] as number) - max) / t - logZ;
-  if (options.temperature === 0) return { token: argmax, logprob: logprob(argmax) };
-  let u = rng.next() * z;
-  for (let i = 0; i < logits.length; i++) {
-    u -= Math.exp(((logits[i] as number) - max) / t);
-    if (u <= 0) return { token: i, logprob: logprob(i) };
+  let token = argmax;
+  if (options.temperature !== 0) {
+    let u = rng.next() * z;
+    for (let i = 0; i < logits.length; i++) {
+      u -= Math.exp(((logits[i] as number) - max) / t);
+      if (u <= 0) {
+        token = i;
+        break;
+      }
+    }
   }
-  return { token: argmax, logprob: logprob(argmax) };
+  return { token, logprob: ((logits[token] as number) - max) / t - logZ };
 }

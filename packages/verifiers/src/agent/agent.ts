@@ -235,13 +235,15 @@ export class Agent {
       baseUrl,
       secret: session.secret,
       model: this.model,
-      direct: (request, o) => session.handle(request, { dialect: 'direct', ...(o?.signal ? { signal: o.signal } : {}) }),
+      direct(request, o) {
+        return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : { dialect: 'direct' });
+      },
     };
     return {
       sandbox,
       session,
       context: { task, trace, sandbox, endpoint, messages: this.promptMessages(task), log: this.log },
-      release: async () => {
+      async release() {
         Agent.redactErrors(trace, session.secret);
         await session.drain();
         session.conclude(trace.stopCondition ?? 'agent_completed');
@@ -359,31 +361,32 @@ export class Agent {
     let closed = false;
     let busy = false;
     const agentStart = Date.now();
-    const close = async (): Promise<Trace> => {
-      if (closed) return trace;
-      closed = true;
-      trace.stop('user_closed');
-      await session.close().catch(() => {});
-      await release();
-      trace.timing.agent = (Date.now() - agentStart) / 1000;
-      try {
-        return await this.close(task, trace, sandbox, options);
-      } finally {
-        if (!options.sandbox) await sandbox.stop().catch(() => {});
-      }
-    };
+    // Methods rather than arrows (see `Env.episodeAgents`): no per-interaction defineProperty under tsx.
+    const agent = this;
     return {
       trace,
-      close,
-      turn: async (message?: string | Message[]): Promise<Segment> => {
-        if (closed) throw new ConfigError(`${this.name}: turn() after close()`);
-        if (busy) throw new ConfigError(`${this.name}: turn() while another turn is running (strict alternation)`);
-        if (terminated) throw new ConfigError(`${this.name}: turn() after a terminated segment`);
+      async close(): Promise<Trace> {
+        if (closed) return trace;
+        closed = true;
+        trace.stop('user_closed');
+        await session.close().catch(() => {});
+        await release();
+        trace.timing.agent = (Date.now() - agentStart) / 1000;
+        try {
+          return await agent.close(task, trace, sandbox, options);
+        } finally {
+          if (!options.sandbox) await sandbox.stop().catch(() => {});
+        }
+      },
+      async turn(message?: string | Message[]): Promise<Segment> {
+        if (closed) throw new ConfigError(`${agent.name}: turn() after close()`);
+        if (busy) throw new ConfigError(`${agent.name}: turn() while another turn is running (strict alternation)`);
+        if (terminated) throw new ConfigError(`${agent.name}: turn() after a terminated segment`);
         if (turns === 0 && prompted && message !== undefined) {
-          throw new ConfigError(`${this.name}: the task has a prompt, so the first turn() takes no message`);
+          throw new ConfigError(`${agent.name}: the task has a prompt, so the first turn() takes no message`);
         }
         if ((turns > 0 || !prompted) && message === undefined) {
-          throw new ConfigError(`${this.name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
+          throw new ConfigError(`${agent.name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
         }
         turns++;
         busy = true;
@@ -400,7 +403,7 @@ export class Agent {
           };
         } catch (error) {
           terminated = true;
-          trace.recordError(prepared.session.providerError ?? (await this.classify(error, sandbox)), 'agent');
+          trace.recordError(prepared.session.providerError ?? (await agent.classify(error, sandbox)), 'agent');
           return { messages: [], terminated: true, lastReply: '' };
         } finally {
           busy = false;

@@ -222,15 +222,12 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     for (let attempt = 0; ; attempt++) {
       const episode = await this.runEpisodeOnce(options);
       episode.attempt = attempt;
+      if (episode.ok || attempt >= this.retries.maxRetries) return episode;
       const errors = [...episode.errors, ...episode.traces.filter((t) => !t.ok).flatMap((t) => t.errors)];
-      const retry =
-        !episode.ok &&
-        attempt < this.retries.maxRetries &&
-        errors.some(
-          (e) =>
-            !this.retries.exclude.includes(e.type) &&
-            (this.retries.include.length === 0 || this.retries.include.includes(e.type)),
-        );
+      const retry = errors.some(
+        (e) =>
+          !this.retries.exclude.includes(e.type) && (this.retries.include.length === 0 || this.retries.include.includes(e.type)),
+      );
       if (!retry || options.signal?.aborted) return episode;
       this.log(`episode ${episode.id} (task ${options.task.key}) failed: ${errors[0]?.type}; retrying (attempt ${attempt + 1})`);
       await sleep(Math.min(500 * 2 ** attempt, 30_000) * (0.5 + Math.random()), options.signal);
@@ -279,10 +276,13 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
   private episodeAgents(episode: Episode, semaphore: Semaphore): Agents<R> {
     const agents = {} as Record<R, EpisodeAgent>;
     for (const name of this.roles) agents[name] = new EpisodeAgent(this.baseAgents[name], episode, semaphore);
+    // Methods, not arrow properties, throughout the per-episode objects: under tsx (esbuild
+    // `keepNames`) every arrow stored in a property or a const pays a defineProperty per creation.
+    const env = this;
     return new Proxy(agents, {
-      get: (target, key) => {
+      get(target, key) {
         if (typeof key === 'string' && !(key in target) && key !== 'then' && key !== 'toJSON') {
-          throw new ConfigError(`env ${this.id} has no role ${JSON.stringify(key)}; roles: ${this.roles.join(', ')}`);
+          throw new ConfigError(`env ${env.id} has no role ${JSON.stringify(key)}; roles: ${env.roles.join(', ')}`);
         }
         return target[key as R];
       },
@@ -295,6 +295,8 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
   }
 }
 
+function noop(): void {}
+
 /**
  * An agent inside one episode: stamps its role name and `trainable` on each trace and appends
  * the trace to the episode when the run returns or the interaction closes.
@@ -303,7 +305,7 @@ export class EpisodeAgent {
   readonly name: string;
   trainable: boolean;
   /** @internal counts agent runs for the "ran no agent" check. */
-  onRun: () => void = () => {};
+  onRun: () => void = noop;
 
   constructor(
     readonly agent: Agent,
@@ -346,15 +348,16 @@ export class EpisodeAgent {
    */
   async interaction(task: Task, options: RunOptions = {}): Promise<Interaction> {
     this.onRun();
+    const self = this;
     let live: Trace | undefined;
     let inner: Interaction;
     try {
       inner = await this.semaphore.run(() =>
         this.agent.interaction(task, {
           ...options,
-          onTrace: (t) => {
+          onTrace(t) {
             live = t;
-            this.stamp(t);
+            self.stamp(t);
           },
         }),
       );
@@ -363,15 +366,18 @@ export class EpisodeAgent {
       throw error;
     }
     let closed = false;
+    const semaphore = this.semaphore;
     return {
       trace: inner.trace,
-      turn: (message) => this.semaphore.run(() => inner.turn(message)),
-      close: async () => {
+      turn(message) {
+        return semaphore.run(() => inner.turn(message));
+      },
+      async close() {
         const trace = await inner.close();
         if (!closed) {
           closed = true;
-          this.stamp(trace);
-          this.episode.traces.push(trace);
+          self.stamp(trace);
+          self.episode.traces.push(trace);
         }
         return trace;
       },

@@ -32,7 +32,7 @@ export abstract class LoopHarness implements Harness {
     const tools = this.tools(context);
     let terminated = false;
     return {
-      turn: async (incoming?: Message[]) => {
+      async turn(incoming?: Message[]) {
         if (terminated) return { messages: [], terminated: true };
         if (incoming) messages.push(...incoming);
         const result = await runToolLoop({ endpoint: context.endpoint, messages, tools, signal: context.signal });
@@ -42,7 +42,7 @@ export abstract class LoopHarness implements Harness {
         }
         return { messages: result.added, terminated: false };
       },
-      close: async () => {
+      async close() {
         terminated = true;
       },
     };

@@ -101,8 +101,10 @@ export class RolloutSession {
     const promise = this.call(imposed, meta);
     this.recent = { request, promise };
     this.inflight.add(promise);
-    const settled = () => this.inflight.delete(promise);
-    promise.then(settled, settled);
+    promise.then(
+      () => this.inflight.delete(promise),
+      () => this.inflight.delete(promise),
+    );
     return promise;
   }
 

@@ -10,8 +10,8 @@ export async function withDeadline<T>(
 ): Promise<T> {
   const controller = new AbortController();
   const { parent, seconds } = options;
-  const onParent = () => controller.abort(parent?.reason);
-  if (parent) {
+  const onParent = parent ? forwardAbort(parent, controller) : undefined;
+  if (parent && onParent) {
     if (parent.aborted) controller.abort(parent.reason);
     parent.addEventListener('abort', onParent, { once: true });
   }
@@ -32,8 +32,13 @@ export async function withDeadline<T>(
       clearTimeout(timer);
     }
   } finally {
-    parent?.removeEventListener('abort', onParent);
+    if (parent && onParent) parent.removeEventListener('abort', onParent);
   }
+}
+
+/** The listener that aborts `controller` with `parent`'s reason. */
+function forwardAbort(parent: AbortSignal, controller: AbortController): () => void {
+  return () => controller.abort(parent.reason);
 }
 
 /**
@@ -77,6 +82,8 @@ export class Semaphore {
   }
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
+    // Unlimited: no slot to take or give back.
+    if (this.limit === null) return await fn();
     const release = await this.acquire();
     try {
       return await fn();
