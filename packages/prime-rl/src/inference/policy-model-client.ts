@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { type ModelCallOptions, type ModelClient, type ModelRequest, type ModelResponse, ProviderError } from '@troupe/verifiers';
+import {
+  type Message,
+  type ModelCallOptions,
+  type ModelClient,
+  type ModelRequest,
+  type ModelResponse,
+  ProviderError,
+} from '@troupe/verifiers';
 import type { PolicyConfig } from '../policy/config.ts';
 import type { WordTokenizer } from '../policy/tokenizer.ts';
 import { MicroBatcher } from './micro-batcher.ts';
@@ -45,6 +52,10 @@ export class PolicyModelClient implements ModelClient {
   private readonly batcher: MicroBatcher;
   private readonly maxTokens: number;
   private readonly threads: number;
+  /** Token ids of each message already rendered, with the fields they were rendered from. */
+  private readonly rendered = new WeakMap<Message, { role: Message['role']; content: Message['content']; tokens: number[] }>();
+  /** What the chat template appends after the messages for a generation prompt. */
+  private readonly generationSuffix: number[];
   /** Policy version of the weights that serve the next forward pass. */
   version: number;
 
@@ -57,6 +68,7 @@ export class PolicyModelClient implements ModelClient {
     this.maxTokens = options.maxTokens ?? 4;
     this.threads = options.threads ?? 1;
     this.rng = new Rng(options.seed ?? 0);
+    this.generationSuffix = this.tokenizer.renderChat({ messages: [] });
     this.batcher = new MicroBatcher({
       policy: () => this.session,
       maxBatch: options.maxBatch ?? 256,
@@ -94,8 +106,32 @@ export class PolicyModelClient implements ModelClient {
     return this.batcher.next(tokens);
   }
 
+  /**
+   * `tokenizer.renderChat(messages)`, from per-message renderings: the chat template renders each
+   * message on its own (`<role> words`), and programs re-send the whole conversation on every
+   * call, so a message object seen before (with the same role and text) is not tokenized again.
+   */
+  private renderPrompt(messages: readonly Message[]): number[] {
+    const out: number[] = [];
+    for (const message of messages) {
+      let entry = this.rendered.get(message);
+      if (entry === undefined || entry.role !== message.role || entry.content !== message.content) {
+        entry = {
+          role: message.role,
+          content: message.content,
+          tokens: this.tokenizer.renderChat({ messages: [message], generation: false }),
+        };
+        // Multimodal content is an array that could change in place: only text is remembered.
+        if (typeof message.content === 'string') this.rendered.set(message, entry);
+      }
+      for (const token of entry.tokens) out.push(token);
+    }
+    for (const token of this.generationSuffix) out.push(token);
+    return out;
+  }
+
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
-    const prompt = this.tokenizer.renderChat({ messages: request.messages });
+    const prompt = this.renderPrompt(request.messages);
     const limit = this.config.contextLength;
     if (prompt.length >= limit) {
       throw new ProviderError(`prompt of ${prompt.length} tokens exceeds the maximum context length of ${limit} tokens`, {
@@ -104,7 +140,8 @@ export class PolicyModelClient implements ModelClient {
     }
     const maxTokens = Math.min(request.sampling.maxTokens ?? this.maxTokens, limit - prompt.length);
     const temperature = request.sampling.temperature ?? 1;
-    const tokens = [...prompt];
+    // The prompt itself is the first step's input; it is copied only when a second step follows.
+    let tokens = prompt;
     const completion: number[] = [];
     const logprobs: number[] = [];
     let finishReason: ModelResponse['finishReason'] = 'length';
@@ -114,10 +151,13 @@ export class PolicyModelClient implements ModelClient {
       const { token, logprob } = sampleToken({ logits, temperature, rng: this.rng });
       completion.push(token);
       logprobs.push(logprob);
-      tokens.push(token);
       if (token === this.tokenizer.eosId) {
         finishReason = 'stop';
         break;
+      }
+      if (completion.length < maxTokens) {
+        if (tokens === prompt) tokens = [...prompt];
+        tokens.push(token);
       }
     }
     return {

@@ -128,15 +128,27 @@ describe('messageHash', () => {
     ).toBe(generic({ r: 'assistant', c: 'x', t: [{ id: 'c1', n: 'bash', a: { a: 2, b: 1 } }] }));
   });
 
-  it('recomputes the hash of a message object whose content changed since it was hashed', () => {
+  it('matches re-sent messages by their current text, also when the same object was edited', () => {
+    const trace = makeTrace();
     const message: Message = { role: 'user', content: 'first' };
-    const before = messageHash(message);
+    const first = trace.addPrompt([message]);
+    expect(trace.addPrompt([{ role: 'user', content: ' first\n' }])).toBe(first);
     message.content = 'second';
-    expect(messageHash(message)).not.toBe(before);
-    expect(messageHash(message)).toBe(messageHash({ role: 'user', content: 'second' }));
-    const reply: Message = { role: 'assistant', content: 'x' };
-    const plain = messageHash(reply);
-    reply.toolCalls = [{ id: 'c1', name: 'bash', arguments: '{}' }];
-    expect(messageHash(reply)).not.toBe(plain);
+    const second = trace.addPrompt([message]);
+    expect(second).not.toBe(first);
+    expect(trace.addPrompt([{ role: 'user', content: 'second' }])).toBe(second);
+    const long = 'x'.repeat(1000);
+    const longId = trace.addPrompt([{ role: 'user', content: long }]);
+    expect(trace.addPrompt([{ role: 'user', content: `${long} ` }])).toBe(longId);
+    expect(trace.addPrompt([{ role: 'user', content: `${long}y` }])).not.toBe(longId);
+    const plain = trace.addMessage({ role: 'assistant', content: 'x' }, second);
+    expect(trace.addMessage({ role: 'assistant', content: 'x' }, second)).toBe(plain);
+    const edited: Message = { role: 'assistant', content: 'y' };
+    const before = trace.addMessage(edited, second);
+    edited.toolCalls = [{ id: 'c1', name: 'bash', arguments: '{}' }];
+    expect(trace.addMessage(edited, second)).not.toBe(before);
+    const restored = Trace.fromJSON(JSON.parse(JSON.stringify(trace)));
+    expect(restored.addPrompt([{ role: 'user', content: `${long}` }])).toBe(longId);
+    expect(restored.addMessage({ role: 'assistant', content: 'x ' }, second)).toBe(plain);
   });
 });

@@ -53,7 +53,7 @@ export class Trace {
   /** Free state for harnesses and tasks; never serialized. */
   state: Record<string, unknown> = {};
 
-  /** content hash -> node id of the children of the root (index `rootChildren`) and of each node (by parent id). */
+  /** content key (`messageKey`) -> node id, for the children of the root and of each node (by parent id). */
   private readonly rootChildren = new Map<string, number>();
   private readonly childIndex: (Map<string, number> | undefined)[] = [];
 
@@ -160,18 +160,18 @@ export class Trace {
   /** Adds a message to the graph under `parent` (de-duplicated by content), returning its id. */
   addMessage(message: Message, parent: number | null, sampled = false): number {
     const children = this.children(parent);
-    const hash = messageHash(message);
+    const key = messageKey(message);
     if (!sampled) {
-      const existing = children.get(hash);
+      const existing = children.get(key);
       if (existing !== undefined) return existing;
     }
     const id = this.nodes.length;
     this.nodes.push({ id, parent, message, sampled, timestamp: Date.now() });
-    if (sampled || !children.has(hash)) children.set(hash, id);
+    if (sampled || !children.has(key)) children.set(key, id);
     return id;
   }
 
-  /** The content-hash index of `parent`'s children (created on first use). */
+  /** The content index of `parent`'s children (created on first use). */
   private children(parent: number | null): Map<string, number> {
     if (parent === null) return this.rootChildren;
     let map = this.childIndex[parent];
@@ -252,16 +252,39 @@ export class Trace {
     let scaffold = prompt;
     let tokenParent: number | null = null;
     if (ancestor !== null) {
-      const before = this.tokenSequence(ancestor);
-      if (before.length <= prompt.length && before.every((t, i) => prompt[i] === t)) {
-        scaffold = prompt.slice(before.length);
+      const before = this.prefixLength(ancestor, prompt);
+      if (before >= 0) {
+        scaffold = prompt.slice(before);
         tokenParent = ancestor;
       }
     }
-    node.tokenIds = [...scaffold, ...completion];
-    node.mask = [...scaffold.map(() => false), ...completion.map(() => true)];
-    node.logprobs = response.completionLogprobs ? [...response.completionLogprobs] : completion.map(() => 0);
+    const tokenIds = scaffold.concat(completion);
+    const mask = new Array<boolean>(tokenIds.length);
+    for (let i = 0; i < tokenIds.length; i++) mask[i] = i >= scaffold.length;
+    node.tokenIds = tokenIds;
+    node.mask = mask;
+    node.logprobs = response.completionLogprobs ? [...response.completionLogprobs] : new Array<number>(completion.length).fill(0);
     node.tokenParent = tokenParent;
+  }
+
+  /** The length of `tokenSequence(id)` when it is a prefix of `tokens`, else -1 (without building the sequence). */
+  private prefixLength(id: number, tokens: readonly number[]): number {
+    const chain: number[][] = [];
+    let length = 0;
+    let current: MessageNode | undefined = this.node(id);
+    while (current) {
+      const ids = current.tokenIds ?? [];
+      chain.push(ids);
+      length += ids.length;
+      const parent: number | null | undefined = current.tokenParent;
+      current = parent === null || parent === undefined ? undefined : this.node(parent);
+    }
+    if (length > tokens.length) return -1;
+    let offset = 0;
+    for (let c = chain.length - 1; c >= 0; c--) {
+      for (const token of chain[c] as number[]) if (tokens[offset++] !== token) return -1;
+    }
+    return length;
   }
 
   // ---- serialization -----------------------------------------------------------------------
@@ -297,8 +320,8 @@ export class Trace {
     for (const node of record.nodes) {
       trace.nodes.push(node);
       const children = trace.children(node.parent);
-      const hash = messageHash(node.message);
-      if (node.sampled || !children.has(hash)) children.set(hash, node.id);
+      const key = messageKey(node.message);
+      if (node.sampled || !children.has(key)) children.set(key, node.id);
     }
     trace.calls.push(...record.calls);
     trace.rewards = record.rewards;
@@ -321,9 +344,18 @@ export class Trace {
  * around text and the formatting of tool-call JSON arguments do not matter.
  */
 export function messageHash(message: Message): string {
-  // Programs re-send the whole conversation on every call: the hash of a message seen before
-  // (same object, same text) is remembered instead of recomputed.
-  const cached = hashCache.get(message);
+  return sha256(canonicalMessage(message));
+}
+
+/**
+ * The key of the graph's child index: two messages get the same key exactly when they have the
+ * same `messageHash`. Short messages are keyed by their canonical JSON itself (no digest to
+ * compute); longer ones by the hash, so the index never holds a second copy of a long text.
+ * Programs re-send the whole conversation on every call, so the key of a message object seen
+ * before (with the same text) is remembered instead of recomputed.
+ */
+function messageKey(message: Message): string {
+  const cached = keyCache.get(message);
   if (
     cached !== undefined &&
     cached.role === message.role &&
@@ -332,23 +364,27 @@ export function messageHash(message: Message): string {
       ? cached.toolCallId === message.toolCallId
       : message.role !== 'assistant' || !message.toolCalls?.length)
   ) {
-    return cached.hash;
+    return cached.key;
   }
-  const hash = sha256(canonicalMessage(message));
+  const canonical = canonicalMessage(message);
+  // Canonical JSON starts with `{`, a hex digest never does: the two kinds of key cannot collide.
+  const key = canonical.length <= MAX_INLINE_KEY ? canonical : sha256(canonical);
   const content = message.content;
   if (typeof content === 'string' && (message.role !== 'assistant' || !message.toolCalls?.length)) {
-    hashCache.set(message, {
+    keyCache.set(message, {
       role: message.role,
       content,
       toolCallId: message.role === 'tool' ? message.toolCallId : undefined,
-      hash,
+      key,
     });
   }
-  return hash;
+  return key;
 }
 
-/** Hashes of messages with plain-text content and no tool calls, checked against the fields they were computed from. */
-const hashCache = new WeakMap<Message, { role: string; content: string | null; toolCallId: string | undefined; hash: string }>();
+const MAX_INLINE_KEY = 256;
+
+/** Keys of messages with plain-text content and no tool calls, checked against the fields they were computed from. */
+const keyCache = new WeakMap<Message, { role: string; content: string | null; toolCallId: string | undefined; key: string }>();
 
 /** The canonical JSON (sorted keys, no nulls) that `messageHash` hashes; plain-text messages skip the generic walk. */
 function canonicalMessage(message: Message): string {
