@@ -200,7 +200,7 @@ export class Agent {
           await task.setup?.({ task, trace, sandbox });
           await this.harness.setup?.({ sandbox, log: this.log, signal });
         });
-      } else {
+      } else if (task.setup) {
         // Only the harness's setup takes the signal; without one, the task's setup runs under the timer alone.
         await withTimeout(stage, async () => task.setup?.({ task, trace, sandbox }));
       }
@@ -298,26 +298,32 @@ export class Agent {
 
   /** Finalize then score (skipped when the run failed). */
   private async close(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
+    // A stage with nothing to run (no finalize hook; no rewards or metrics) is skipped, its timing 0.
     if (trace.ok) {
       const finalizeStart = Date.now();
-      try {
-        await withTimeout(
-          { seconds: this.config.timeout?.finalize ?? task.data.timeout?.finalize ?? null, stage: 'finalize' },
-          async () => task.finalize?.({ task, trace, ...(sandbox ? { sandbox } : {}) }),
-        );
-      } catch (error) {
-        trace.recordError(error, 'finalize');
+      if (task.finalize) {
+        try {
+          await withTimeout(
+            { seconds: this.config.timeout?.finalize ?? task.data.timeout?.finalize ?? null, stage: 'finalize' },
+            async () => task.finalize?.({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+          );
+        } catch (error) {
+          trace.recordError(error, 'finalize');
+        }
       }
       trace.timing.finalize = (Date.now() - finalizeStart) / 1000;
     }
     if (trace.ok) {
       const scoringStart = Date.now();
-      try {
-        await withTimeout({ seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' }, () =>
-          scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
-        );
-      } catch (error) {
-        trace.recordError(error, 'scoring');
+      if (task.metrics.length || task.rewards.length) {
+        try {
+          await withTimeout(
+            { seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' },
+            () => scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+          );
+        } catch (error) {
+          trace.recordError(error, 'scoring');
+        }
       }
       trace.timing.scoring = (Date.now() - scoringStart) / 1000;
     }

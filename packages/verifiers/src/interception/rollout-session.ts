@@ -84,7 +84,17 @@ export class RolloutSession {
     if (this.inflight.size) await Promise.allSettled([...this.inflight]);
   }
 
-  async handle(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
+  handle(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
+    // Not `async`: the call's own promise is returned as is (one promise less per call); a
+    // refusal still arrives as a rejection, never as a synchronous throw.
+    try {
+      return this.start(request, meta);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private start(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
     if (this.concludedReason !== null) {
       throw new RolloutConcludedError(`rollout ${this.trace.id} has ended (${this.concludedReason})`, { statusCode: 409 });
     }

@@ -81,9 +81,19 @@ export class Semaphore {
     };
   }
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    // Unlimited: no slot to take or give back.
-    if (this.limit === null) return await fn();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    // Unlimited: no slot to take or give back, and no wrapper promise around fn's own.
+    if (this.limit === null) {
+      try {
+        return Promise.resolve(fn());
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.runLimited(fn);
+  }
+
+  private async runLimited<T>(fn: () => Promise<T>): Promise<T> {
     const release = await this.acquire();
     try {
       return await fn();
