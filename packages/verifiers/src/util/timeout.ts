@@ -93,12 +93,16 @@ export class Semaphore {
     return this.runLimited(fn);
   }
 
+  /** `acquire`, run, release, without the release closure (a free slot is taken at once). */
   private async runLimited<T>(fn: () => Promise<T>): Promise<T> {
-    const release = await this.acquire();
+    if (this.active >= (this.limit as number)) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    else this.active++;
     try {
       return await fn();
     } finally {
-      release();
+      const next = this.waiters.shift();
+      if (next) next();
+      else this.active--;
     }
   }
 }
