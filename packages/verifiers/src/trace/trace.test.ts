@@ -151,4 +151,32 @@ describe('messageHash', () => {
     expect(restored.addPrompt([{ role: 'user', content: `${long}` }])).toBe(longId);
     expect(restored.addMessage({ role: 'assistant', content: 'x ' }, second)).toBe(plain);
   });
+
+  it('indexes several children per parent, a sampled node taking over its content key, also after fromJSON', () => {
+    const trace = makeTrace();
+    const root = trace.addPrompt([{ role: 'user', content: 'q' }]) as number;
+    const a = trace.addMessage({ role: 'assistant', content: 'a' }, root);
+    const b = trace.addMessage({ role: 'assistant', content: 'b' }, root);
+    const c = trace.addMessage({ role: 'assistant', content: 'c' }, root);
+    expect(new Set([a, b, c]).size).toBe(3);
+    expect([
+      trace.addMessage({ role: 'assistant', content: 'a' }, root),
+      trace.addMessage({ role: 'assistant', content: 'b' }, root),
+      trace.addMessage({ role: 'assistant', content: 'c' }, root),
+    ]).toEqual([a, b, c]);
+    // Sampled replies are always new nodes and become the match for their content (first slot and map).
+    const sampledA = trace.addMessage({ role: 'assistant', content: 'a' }, root, true);
+    const sampledC = trace.addMessage({ role: 'assistant', content: 'c' }, root, true);
+    expect(sampledA).not.toBe(a);
+    expect(sampledC).not.toBe(c);
+    expect(trace.addMessage({ role: 'assistant', content: 'a' }, root)).toBe(sampledA);
+    expect(trace.addMessage({ role: 'assistant', content: 'c' }, root)).toBe(sampledC);
+    expect(trace.addMessage({ role: 'assistant', content: 'b' }, root)).toBe(b);
+    expect(trace.addPrompt([{ role: 'user', content: 'q' }])).toBe(root);
+    const restored = Trace.fromJSON(JSON.parse(JSON.stringify(trace)));
+    expect(restored.addMessage({ role: 'assistant', content: 'a' }, root)).toBe(sampledA);
+    expect(restored.addMessage({ role: 'assistant', content: 'b' }, root)).toBe(b);
+    expect(restored.addMessage({ role: 'assistant', content: 'c' }, root)).toBe(sampledC);
+    expect(restored.addMessage({ role: 'assistant', content: 'd' }, root)).toBe(restored.nodes.length - 1);
+  });
 });

@@ -53,9 +53,13 @@ export class Trace {
   /** Free state for harnesses and tasks; never serialized. */
   state: Record<string, unknown> = {};
 
-  /** content key (`messageKey`) -> node id, for the children of the root and of each node (by parent id). */
-  private readonly rootChildren = new Map<string, number>();
-  private readonly childIndex: (Map<string, number> | undefined)[] = [];
+  /**
+   * The child index (content key, see `messageKey` -> node id), per parent: slot 0 for the
+   * root, `id + 1` for node `id`. Most nodes have one child, kept inline; more go to a Map.
+   */
+  private readonly firstChildKey: (string | undefined)[] = [];
+  private readonly firstChildId: number[] = [];
+  private readonly moreChildren: (Map<string, number> | undefined)[] = [];
 
   constructor(init: TraceInit) {
     this.id = init.id ?? randomUUID();
@@ -159,27 +163,39 @@ export class Trace {
 
   /** Adds a message to the graph under `parent` (de-duplicated by content), returning its id. */
   addMessage(message: Message, parent: number | null, sampled = false): number {
-    const children = this.children(parent);
+    const slot = parent === null ? 0 : parent + 1;
     const key = messageKey(message);
     if (!sampled) {
-      const existing = children.get(key);
+      const existing = this.childOf(slot, key);
       if (existing !== undefined) return existing;
     }
     const id = this.nodes.length;
     this.nodes.push({ id, parent, message, sampled, timestamp: Date.now() });
-    if (sampled || !children.has(key)) children.set(key, id);
+    this.indexChild(slot, key, id, sampled);
     return id;
   }
 
-  /** The content index of `parent`'s children (created on first use). */
-  private children(parent: number | null): Map<string, number> {
-    if (parent === null) return this.rootChildren;
-    let map = this.childIndex[parent];
-    if (!map) {
-      map = new Map();
-      this.childIndex[parent] = map;
+  private childOf(slot: number, key: string): number | undefined {
+    if (this.firstChildKey[slot] === key) return this.firstChildId[slot];
+    return this.moreChildren[slot]?.get(key);
+  }
+
+  /** Indexes child `id` under `key`; an existing entry is replaced only when `replace` (a sampled node). */
+  private indexChild(slot: number, key: string, id: number, replace: boolean): void {
+    const first = this.firstChildKey[slot];
+    if (first === undefined) {
+      this.firstChildKey[slot] = key;
+      this.firstChildId[slot] = id;
+    } else if (first === key) {
+      if (replace) this.firstChildId[slot] = id;
+    } else {
+      let more = this.moreChildren[slot];
+      if (!more) {
+        more = new Map();
+        this.moreChildren[slot] = more;
+      }
+      if (replace || !more.has(key)) more.set(key, id);
     }
-    return map;
   }
 
   /** Adds a chain of prompt messages from the root, returning the id of the last one. */
@@ -319,9 +335,7 @@ export class Trace {
     trace.tools = record.tools;
     for (const node of record.nodes) {
       trace.nodes.push(node);
-      const children = trace.children(node.parent);
-      const key = messageKey(node.message);
-      if (node.sampled || !children.has(key)) children.set(key, node.id);
+      trace.indexChild(node.parent === null ? 0 : node.parent + 1, messageKey(node.message), node.id, node.sampled);
     }
     trace.calls.push(...record.calls);
     trace.rewards = record.rewards;
