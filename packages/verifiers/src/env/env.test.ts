@@ -46,6 +46,28 @@ const twoRoles = defineEnv({
 });
 
 describe('Env', () => {
+  it('takes maxConcurrentAgents from the config, else the definition (null = unlimited), else 1', async () => {
+    const client = functionClient(() => ({ content: 'x' }));
+    const make = async (definition: number | null | undefined, config?: number | null) =>
+      Env.create({
+        definition: defineEnv({
+          id: 'c',
+          roles: { a: { harness: 'null' } },
+          ...(definition !== undefined ? { maxConcurrentAgents: definition } : {}),
+          async run({ task, agents }) {
+            await agents.a.run(task);
+          },
+        }),
+        config: { id: 'c', ...(config !== undefined ? { maxConcurrentAgents: config } : {}) },
+        run: { model: 'm', client },
+      });
+    expect((await make(null)).maxConcurrentAgents).toBeNull();
+    expect((await make(undefined)).maxConcurrentAgents).toBe(1);
+    expect((await make(4)).maxConcurrentAgents).toBe(4);
+    expect((await make(null, 2)).maxConcurrentAgents).toBe(2);
+    expect((await make(3, null)).maxConcurrentAgents).toBeNull();
+  });
+
   it('collects every agent run into the episode with its role name and trainable flag', async () => {
     const client = functionClient((request) => ({
       content: String(request.messages.at(-1)?.content).startsWith('Critique') ? 'good' : 'a poem',

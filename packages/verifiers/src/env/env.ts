@@ -132,7 +132,12 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     this.log = init.log;
     const base = init.config as { maxConcurrentAgents?: number | null; timeout?: Env['timeout']; retries?: Env['retries'] };
     this.maxConcurrentAgents =
-      base.maxConcurrentAgents !== undefined ? base.maxConcurrentAgents : (init.definition.maxConcurrentAgents ?? 1);
+      base.maxConcurrentAgents !== undefined
+        ? base.maxConcurrentAgents
+        : // A definition's null means unlimited; only an absent value takes the spec default 1.
+          init.definition.maxConcurrentAgents !== undefined
+          ? init.definition.maxConcurrentAgents
+          : 1;
     this.timeout = base.timeout ?? {};
     this.retries = base.retries ?? { maxRetries: 0, include: [], exclude: [] };
   }
