@@ -11,8 +11,8 @@ import { PolicyModelClient } from '../src/inference/policy-model-client.ts';
 import { initWeights } from '../src/policy/config.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const hands = Number(args.get('hands') ?? 1024);
-const concurrent = Number(args.get('concurrent') ?? 256);
+const hands = Number(args.get('hands') ?? 8192);
+const concurrent = Number(args.get('concurrent') ?? 576);
 registerRuntime('game', () => new GameRuntime());
 // The default training run's shape: prompt style, reply length, model, re-asks.
 const run = TrainRunConfigSchema.parse({});
@@ -57,7 +57,7 @@ const play = async (from: number, count: number) => {
   }
   return { decisions, promptTokens };
 };
-await play(10_000_000, 64); // warm-up
+await play(10_000_000, 1024); // warm-up (JIT, onnxruntime arenas): a short one left the timed window mostly warm-up
 const before = { ...client.stats };
 const t0 = performance.now();
 const { decisions, promptTokens } = await play(0, hands);
