@@ -1,6 +1,13 @@
 import { AlgorithmConfigSchema, TrainerConfigSchema } from '@troupe/prime-rl';
 import { z } from 'zod';
 
+/** The trainer settings of the Kuhn default (a config's `trainer` object is merged over them). */
+export const TRAINER_DEFAULTS = { lr: 3e-3, refKlTau: 0.15, betas: [0, 0.999] as [number, number] };
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** A training run: env, policy shape, rollouts per step, algorithm, trainer, evaluation. */
 export const TrainRunConfigSchema = z
   .object({
@@ -55,8 +62,11 @@ export const TrainRunConfigSchema = z
      * ≈40 steps; negative or no momentum is the known cure in games, Gidel et al. 2019).
      * refKlTau 0.15: the fixed point is the quantal-response equilibrium of temperature 0.15,
      * NashConv 0.062 (computed exactly), far enough from pure strategies to stay stable.
+     * A partial `trainer` object is merged over these (setting only `lr` keeps β1 = 0).
      */
-    trainer: TrainerConfigSchema.prefault({ lr: 3e-3, refKlTau: 0.15, betas: [0, 0.999] }),
+    trainer: z
+      .preprocess((value) => (isPlainObject(value) ? { ...TRAINER_DEFAULTS, ...value } : value), TrainerConfigSchema)
+      .prefault({}),
     /**
      * Learning-rate schedule: cosine from `trainer.lr` down to `trainer.lr × lrFinalFraction` over
      * the first `lrDecayFraction` of the steps, then constant.

@@ -59,6 +59,19 @@ describe('train (the embedded loop)', () => {
   });
 });
 
+describe('config', () => {
+  it('merges a partial trainer object over the Kuhn defaults (setting lr keeps β1 = 0) and names a bad field', () => {
+    const config = TrainRunConfigSchema.parse({ trainer: { lr: 1e-3 } });
+    expect(config.trainer.lr).toBe(1e-3);
+    expect(config.trainer.betas).toEqual([0, 0.999]);
+    expect(config.trainer.refKlTau).toBe(0.15);
+    expect(TrainRunConfigSchema.parse({}).trainer.betas).toEqual([0, 0.999]);
+    const bad = TrainRunConfigSchema.safeParse({ trainer: { lr: -1 } });
+    expect(bad.success ? null : bad.error.issues[0]?.path).toEqual(['trainer', 'lr']);
+    expect(TrainRunConfigSchema.safeParse({ trainer: 'fast' }).success).toBe(false);
+  });
+});
+
 describe('schedules', () => {
   it('decays the learning rate (cosine) from trainer.lr to lr × lrFinalFraction over the first lrDecayFraction of the steps', () => {
     const config = TrainRunConfigSchema.parse({ maxSteps: 11, trainer: { lr: 1e-2 }, lrFinalFraction: 0.1, lrDecayFraction: 1 });
