@@ -74,6 +74,12 @@ export const TrainRunConfigSchema = z
     lrFinalFraction: z.number().min(0).max(1).default(0.033),
     lrDecayFraction: z.number().gt(0).max(1).default(0.6),
     /**
+     * Adam's β1 once the learning rate has reached its floor (null: `trainer.betas[0]` throughout).
+     * At the floor the policy moves little in ten steps, so momentum there averages gradient noise
+     * (≈ a 10× batch) without the overshoot that makes it cycle at a high learning rate.
+     */
+    momentumAtFloor: z.number().min(0).lt(1).nullable().default(null),
+    /**
      * Reference-KL schedule: `trainer.refKlTau` starts at `refKlTauStart` and decays (cosine) to
      * `trainer.refKlTau` over the first `refKlDecayFraction` of the steps. A strong pull to uniform
      * early keeps the policy exploring while it learns to read its card; without it self-play

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { KUHN_INFO_SETS } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
 import { TrainRunConfigSchema } from './config.ts';
-import { readMetrics, scheduledLr, scheduledRefKlTau, train } from './loop.ts';
+import { readMetrics, scheduledBeta1, scheduledLr, scheduledRefKlTau, train } from './loop.ts';
 
 const tiny = {
   maxSteps: 2,
@@ -82,6 +82,14 @@ describe('schedules', () => {
     expect(scheduledLr(early, 5)).toBeCloseTo(5.5e-3, 10);
     expect(scheduledLr(early, 10)).toBeCloseTo(1e-3, 10);
     expect(scheduledLr(early, 20)).toBeCloseTo(1e-3, 10);
+  });
+
+  it('switches Adam β1 to momentumAtFloor once the learning rate is at its floor (and leaves it alone by default)', () => {
+    const config = TrainRunConfigSchema.parse({ maxSteps: 11, lrDecayFraction: 0.5, momentumAtFloor: 0.9 });
+    expect(scheduledBeta1(config, 4)).toBeUndefined();
+    expect(scheduledBeta1(config, 5)).toBe(0.9);
+    expect(scheduledBeta1(config, 10)).toBe(0.9);
+    expect(scheduledBeta1(TrainRunConfigSchema.parse({ maxSteps: 11 }), 10)).toBeUndefined();
   });
 
   it('decays refKlTau from refKlTauStart to trainer.refKlTau over the first refKlDecayFraction of the steps, then holds it', () => {

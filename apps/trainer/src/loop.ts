@@ -216,7 +216,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     const t1 = performance.now();
     const lr = scheduledLr(config, step);
     const refKlTau = scheduledRefKlTau(config, step);
-    const { metrics: tm, weights } = await trainer.train(samples, { lr, refKlTau });
+    const beta1 = scheduledBeta1(config, step);
+    const { metrics: tm, weights } = await trainer.train(samples, { lr, refKlTau, ...(beta1 !== undefined ? { beta1 } : {}) });
     const trainMs = performance.now() - t1;
     step++;
     const t2 = performance.now();
@@ -241,6 +242,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       ...Object.fromEntries(Object.entries(roles).map(([k, v]) => [k, v])),
       lr,
       ref_kl_tau: refKlTau,
+      beta1: beta1 ?? config.trainer.betas[0],
       loss: tm.loss,
       rl_loss: tm.rlLoss,
       ref_kl: tm.refKl,
@@ -313,6 +315,12 @@ export function scheduledLr(config: TrainRunConfig, step: number): number {
   const progress = Math.min(1, step / Math.max(1, (config.maxSteps - 1) * config.lrDecayFraction));
   const floor = config.lrFinalFraction;
   return config.trainer.lr * (floor + ((1 - floor) * (1 + Math.cos(Math.PI * progress))) / 2);
+}
+
+/** Adam's β1 of step `step` (0-based): `momentumAtFloor` once the lr schedule has reached its floor, else the configured one (undefined). */
+export function scheduledBeta1(config: TrainRunConfig, step: number): number | undefined {
+  if (config.momentumAtFloor === null) return undefined;
+  return step >= (config.maxSteps - 1) * config.lrDecayFraction ? config.momentumAtFloor : undefined;
 }
 
 /** The reference-KL weight of step `step` (0-based): cosine from `refKlTauStart` to `trainer.refKlTau` over the first `refKlDecayFraction` of the run. */

@@ -35,6 +35,14 @@ export const TrainerConfigSchema = z
 export type TrainerConfig = z.infer<typeof TrainerConfigSchema>;
 export type TrainerConfigInput = z.input<typeof TrainerConfigSchema>;
 
+/** Per-step overrides of the configured trainer values (the loop's schedules). */
+export interface StepOptions {
+  lr?: number;
+  refKlTau?: number;
+  /** Adam's β1 for this step (its first-moment decay). */
+  beta1?: number;
+}
+
 /** One training sequence: per-token ids, loss mask, inference logprobs and advantages (aligned with `tokenIds`). */
 export interface TrainRow {
   tokenIds: readonly number[];

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { initTfBackend } from '../policy/backend.ts';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
-import type { TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
+import type { StepOptions, TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
 import { type OptimizerState, Trainer } from './trainer.ts';
 
 export interface TrainerInit {
@@ -14,11 +14,8 @@ export interface TrainerInit {
 /** A trainer behind an async interface: in this thread, or in a worker thread (one core trains while the other infers). */
 export interface TrainerHandle {
   readonly backend: string;
-  /** One optimizer step; `lr` and `refKlTau` override the configured values (schedules). */
-  train(
-    rows: readonly TrainRow[],
-    options?: { lr?: number; refKlTau?: number },
-  ): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
+  /** One optimizer step; `lr`, `refKlTau` and `beta1` override the configured values (schedules). */
+  train(rows: readonly TrainRow[], options?: StepOptions): Promise<{ metrics: TrainMetrics; weights: NamedWeight[] }>;
   weights(): Promise<NamedWeight[]>;
   optimizerState(): Promise<OptimizerState>;
   close(): Promise<void>;

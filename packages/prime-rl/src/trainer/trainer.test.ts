@@ -58,6 +58,22 @@ describe('Trainer', () => {
     await initTfBackend({ prefer: 'wasm' });
   });
 
+  it('a per-step beta1 is the same step as a trainer configured with that β1', () => {
+    const a = new Trainer({ policy: config, trainer: { lr: 1e-2, betas: [0.5, 0.999] } });
+    const b = new Trainer({ policy: config, trainer: { lr: 1e-2, betas: [0, 0.999] } });
+    const c = new Trainer({ policy: config, trainer: { lr: 1e-2, betas: [0, 0.999] } });
+    for (let step = 0; step < 3; step++) {
+      const rows = batch(a, 32, step + 1);
+      a.trainStep(rows);
+      b.trainStep(rows, { beta1: 0.5 });
+      c.trainStep(rows);
+    }
+    const [wa, wb, wc] = [a, b, c].map((t) => t.getWeights().flatMap((w) => Array.from(w.data)));
+    expect(wb).toEqual(wa);
+    expect(wc).not.toEqual(wa);
+    for (const t of [a, b, c]) t.dispose();
+  });
+
   it('moves probability toward tokens with positive advantage; on-policy it sees ratio 1 and no mismatch', () => {
     const trainer = new Trainer({ policy: config, trainer: { lr: 0.02 } });
     const before = probs(trainer);

@@ -1,7 +1,14 @@
 import * as tf from '@tensorflow/tfjs';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import { PolicyModel } from '../policy/model.ts';
-import { type TrainerConfig, type TrainerConfigInput, TrainerConfigSchema, type TrainMetrics, type TrainRow } from './config.ts';
+import {
+  type StepOptions,
+  type TrainerConfig,
+  type TrainerConfigInput,
+  TrainerConfigSchema,
+  type TrainMetrics,
+  type TrainRow,
+} from './config.ts';
 
 /** Identity whose gradient is zero (tfjs has no stopGradient). */
 const stopGradient = tf.customGrad((x, save) => {
@@ -64,10 +71,10 @@ export class Trainer {
    * One optimizer step on a batch of sequences. Rows are sorted by length and cut into buckets,
    * each padded to its own longest row (a multiple of 8), so one long sequence (a re-asked seat)
    * does not pad the whole batch; the buckets' gradients are summed (the loss is normalised by the
-   * loss tokens of the whole batch, so the sum is the batch gradient). `lr` and `refKlTau`
+   * loss tokens of the whole batch, so the sum is the batch gradient). `lr`, `refKlTau` and `beta1`
    * override the configured values for this step (schedules).
    */
-  trainStep(rows: readonly TrainRow[], options: { lr?: number; refKlTau?: number } = {}): TrainMetrics {
+  trainStep(rows: readonly TrainRow[], options: StepOptions = {}): TrainMetrics {
     const started = performance.now();
     const cfg = this.config;
     const lr = options.lr ?? cfg.lr;
@@ -96,7 +103,8 @@ export class Trainer {
       const gradNorm = tf.sqrt(tf.addN(gradList.map((g) => tf.sum(tf.square(g)))));
       const scale = tf.minimum(1, tf.div(cfg.maxGradNorm, tf.add(gradNorm, 1e-6)));
       this.step++;
-      const [b1, b2] = cfg.betas;
+      const b2 = cfg.betas[1];
+      const b1 = options.beta1 ?? cfg.betas[0];
       const c1 = 1 - b1 ** this.step;
       const c2 = 1 - b2 ** this.step;
       this.model.variables.forEach((w, i) => {

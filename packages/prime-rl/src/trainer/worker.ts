@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { initTfBackend } from '../policy/backend.ts';
-import type { TrainRow } from './config.ts';
+import type { StepOptions, TrainRow } from './config.ts';
 import type { TrainerInit } from './handle.ts';
 import { Trainer } from './trainer.ts';
 
@@ -21,7 +21,7 @@ port.on('message', async (message: { id: number; op: string; payload: unknown })
       }
       case 'train': {
         if (!trainer) throw new Error('not initialised');
-        const { rows, options } = message.payload as { rows: TrainRow[]; options?: { lr?: number; refKlTau?: number } };
+        const { rows, options } = message.payload as { rows: TrainRow[]; options?: StepOptions };
         const metrics = trainer.trainStep(rows, options);
         value = { metrics, weights: trainer.getWeights() };
         break;
