@@ -15,16 +15,26 @@ const heads = Number(args.get('heads') ?? 4);
 const steps = Number(args.get('steps') ?? 5);
 const backend = await initTfBackend();
 
-// Backend peak: a 512² matmul.
+// Backend peak: 512² matmuls, ten chained per read-back. (A single matmul followed by dataSync()
+// measured 1.9 GFLOP/s here against 30 for the chain: the read-back, not the matmul, was timed.)
 const a = tf.randomNormal([512, 512]);
 const b = tf.randomNormal([512, 512]);
-tf.matMul(a, b).dataSync();
-// Best of 10 (the machine is shared: the fastest repetition is the backend's peak).
+const chain = () => {
+  const c = tf.tidy(() => {
+    let x = a;
+    for (let k = 0; k < 10; k++) x = tf.matMul(x, b);
+    return x;
+  });
+  c.dataSync();
+  c.dispose();
+};
+chain();
+// Best of 5 (the machine is shared: the fastest repetition is the backend's peak).
 let best = Number.POSITIVE_INFINITY;
-for (let i = 0; i < 10; i++) {
+for (let i = 0; i < 5; i++) {
   const s = performance.now();
-  tf.tidy(() => tf.matMul(a, b).dataSync());
-  best = Math.min(best, performance.now() - s);
+  chain();
+  best = Math.min(best, (performance.now() - s) / 10);
 }
 const peak = (2 * 512 ** 3) / (best / 1000) / 1e9;
 let t0 = performance.now();
