@@ -25,7 +25,7 @@ export const TrainRunConfigSchema = z
      */
     invalidRetries: z.number().int().min(0).default(1),
     seed: z.number().int().default(0),
-    maxSteps: z.number().int().positive().default(500),
+    maxSteps: z.number().int().positive().default(700),
     /**
      * How tasks deal: `stratified` (default) cycles through the six deals, so a step's groups hold
      * each deal equally often (measured here: with random deals a step's batch is off by ±3 groups
