@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { processAlive } from '@troupe/verifiers/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { exitCodeOf, KubernetesRuntime } from './kubernetes-runtime.ts';
@@ -210,14 +211,11 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
     expect(result.timedOut).toBe(true);
     expect(result.exitCode).not.toBe(0);
     const child = Number((await readFile(join(workdir, 'child.pid'), 'utf8')).trim());
+    // Killed means gone or a zombie (its new parent may never reap it).
     let alive = true;
     for (let attempt = 0; attempt < 40 && alive; attempt++) {
-      try {
-        process.kill(child, 0);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      } catch {
-        alive = false;
-      }
+      alive = processAlive(child);
+      if (alive) await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(alive).toBe(false);
     await sandbox.stop();

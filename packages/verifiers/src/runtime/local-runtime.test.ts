@@ -1,9 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
+import { processAlive } from '../testing/process-alive.ts';
 import { describeSandboxConformance } from '../testing/sandbox-conformance.ts';
 import { createRuntime, LocalRuntime } from './local-runtime.ts';
 
@@ -156,18 +157,3 @@ describe('LocalRuntime', () => {
     expect(createRuntime({ root }).id).toBe('local');
   });
 });
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  // A zombie still answers kill(0); read its state.
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
