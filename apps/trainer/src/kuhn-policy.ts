@@ -1,6 +1,5 @@
 import { type PolicyConfig, PolicyConfigSchema, WordTokenizer } from '@troupe/prime-rl';
 import {
-  KUHN_ACTIONS,
   KUHN_INFO_SETS,
   type KuhnAction,
   type KuhnCard,
@@ -11,6 +10,7 @@ import {
   kuhnInfoSetMessages,
   kuhnPromptCorpus,
   kuhnReaskMessage,
+  kuhnReplyWords,
   kuhnSystemPrompt,
   kuhnTurnMessage,
   type Message,
@@ -38,11 +38,6 @@ export function kuhnMaxSequence(tokenizer: WordTokenizer, maxTokens: number, sty
     { role: 'user', content: kuhnReaskMessage(['check', 'bet'], style) },
   ];
   return tokenizer.renderChat({ messages }).length + maxTokens + 4 * (maxTokens - 1);
-}
-
-/** The reply words a style offers: the four actions, or `pass` and `bet` (`pass-bet`). */
-export function kuhnReplyWords(style: KuhnPromptStyle = 'compact'): readonly string[] {
-  return style === 'pass-bet' ? ['pass', 'bet'] : KUHN_ACTIONS;
 }
 
 /**

@@ -312,7 +312,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
  * over the first `lrDecayFraction` of the run, then constant.
  */
 export function scheduledLr(config: TrainRunConfig, step: number): number {
-  const progress = Math.min(1, step / Math.max(1, (config.maxSteps - 1) * config.lrDecayFraction));
+  const progress = Math.min(1, step / Math.max(1, lrFloorStep(config)));
   const floor = config.lrFinalFraction;
   return config.trainer.lr * (floor + ((1 - floor) * (1 + Math.cos(Math.PI * progress))) / 2);
 }
@@ -320,7 +320,12 @@ export function scheduledLr(config: TrainRunConfig, step: number): number {
 /** Adam's β1 of step `step` (0-based): `momentumAtFloor` once the lr schedule has reached its floor, else the configured one (undefined). */
 export function scheduledBeta1(config: TrainRunConfig, step: number): number | undefined {
   if (config.momentumAtFloor === null) return undefined;
-  return step >= (config.maxSteps - 1) * config.lrDecayFraction ? config.momentumAtFloor : undefined;
+  return step >= lrFloorStep(config) ? config.momentumAtFloor : undefined;
+}
+
+/** The (fractional) step at which the lr schedule reaches its floor. */
+function lrFloorStep(config: TrainRunConfig): number {
+  return (config.maxSteps - 1) * config.lrDecayFraction;
 }
 
 /** The reference-KL weight of step `step` (0-based): cosine from `refKlTauStart` to `trainer.refKlTau` over the first `refKlDecayFraction` of the run. */

@@ -20,6 +20,16 @@ export function kuhnActionWord(action: KuhnAction, style: KuhnPromptStyle = 'rul
   return action === 'check' || action === 'fold' ? 'pass' : 'bet';
 }
 
+/** The reply words a style offers: `pass` and `bet` (`pass-bet`), else the four actions. */
+export function kuhnReplyWords(style: KuhnPromptStyle = 'rules'): readonly string[] {
+  return style === 'pass-bet' ? ['pass', 'bet'] : KUHN_ACTIONS;
+}
+
+/** The action a word names among the `legal` two: `pass`/`bet` by position, any other word as itself. */
+function actionOfWord(word: string, legal: readonly [KuhnAction, KuhnAction]): string {
+  return word === 'pass' ? legal[0] : word === 'bet' ? legal[1] : word;
+}
+
 /** The two reply words offered after `history`: the legal actions, or `pass`/`bet`. */
 function offered(history: readonly KuhnAction[], style: KuhnPromptStyle): [string, string] {
   const [a, b] = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
@@ -84,7 +94,7 @@ export function kuhnReadSeat(
     if (so === undefined) continue;
     history = readHistory(so === 'none' ? [] : so.split(rules ? ', ' : ' '));
   }
-  if (!card || !history || history.some((a) => !KUHN_ACTIONS.includes(a))) return null;
+  if (!card || !history) return null;
   return { seat: (history.length % 2) as 0 | 1, card: card as KuhnCard, history };
 }
 
@@ -92,9 +102,9 @@ export function kuhnReadSeat(
 function readHistory(words: readonly string[]): KuhnAction[] | null {
   const history: KuhnAction[] = [];
   for (const word of words) {
-    if (history.length >= 3 || kuhnIsTerminal(history)) return null;
+    if (kuhnIsTerminal(history)) return null;
     const legal = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
-    const action = word === 'pass' ? legal[0] : word === 'bet' ? legal[1] : word;
+    const action = actionOfWord(word, legal);
     if (!legal.includes(action as KuhnAction)) return null;
     history.push(action as KuhnAction);
   }
@@ -125,7 +135,7 @@ export function kuhnPromptCorpus(style: KuhnPromptStyle = 'rules'): string[] {
     for (const card of KUHN_CARDS) out.push(kuhnTurnMessage(h, (h.length % 2) as 0 | 1, style, card));
     out.push(kuhnReaskMessage(h, style));
   }
-  out.push(...(style === 'pass-bet' ? ['pass', 'bet'] : KUHN_ACTIONS).map((a) => `[${a}]`));
+  out.push(...kuhnReplyWords(style).map((a) => `[${a}]`));
   return out;
 }
 
@@ -143,9 +153,7 @@ export function kuhnParseAction(
   const legal = new Set<string>(legalActions);
   const named = new Set<string>();
   for (const match of reply.toLowerCase().matchAll(/\[(\w+)\]/g)) {
-    let word = match[1] as string;
-    if (style === 'pass-bet' && word === 'pass') word = legalActions[0];
-    else if (style === 'pass-bet' && word === 'bet') word = legalActions[1];
+    const word = style === 'pass-bet' ? actionOfWord(match[1] as string, legalActions) : (match[1] as string);
     if (legal.has(word)) named.add(word);
   }
   return named.size === 1 ? ([...named][0] as KuhnAction) : null;
