@@ -18,19 +18,7 @@ export async function withDeadline<T>(
   try {
     // Without a limit nothing can expire: no timer, no race.
     if (seconds == null) return await fn(controller.signal);
-    let timer: NodeJS.Timeout | undefined;
-    const expiry = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new TimeoutError(`${options.stage} timeout after ${seconds}s`);
-        controller.abort(error);
-        reject(error);
-      }, seconds * 1000);
-    });
-    try {
-      return await Promise.race([fn(controller.signal), expiry]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return await raceTimer(seconds, options.stage, fn(controller.signal), (error) => controller.abort(error));
   } finally {
     if (parent && onParent) parent.removeEventListener('abort', onParent);
   }
@@ -48,12 +36,26 @@ function forwardAbort(parent: AbortSignal, controller: AbortController): () => v
 export async function withTimeout<T>(options: { seconds?: number | null; stage: string }, fn: () => Promise<T>): Promise<T> {
   const { seconds } = options;
   if (seconds == null) return await fn();
+  return await raceTimer(seconds, options.stage, fn());
+}
+
+/** `work`, or a `TimeoutError` (passed to `onExpire` first) after `seconds`; the timer is cleared either way. */
+async function raceTimer<T>(
+  seconds: number,
+  stage: string,
+  work: Promise<T>,
+  onExpire?: (error: TimeoutError) => void,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expiry = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TimeoutError(`${options.stage} timeout after ${seconds}s`)), seconds * 1000);
+    timer = setTimeout(() => {
+      const error = new TimeoutError(`${stage} timeout after ${seconds}s`);
+      onExpire?.(error);
+      reject(error);
+    }, seconds * 1000);
   });
   try {
-    return await Promise.race([fn(), expiry]);
+    return await Promise.race([work, expiry]);
   } finally {
     clearTimeout(timer);
   }
@@ -66,18 +68,13 @@ export class Semaphore {
   constructor(private readonly limit: number | null) {}
 
   async acquire(): Promise<() => void> {
-    if (this.limit !== null && this.active >= this.limit) {
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    } else {
-      this.active++;
-    }
+    const wait = this.take();
+    if (wait) await wait;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const next = this.waiters.shift();
-      if (next) next();
-      else this.active--;
+      this.give();
     };
   }
 
@@ -95,15 +92,27 @@ export class Semaphore {
 
   /** `acquire`, run, release, without the release closure (a free slot is taken at once). */
   private async runLimited<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= (this.limit as number)) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    else this.active++;
+    const wait = this.take();
+    if (wait) await wait;
     try {
       return await fn();
     } finally {
-      const next = this.waiters.shift();
-      if (next) next();
-      else this.active--;
+      this.give();
     }
+  }
+
+  /** Takes a slot: at once when one is free (no await of a new promise), else after a release hands it over. */
+  private take(): Promise<void> | undefined {
+    if (this.limit !== null && this.active >= this.limit) return new Promise<void>((resolve) => this.waiters.push(resolve));
+    this.active++;
+    return undefined;
+  }
+
+  /** Gives a slot back: to the first waiter, else to the pool. */
+  private give(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.active--;
   }
 }
 
