@@ -64,7 +64,11 @@ export const AgentConfigSchema = z
 export type AgentConfig = z.input<typeof AgentConfigSchema>;
 export type ResolvedAgentConfig = z.output<typeof AgentConfigSchema>;
 
-/** Deep merge of plain objects (`override` wins; arrays are replaced). */
+/**
+ * Deep merge of plain objects (`override` wins; arrays are replaced). Objects with a null
+ * prototype count as plain: TOML parsers (smol-toml) return tables that way, and a `[env.role]`
+ * table must merge into the role's defaults exactly as the same JSON object does.
+ */
 export function deepMerge<T>(base: T, override: unknown): T {
   if (override === undefined) return base;
   if (!isPlain(base) || !isPlain(override)) return override as T;
@@ -78,7 +82,10 @@ export function deepMerge<T>(base: T, override: unknown): T {
 
 function isPlain(value: unknown): value is Record<string, unknown> {
   return (
-    typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null)
   );
 }
 

@@ -45,7 +45,9 @@ export function readConfigFile(path: string): Record<string, unknown> {
   try {
     const value = path.endsWith('.json') ? JSON.parse(text) : parseToml(text);
     if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('the top level must be a table/object');
-    return value as Record<string, unknown>;
+    // TOML tables come back with a null prototype: clone into plain objects so the config
+    // behaves exactly as the same JSON would everywhere downstream.
+    return structuredClone(value) as Record<string, unknown>;
   } catch (error) {
     throw new ConfigError(`config ${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'TOML'}: ${(error as Error).message}`);
   }

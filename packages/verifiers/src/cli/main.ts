@@ -200,7 +200,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
   const taskset = tasksetRef !== undefined ? await loadTaskset(tasksetRef) : await definition.taskset!(env.options);
   if (validateOnly) {
     process.stdout.write(
-      `${JSON.stringify({ ...cleanConfig, roles: env.roles, taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`,
+      `${JSON.stringify({ ...cleanConfig, roles: env.describeRoles(), taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`,
     );
     return 0;
   }

@@ -106,6 +106,20 @@ export interface CreateEnvOptions<R extends string, O extends Record<string, unk
 }
 
 /** A constructed env, ready to run episodes. */
+/** One role's effective settings after every layer of config is merged (see `Env.describeRoles`). */
+export interface ResolvedRoleSettings {
+  /** Model name the role's calls are sent as. */
+  model: string;
+  /** Harness id. */
+  harness: string;
+  /** Runtime id. */
+  runtime: string;
+  /** Model calls per agent run (`null` = no cap). */
+  maxTurns: number | null;
+  /** Whether the role's traces reach the trainer. */
+  trainable: boolean;
+}
+
 export class Env<R extends string = string, O extends Record<string, unknown> = Record<string, unknown>> {
   readonly definition: EnvDefinition<R, O>;
   readonly id: string;
@@ -145,6 +159,25 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
   /** The role names, in definition order. */
   get roles(): R[] {
     return Object.keys(this.definition.roles) as R[];
+  }
+
+  /**
+   * The settings that will apply to each role once defaults, config file and flags are merged:
+   * what `troupe validate` prints so a user sees, e.g., that a frozen judge stays frozen.
+   */
+  describeRoles(): Record<R, ResolvedRoleSettings> {
+    const out = {} as Record<R, ResolvedRoleSettings>;
+    for (const name of this.roles) {
+      const agent = this.baseAgents[name];
+      out[name] = {
+        model: agent.model,
+        harness: agent.harness.id,
+        runtime: agent.runtime.id,
+        maxTurns: agent.config.maxTurns ?? null,
+        trainable: agent.trainable,
+      };
+    }
+    return out;
   }
 
   /**

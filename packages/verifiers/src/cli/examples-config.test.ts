@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { describe, expect, it } from 'vitest';
+import { deepMerge } from '../agent/agent-config.ts';
+import { readConfigFile } from './eval-config.ts';
+
+const root = resolve(import.meta.dirname, '../../../..');
+const cli = join(root, 'packages/verifiers/src/cli/main.ts');
+const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.toml'));
+
+function validate(configFile: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'validate', '-f', configFile], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+}
+
+describe('deepMerge', () => {
+  it('merges a TOML table (null prototype) into defaults as it merges the same JSON object', () => {
+    const defaults = { harness: 'null', maxTurns: 8, trainable: false };
+    const table = parseToml('[user]\nmodel = "m"\n').user;
+    expect(Object.getPrototypeOf(table)).toBe(null);
+    expect(deepMerge(defaults, table)).toEqual({ harness: 'null', maxTurns: 8, trainable: false, model: 'm' });
+    expect(deepMerge(defaults, table)).toEqual(deepMerge(defaults, { model: 'm' }));
+  });
+
+  it('readConfigFile returns plain objects for TOML', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-toml-'));
+    writeFileSync(join(dir, 'c.toml'), '[env.user]\nmodel = "m"\n');
+    const config = readConfigFile(join(dir, 'c.toml'));
+    expect(Object.getPrototypeOf((config.env as Record<string, unknown>).user)).toBe(Object.prototype);
+  });
+});
+
+describe('every example config', () => {
+  it.each(examples)('%s resolves identically as TOML and as JSON', async (file) => {
+    const tomlPath = join(root, 'examples', file);
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-example-json-'));
+    const jsonPath = join(dir, file.replace(/\.toml$/, '.json'));
+    writeFileSync(jsonPath, JSON.stringify(parseToml(await import('node:fs').then((fs) => fs.readFileSync(tomlPath, 'utf8')))));
+    const [fromToml, fromJson] = await Promise.all([validate(tomlPath), validate(jsonPath)]);
+    expect(fromToml.stderr).toBe('');
+    expect(fromToml.code).toBe(0);
+    expect(fromJson.code).toBe(0);
+    expect(JSON.parse(fromToml.stdout)).toEqual(JSON.parse(fromJson.stdout));
+  });
+
+  it('keeps the simulated user of user-sim.toml frozen and chat-only', async () => {
+    const { stdout, code } = await validate(join(root, 'examples/user-sim.toml'));
+    expect(code).toBe(0);
+    const roles = JSON.parse(stdout).roles;
+    expect(roles.user).toEqual({
+      model: 'Qwen/Qwen3-4B-Instruct-2507',
+      harness: 'null',
+      runtime: 'local',
+      maxTurns: 8,
+      trainable: false,
+    });
+    expect(roles.assistant.trainable).toBe(true);
+  });
+
+  it('keeps the judges of the judge examples frozen', async () => {
+    for (const file of ['agentic-judge.toml', 'shared-agentic-judge.toml']) {
+      const { stdout, code } = await validate(join(root, 'examples', file));
+      expect(code).toBe(0);
+      expect(JSON.parse(stdout).roles.judge.trainable).toBe(false);
+    }
+  });
+});
