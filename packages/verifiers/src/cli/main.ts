@@ -39,10 +39,26 @@ Eval options:
       --max-tokens N     max tokens per call
       --max-turns N      max model calls per agent run
   -o, --outputs DIR      root of run directories (default outputs)
-      --resume DIR       continue a run: keep its complete episodes, run the rest
+      --resume DIR       continue a run: keep its complete episodes, run the rest (refused
+                         when another flag or config changes the run's config.json)
+      --allow-failures   exit 0 even when episodes failed
+      --no-preflight     skip the endpoint check (GET <base-url>/models) made before a run
   -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
   -h, --help
+
+View options:
+      --html FILE        write one self-contained HTML file instead of serving
+      --port N           port to serve on (default: a free one)
+      --host ADDR        address to bind (default 127.0.0.1)
+
+Exit codes:
+  0  every episode ok (or --allow-failures)     2  bad config or flag (nothing was run)
+  3  some episodes failed                        4  every episode failed
+  1  an internal error                           130 interrupted (--resume continues)
 `;
+
+/** Exit codes of `troupe eval` (documented in --help and the README). */
+export const EXIT_CODES = { ok: 0, internal: 1, config: 2, someFailed: 3, allFailed: 4, interrupted: 130 } as const;
 
 async function main(argv: string[]): Promise<number> {
   setPluginSearchPaths([process.cwd()]);
@@ -57,7 +73,17 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string } {
+interface BuiltConfig {
+  config: EvalConfig;
+  resumeDir?: string;
+  /** Flags or a config file were given beside `--resume`. */
+  changesOnResume: boolean;
+  allowFailures: boolean;
+  preflight: boolean;
+  help: boolean;
+}
+
+function buildConfig(args: string[]): BuiltConfig {
   const { values } = parseArgs({
     args,
     options: {
@@ -77,11 +103,16 @@ function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string }
       'max-turns': { type: 'string' },
       outputs: { type: 'string', short: 'o' },
       resume: { type: 'string' },
+      'allow-failures': { type: 'boolean' },
+      'no-preflight': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
       set: { type: 'string', short: 's', multiple: true },
     },
     strict: true,
     allowPositionals: false,
   });
+  if (values.help)
+    return { config: {} as EvalConfig, changesOnResume: false, allowFailures: false, preflight: false, help: true };
   let raw: Record<string, unknown> = {};
   if (values.resume) {
     const saved = join(values.resume, 'config.json');
@@ -132,11 +163,23 @@ function buildConfig(args: string[]): { config: EvalConfig; resumeDir?: string }
   if (Object.values(perRole).some((v) => v !== undefined)) {
     (config.env as Record<string, unknown>).__perRole = perRole;
   }
-  return { config, ...(values.resume ? { resumeDir: values.resume } : {}) };
+  const changesOnResume =
+    values.config !== undefined ||
+    (values.set?.length ?? 0) > 0 ||
+    overrides.some(([, v]) => v !== undefined) ||
+    Object.values(perRole).some((v) => v !== undefined);
+  return {
+    config,
+    ...(values.resume ? { resumeDir: values.resume } : {}),
+    changesOnResume,
+    allowFailures: values['allow-failures'] === true,
+    preflight: values['no-preflight'] !== true,
+    help: false,
+  };
 }
 
 /** Builds an OpenAI-compatible client; the API key is read here, at the CLI layer, and nowhere else. */
-function makeClient(config: ClientConfig, model: string): ModelClient {
+function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient {
   // `-b URL` builds a client table without apiKeyVar: the documented default still applies.
   const apiKey = process.env[config.apiKeyVar ?? 'OPENAI_API_KEY'];
   return new OpenAICompatibleClient({
@@ -150,7 +193,11 @@ function makeClient(config: ClientConfig, model: string): ModelClient {
 }
 
 async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
-  const { config, resumeDir } = buildConfig(args);
+  const { config, resumeDir, changesOnResume, allowFailures, preflight, help } = buildConfig(args);
+  if (help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   const definition = await loadEnvDefinition(config.env.id);
   const { __perRole, ...envConfig } = config.env as Record<string, unknown> & { __perRole?: Record<string, unknown> };
   if (__perRole) {
@@ -163,6 +210,15 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
   const tasksetRef =
     (envConfig.taskset as string | { id: string } | undefined) ?? (definition.taskset ? undefined : 'arithmetic');
   const cleanConfig = { ...config, env: envConfig };
+  if (resumeDir && changesOnResume) {
+    const saved = readConfigFile(join(resumeDir, 'config.json'));
+    const difference = firstDifference(saved, JSON.parse(JSON.stringify(cleanConfig)));
+    if (difference !== undefined) {
+      throw new ConfigError(
+        `--resume ${resumeDir}: ${difference} differs from the run's config.json; resume with --resume alone, or start a new run`,
+      );
+    }
+  }
   let server: InterceptionServer | undefined;
   let serverStarted: Promise<InterceptionServer> | undefined;
   // Memoize the start itself: concurrent first episodes must share one started server.
@@ -172,28 +228,28 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       await server.start();
       return server;
     })());
-  const outDir =
-    resumeDir ??
-    join(
-      config.outputs,
-      runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
-    );
-  if (!validateOnly && !resumeDir) {
-    // The run directory is born with its config, so a kill at any point leaves a resumable run.
-    await ensureDir(outDir);
-    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(cleanConfig, null, 2)}\n`);
-  }
-  const logger = validateOnly
-    ? undefined
-    : pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }));
-  const log = (line: string) => {
+  // Everything that can be rejected at the door is checked before the run directory exists.
+  let logger: pino.Logger | undefined;
+  const log = (line: string, options?: { fileOnly?: boolean }) => {
     logger?.info(line);
+    if (options?.fileOnly) return;
     if (!process.stderr.isTTY || validateOnly) process.stderr.write(`${line}\n`);
+  };
+  const clients: OpenAICompatibleClient[] = [];
+  const makeTrackedClient = (clientConfig: ClientConfig, model: string) => {
+    const client = makeClient(clientConfig, model);
+    clients.push(client);
+    return client;
   };
   const env = await Env.create({
     definition,
     config: envConfig,
-    run: { model: config.model, client: makeClient(config.client, config.model), sampling: config.sampling, makeClient },
+    run: {
+      model: config.model,
+      client: makeTrackedClient(config.client, config.model),
+      sampling: config.sampling,
+      makeClient: makeTrackedClient,
+    },
     interception,
     log,
   });
@@ -204,11 +260,27 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     );
     return 0;
   }
+  if (preflight) await Promise.all(clients.map((client) => client.preflight()));
+  const outDir =
+    resumeDir ??
+    join(
+      config.outputs,
+      runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
+    );
+  if (!resumeDir) {
+    // The run directory is born with its config, so a kill at any point leaves a resumable run.
+    await ensureDir(outDir);
+    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(cleanConfig, null, 2)}\n`);
+  }
+  logger = pino(
+    { level: 'info' },
+    pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true }),
+  );
   const controller = new AbortController();
   let interrupted = 0;
   const onSignal = () => {
     interrupted++;
-    if (interrupted > 1) process.exit(130);
+    if (interrupted > 1) process.exit(EXIT_CODES.interrupted);
     process.stderr.write('\ninterrupted: finishing episodes in flight (Ctrl-C again to quit now; --resume continues)\n');
     controller.abort(new Error('interrupted'));
   };
@@ -235,11 +307,32 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     process.stdout.write(
       `\nrun directory: ${resolve(outDir)}\n  traces:  ${join(outDir, 'traces.jsonl')}\n  summary: ${join(outDir, 'summary.json')}\n  view:    troupe view ${outDir}\n`,
     );
-    return controller.signal.aborted ? 130 : 0;
+    if (controller.signal.aborted) return EXIT_CODES.interrupted;
+    const { episodes, episodesFailed } = result.summary;
+    if (episodesFailed > 0 && !allowFailures) {
+      process.stderr.write(
+        `troupe: ${episodesFailed} of ${episodes} episodes failed (errors by type in summary.json; --allow-failures exits 0)\n`,
+      );
+      return episodesFailed === episodes ? EXIT_CODES.allFailed : EXIT_CODES.someFailed;
+    }
+    return EXIT_CODES.ok;
   } finally {
     process.off('SIGINT', onSignal);
     await server?.close();
   }
+}
+
+/** The dotted path of the first field where `a` and `b` differ (`undefined` when equal). */
+export function firstDifference(a: unknown, b: unknown, path = ''): string | undefined {
+  if (Object.is(a, b)) return undefined;
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  if (!isObject(a) || !isObject(b) || Array.isArray(a) !== Array.isArray(b)) return path || '(the whole config)';
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  for (const key of keys) {
+    const found = firstDifference(a[key], b[key], path ? `${path}.${key}` : key);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 function harnessName(envConfig: Record<string, unknown>, roles: Record<string, { harness?: unknown }>): string {
@@ -259,9 +352,18 @@ async function ensureDir(path: string): Promise<string> {
 async function viewCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { html: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } },
+    options: {
+      html: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     allowPositionals: true,
   });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   const runDir = positionals[0];
   if (!runDir) throw new ConfigError('troupe view <run-dir>: name a run directory');
   if (!existsSync(join(runDir, 'traces.jsonl'))) throw new ConfigError(`${runDir} has no traces.jsonl (is it a run directory?)`);
@@ -295,10 +397,14 @@ main(process.argv.slice(2)).then(
   (error) => {
     if (TroupeError.isInstance(error) && error.name === 'ConfigError') {
       process.stderr.write(`troupe: ${error.message}\n`);
-      process.exitCode = 2;
+      process.exitCode = EXIT_CODES.config;
     } else if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`troupe: ${(error as Error).message}\n(see troupe --help)\n`);
-      process.exitCode = 2;
+      process.exitCode = EXIT_CODES.config;
+    } else if (TroupeError.isInstance(error) && error.name === 'ProviderError') {
+      // The preflight check: the endpoint is wrong or down; nothing was run or written.
+      process.stderr.write(`troupe: ${error.message}\n(no run directory was created; --no-preflight skips this check)\n`);
+      process.exitCode = EXIT_CODES.config;
     } else {
       process.stderr.write(`troupe: ${(error as Error).stack ?? String(error)}\n`);
       process.exitCode = 1;

@@ -40,7 +40,8 @@ export interface RunEvalOptions {
   model: string;
   passThreshold?: number;
   onProgress?: (progress: EvalProgress) => void;
-  log?: (line: string) => void;
+  /** Progress lines; `fileOnly` marks lines meant for the run's log file, not the terminal. */
+  log?: (line: string, options?: { fileOnly?: boolean }) => void;
   signal?: AbortSignal;
 }
 
@@ -165,7 +166,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
     wallSeconds: (Date.now() - started) / 1000,
   });
   writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  log(formatSummary(summary));
+  log(formatSummary(summary), { fileOnly: true });
   return { outDir, summary, ran: finished.length - kept.size, kept: kept.size };
 }
 

@@ -102,7 +102,46 @@ export class OpenAICompatibleClient implements ModelClient {
       );
     } catch (error) {
       if (options.signal?.aborted) throw error;
-      throw toProviderError(error, attempts);
+      throw toProviderError(error, attempts, this.options.baseUrl);
+    }
+  }
+
+  /**
+   * One cheap call before a run: `GET <baseUrl>/models`. Resolves when the endpoint answers 2xx
+   * with JSON; otherwise throws a `ProviderError` naming the URL and the status (or the
+   * connection failure), so a run against a wrong endpoint fails before it starts.
+   */
+  async preflight(options: { timeoutMs?: number } = {}): Promise<void> {
+    const url = `${this.options.baseUrl.replace(/\/+$/, '')}/models`;
+    const fetcher = this.options.fetch ?? defaultFetch();
+    let response: Response;
+    try {
+      response = await fetcher(url, {
+        headers: { authorization: `Bearer ${this.options.apiKey}`, ...this.options.headers },
+        signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+      });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new ProviderError(
+        `model endpoint ${url} is unreachable: ${(error as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}`,
+        { cause: error, statusCode: 502 },
+      );
+    }
+    const text = await response.text();
+    if (!response.ok) {
+      throw new ProviderError(`model endpoint ${url} answered ${response.status}: ${text.slice(0, 200)}`, {
+        statusCode: response.status,
+      });
+    }
+    try {
+      JSON.parse(text);
+    } catch {
+      throw new ProviderError(
+        `model endpoint ${url} answered ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`,
+        {
+          statusCode: 502,
+        },
+      );
     }
   }
 }
@@ -124,8 +163,8 @@ function classify(error: unknown): RetryDecision {
   return { retry: true };
 }
 
-function toProviderError(error: unknown, attempts: number): ProviderError {
-  const suffix = attempts > 1 ? ` (after ${attempts} attempts)` : '';
+function toProviderError(error: unknown, attempts: number, endpoint: string): ProviderError {
+  const suffix = `${attempts > 1 ? ` (after ${attempts} attempts)` : ''} [endpoint ${endpoint}]`;
   if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
     return new ProviderError(`model server answered ${error.status}: ${error.message}${suffix}`, {
       cause: error,
