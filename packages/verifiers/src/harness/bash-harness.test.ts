@@ -14,7 +14,7 @@ describe('bash harness', () => {
         if (last?.role === 'user') {
           return { toolCalls: [{ name: 'bash', arguments: { command: 'echo 42 > answer.txt && cat answer.txt' } }] };
         }
-        if (last?.role === 'tool' && last.content.includes('stdout:\n42')) return 'I wrote 42 to answer.txt. Done.';
+        if (last?.role === 'tool' && /stdout:\n<<<\S+\n42\n/.test(last.content)) return 'I wrote 42 to answer.txt. Done.';
         return `unexpected: ${JSON.stringify(last)}`;
       },
     });

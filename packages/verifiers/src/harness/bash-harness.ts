@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { HarnessCapabilities, HarnessLaunchContext } from './harness.ts';
 import { LoopHarness } from './null-harness.ts';
@@ -51,8 +52,10 @@ export class BashHarness extends LoopHarness {
         if (typeof command !== 'string' || !command.trim()) return 'error: `command` must be a non-empty string';
         const result = await sandbox.exec(command, { timeoutMs: toolTimeout * 1000, signal });
         const parts = [`exit code: ${result.exitCode}${result.timedOut ? ` (killed after ${toolTimeout}s)` : ''}`];
-        if (result.stdout) parts.push(`stdout:\n${clip(result.stdout, maxOutputChars)}`);
-        if (result.stderr) parts.push(`stderr:\n${clip(result.stderr, maxOutputChars)}`);
+        // Output is data the command produced, fenced by a fresh nonce it cannot guess, so it
+        // cannot imitate a second `exit code:` block or close the fence early.
+        if (result.stdout) parts.push(`stdout:\n${fenceOutput(clip(result.stdout, maxOutputChars))}`);
+        if (result.stderr) parts.push(`stderr:\n${fenceOutput(clip(result.stderr, maxOutputChars))}`);
         return parts.join('\n');
       },
     };
@@ -94,4 +97,13 @@ function clip(text: string, max: number): string {
   if (text.length <= max) return text;
   const half = Math.floor(max / 2);
   return `${text.slice(0, half)}\n… [${text.length - max} characters cut] …\n${text.slice(-half)}`;
+}
+
+/**
+ * Wraps command output between `<<<out-NONCE` and `out-NONCE>>>` lines; the nonce is random per
+ * call, so the output can neither close the fence nor fake the framework's own lines.
+ */
+export function fenceOutput(text: string): string {
+  const nonce = `out-${randomBytes(6).toString('hex')}`;
+  return `<<<${nonce}\n${text}\n${nonce}>>>`;
 }

@@ -61,7 +61,7 @@ describe('a sandbox that dies mid-rollout (local runtime)', () => {
         const last = request.messages.at(-1);
         if (last?.role === 'user') return { toolCalls: [{ name: 'bash', arguments: { command: 'echo "$SANDBOX_ROOT"' } }] };
         if (last?.role === 'tool' && dies(index) && !last.content.includes('error')) {
-          const root = last.content.match(/stdout:\n(.*)\n/)?.[1];
+          const root = last.content.match(/stdout:\n<<<\S+\n(.*)\n/)?.[1];
           // The sandbox directory disappears while the model "thinks".
           if (root && existsSync(root)) {
             rmSync(root, { recursive: true, force: true });

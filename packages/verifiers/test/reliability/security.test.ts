@@ -317,7 +317,7 @@ describe.skipIf(!dockerSocket)('Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
         const last = request.messages.at(-1);
         if (last?.role === 'user') return { toolCalls: [{ name: 'bash', arguments: { command: 'hostname' } }] };
         if (last?.role === 'tool' && index % 2 === 1 && last.content.includes('stdout:')) {
-          const id = last.content.match(/stdout:\n(\S+)/)?.[1];
+          const id = last.content.match(/stdout:\n<<<\S+\n(\S+)/)?.[1];
           if (id) {
             await docker
               .getContainer(id)

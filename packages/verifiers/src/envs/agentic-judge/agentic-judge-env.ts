@@ -7,7 +7,7 @@ import { Task } from '../../task/task.ts';
 import type { Trace } from '../../trace/trace.ts';
 import { type ArtifactReport, restoreArtifacts } from './artifacts.ts';
 import { type JudgeMode, judgePrompt } from './judge-prompt.ts';
-import { type JudgePaths, judgePaths, prepareJudgeWorkspace, readVerdictFile } from './judge-workspace.ts';
+import { type JudgePaths, judgePaths, prepareJudgeWorkspace, verdictText } from './judge-workspace.ts';
 import {
   DEFAULT_RUBRIC,
   judgeScore,
@@ -108,9 +108,11 @@ function judgeTask(options: {
         if (options.artifacts) trace.info.artifacts = options.artifacts;
         await prepareJudgeWorkspace({ sandbox, paths, traceJson });
       },
-      finalize: async ({ trace, sandbox }) => {
-        if (!sandbox) throw new EnvError('the judge task needs its sandbox to read the verdict');
-        const verdicts = parseVerdicts({ text: await readVerdictFile({ sandbox, paths }), rubric: config.rubric });
+      finalize: async ({ trace }) => {
+        // The verdict channel is the judge's own final reply, recorded by interception from the
+        // model's response: nothing that runs in a sandbox (the solver's code, leftovers, an
+        // armed artifact the judge runs) can write it. No file is read as a verdict.
+        const verdicts = parseVerdicts({ text: verdictText(trace.lastReply), rubric: config.rubric });
         const info: JudgeVerdictInfo = {
           verdicts: verdicts.map(({ weight: _weight, ...rest }) => rest),
           score: judgeScore(verdicts),

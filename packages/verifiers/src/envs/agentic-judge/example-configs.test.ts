@@ -26,14 +26,14 @@ function play(request: ModelRequest): ScriptedReply | string {
   const text = textOf(request);
   const turn = request.messages.filter((m) => m.role === 'assistant').length;
   if (text.startsWith('You are a judge.')) {
-    if (turn > 0) return 'Verdict written.';
-    const path = /write the file (\S+) containing/.exec(text)?.[1];
+    if (turn === 0) return bash('ls');
     const verdicts = [...text.matchAll(/^- ([\w.-]+): .*\(answer one of, worst to best: (.*)\)$/gm)].map(([, name, choices]) => ({
       name,
       reason: 'I ran the script and compared its output.',
       verdict: choices?.split(', ').at(-1),
     }));
-    return bash(`printf '%s' '${JSON.stringify({ verdicts })}' > ${path}`);
+    // The verdict channel: the judge's final reply.
+    return `All checks done.\n\n\`\`\`json\n${JSON.stringify({ verdicts })}\n\`\`\``;
   }
   if (text.includes('role-playing a user')) return turn === 0 ? 'I need help counting chairs for a party.' : '###DONE###';
   if (text.includes('Invent one new')) return 'Checked with code.\n{"problem": "What is 6 * 7 + 19?", "answer": 61}';

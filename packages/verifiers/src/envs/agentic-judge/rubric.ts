@@ -3,6 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { describeZodError } from '../../agent/agent-config.ts';
 import { ConfigError, ParseError } from '../../errors/troupe-error.ts';
+import { parseStrictJson } from './strict-json.ts';
 
 /** One criterion of a judge rubric: choices are ordered worst → best. */
 export const CriterionSchema = z
@@ -92,14 +93,9 @@ export interface ScoredVerdict {
  */
 export function parseVerdicts(options: { text: string; rubric: Rubric }): ScoredVerdict[] {
   const { text, rubric } = options;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new ParseError(`verdict file is not JSON: ${(error as Error).message}`);
-  }
+  const value = parseStrictJson(text, 'the verdict');
   const parsed = VerdictFileSchema.safeParse(value);
-  if (!parsed.success) throw new ParseError(`verdict file: ${describeZodError(parsed.error)}`);
+  if (!parsed.success) throw new ParseError(`the verdict: ${describeZodError(parsed.error)}`);
   const byName = new Map<string, { reason: string; verdict: string }>();
   for (const entry of parsed.data.verdicts) {
     if (!rubric.criteria.some((c) => c.name === entry.name)) {
