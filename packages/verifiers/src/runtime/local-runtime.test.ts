@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,8 +74,10 @@ describe('LocalRuntime', () => {
 
   it('kills background processes and removes the directory on stop', async () => {
     const sandbox = await runtime.createSandbox();
-    const started = await sandbox.exec('sleep 300 > /dev/null 2>&1 & echo $!');
-    const pid = Number(started.stdout.trim());
+    // Found by a marker on its command line: inside a PID namespace `$!` is not a host pid.
+    const marker = `bg-${sandbox.id}`;
+    await sandbox.exec(`sh -c 'sleep 300; : ${marker}' > /dev/null 2>&1 &`);
+    const pid = hostPidsWith(marker)[0] ?? 0;
     expect(pid).toBeGreaterThan(0);
     expect(processAlive(pid)).toBe(true);
     await sandbox.stop();
@@ -157,3 +159,18 @@ describe('LocalRuntime', () => {
     expect(createRuntime({ root }).id).toBe('local');
   });
 });
+
+/** Host pids of live processes whose command line contains `marker`. */
+function hostPidsWith(marker: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number)
+    .filter((pid) => processAlive(pid));
+}

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, constants as fsConstants, rmSync } from 'node:fs';
+import { existsSync, constants as fsConstants, lstatSync, realpathSync, rmSync } from 'node:fs';
 import {
   chmod,
   copyFile,
@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
 import { CreationLimiter, CreationLimitsSchema, type CreationSlot } from './creation-limiter.ts';
 import { LocalPaths } from './local-paths.ts';
+import { killProcessesUnder, PidNamespace, pidNamespacesSupported } from './pid-namespace.ts';
 import { killProcessGroup, runProcessGroup } from './process-group.ts';
 import {
   type ExecOptions,
@@ -47,6 +48,12 @@ export const LocalRuntimeOptionsSchema = z
     maxOutputBytes: z.number().int().positive().optional(),
     /** Remove sandboxes left behind by dead processes of this host when the first sandbox is created (default true). */
     sweep: z.boolean().optional(),
+    /**
+     * Run each sandbox's commands in a PID namespace of its own, so that stop() kills every
+     * process they started (setsid, double fork, nohup included). Default: when running as root
+     * with util-linux `unshare`; `true` requires it; `false` keeps process groups only.
+     */
+    pidNamespace: z.boolean().optional(),
     ...CreationLimitsSchema.shape,
   })
   .strict();
@@ -76,6 +83,7 @@ interface LocalSandboxInit {
   baseEnv: Record<string, string>;
   maxOutputBytes: number | undefined;
   slot: CreationSlot;
+  namespace: PidNamespace | undefined;
 }
 
 /**
@@ -94,6 +102,7 @@ export class LocalSandbox implements Sandbox {
   private readonly maxOutputBytes: number | undefined;
   private readonly metadataPath: string;
   private readonly slot: CreationSlot;
+  private readonly namespace: PidNamespace | undefined;
   private readonly groups = new Set<number>();
   private readonly running = new Set<Promise<unknown>>();
   private stopped = false;
@@ -108,6 +117,12 @@ export class LocalSandbox implements Sandbox {
     this.maxOutputBytes = init.maxOutputBytes;
     this.metadataPath = init.metadataPath;
     this.slot = init.slot;
+    this.namespace = init.namespace;
+  }
+
+  /** How stop() and killAll() find every process: `pid-namespace`, or `process-groups` (+ a /proc scan). */
+  get processIsolation(): 'pid-namespace' | 'process-groups' {
+    return this.namespace ? 'pid-namespace' : 'process-groups';
   }
 
   private assertRunning(operation: string): void {
@@ -123,7 +138,7 @@ export class LocalSandbox implements Sandbox {
     if (!cwdStat?.isDirectory()) throw new SandboxError(`exec cwd is not a directory in sandbox ${this.id}: ${options.cwd}`);
     const env = { ...this.baseEnv, PWD: cwd, ...options.env };
     const run = runProcessGroup({
-      argv,
+      argv: this.namespace ? this.namespace.wrap(argv, cwd) : argv,
       cwd,
       env,
       ...(options.stdin !== undefined && { stdin: options.stdin }),
@@ -151,12 +166,13 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  async readFile(path: string): Promise<Uint8Array> {
+  async readFile(path: string, options: { maxBytes?: number } = {}): Promise<Uint8Array> {
     this.assertRunning('readFile');
     const real = await this.paths.real(path);
     let handle: Awaited<ReturnType<typeof open>>;
     try {
-      handle = await open(real, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+      // O_NONBLOCK: opening a FIFO planted at the path must not block until a writer comes.
+      handle = await open(real, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     } catch (error) {
       throw new SandboxError(
         `cannot read ${path} in sandbox ${this.id}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
@@ -164,9 +180,17 @@ export class LocalSandbox implements Sandbox {
       );
     }
     try {
+      // Stat the opened file before reading a byte: type and size are checked without reading it.
       const info = await handle.stat();
       if (!info.isFile()) throw new SandboxError(`not a regular file in sandbox ${this.id}: ${path}`);
-      return new Uint8Array(await handle.readFile());
+      if (options.maxBytes !== undefined && info.size > options.maxBytes) {
+        throw new SandboxError(`${path} in sandbox ${this.id} is ${info.size} bytes (limit ${options.maxBytes})`);
+      }
+      const bytes = new Uint8Array(await handle.readFile());
+      if (options.maxBytes !== undefined && bytes.byteLength > options.maxBytes) {
+        throw new SandboxError(`${path} in sandbox ${this.id} grew past ${options.maxBytes} bytes while read`);
+      }
+      return bytes;
     } finally {
       await handle.close();
     }
@@ -188,7 +212,7 @@ export class LocalSandbox implements Sandbox {
     try {
       handle = await open(
         real,
-        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW,
+        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK,
         options.mode ?? 0o644,
       );
     } catch (error) {
@@ -198,6 +222,13 @@ export class LocalSandbox implements Sandbox {
       );
     }
     try {
+      // Truncate only once the file is known to be a regular file with one name: a hard link
+      // planted at the path (to a host file) or a FIFO is refused, never written through.
+      const info = await handle.stat();
+      if (!info.isFile()) throw new SandboxError(`cannot write ${path} in sandbox ${this.id}: not a regular file`);
+      if (info.nlink > 1)
+        throw new SandboxError(`cannot write ${path} in sandbox ${this.id}: it is a hard link (${info.nlink} names)`);
+      await handle.truncate(0);
       await handle.writeFile(data);
       if (options.mode !== undefined) await handle.chmod(options.mode);
     } finally {
@@ -253,13 +284,24 @@ export class LocalSandbox implements Sandbox {
     return this.stopping;
   }
 
-  private async stopNow(): Promise<void> {
-    this.stopped = true;
+  /**
+   * Kills every process the sandbox's commands started, keeping its files: with a PID namespace
+   * all of them, whatever they did to their process group (setsid, double fork, nohup); without,
+   * the process groups plus every process found working under, or naming, this sandbox's root.
+   */
+  async killAll(): Promise<void> {
     for (const group of this.groups) killProcessGroup(group, 'SIGKILL');
+    if (this.namespace) await this.namespace.killAll();
+    else killProcessesUnder(this.root);
     // Wait for the killed commands to report (their pipes close once the group is gone).
     await Promise.allSettled([...this.running]);
     this.groups.clear();
-    await rm(this.root, { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  private async stopNow(): Promise<void> {
+    this.stopped = true;
+    await this.killAll();
+    await removeSandboxRoot(this.root);
     await rm(this.metadataPath, { force: true });
     liveSandboxes.delete(this);
     this.slot.release();
@@ -269,8 +311,11 @@ export class LocalSandbox implements Sandbox {
   stopSync(): void {
     this.stopped = true;
     for (const group of this.groups) killProcessGroup(group, 'SIGKILL');
+    this.namespace?.killSync();
     try {
-      rmSync(this.root, { recursive: true, force: true });
+      const info = lstatSync(this.root);
+      if (info.isDirectory() && realpathSync(this.root) === this.root) rmSync(this.root, { recursive: true, force: true });
+      else rmSync(this.root, { force: true });
       rmSync(this.metadataPath, { force: true });
     } catch {
       // Best effort at exit: the next runtime start sweeps what is left.
@@ -355,6 +400,7 @@ export class LocalRuntime implements Runtime {
         metadataPath,
         baseEnv,
         maxOutputBytes: this.options.maxOutputBytes,
+        namespace: this.useNamespace() ? new PidNamespace() : undefined,
         slot: {
           release: () => {
             this.sandboxes.delete(sandbox);
@@ -380,6 +426,15 @@ export class LocalRuntime implements Runtime {
     await Promise.allSettled([...this.sandboxes].map((sandbox) => sandbox.stop()));
   }
 
+  private useNamespace(): boolean {
+    if (this.options.pidNamespace === false) return false;
+    const available = pidNamespacesSupported();
+    if (this.options.pidNamespace === true && !available) {
+      throw new ConfigError('runtime.pidNamespace: PID namespaces need root and util-linux unshare/nsenter on Linux');
+    }
+    return available;
+  }
+
   /**
    * Removes sandboxes whose owning process (on this host) is gone, and debris older than
    * {@link ORPHAN_AGE_MS} that has no readable owner record (a process killed mid-create).
@@ -392,7 +447,7 @@ export class LocalRuntime implements Runtime {
       return info !== undefined && Date.now() - info.mtimeMs > ORPHAN_AGE_MS;
     };
     const remove = async (sandboxName: string) => {
-      await rm(join(this.rootDir, sandboxName), { recursive: true, force: true });
+      await removeSandboxRoot(join(this.rootDir, sandboxName));
       await rm(join(this.rootDir, `${sandboxName}${METADATA_SUFFIX}`), { force: true });
       await rm(join(this.rootDir, `${sandboxName}${METADATA_SUFFIX}.partial`), { force: true });
     };
@@ -415,6 +470,22 @@ export class LocalRuntime implements Runtime {
         }
       }),
     );
+  }
+}
+
+/**
+ * Removes a sandbox directory without ever following a link out of it: the root is checked with
+ * `lstat` and `realpath` first, and a root the sandbox's programs replaced by a symlink (to a host
+ * directory) is unlinked, never recursed into. Inside, `rm` unlinks links instead of following.
+ */
+async function removeSandboxRoot(root: string): Promise<void> {
+  const info = await lstat(root).catch(() => undefined);
+  if (!info) return;
+  const real = await realpath(root).catch(() => undefined);
+  if (info.isDirectory() && real === root) {
+    await rm(root, { recursive: true, force: true, maxRetries: 3 });
+  } else {
+    await rm(root, { force: true });
   }
 }
 

@@ -55,12 +55,22 @@ export interface Sandbox {
   readonly workdir: string;
   /** Runs `command` (a shell string run by `sh -c`, or an argv list). */
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
-  readFile(path: string): Promise<Uint8Array>;
+  /**
+   * Reads a regular file (a FIFO, device or directory is refused without blocking). With
+   * `maxBytes`, a larger file is refused from its size, before any byte is read.
+   */
+  readFile(path: string, options?: { maxBytes?: number }): Promise<Uint8Array>;
   writeFile(path: string, data: string | Uint8Array, options?: { mode?: number }): Promise<void>;
   /** Copies a host file or directory into the sandbox. */
   upload(hostPath: string, sandboxPath: string): Promise<void>;
   /** Copies a sandbox file or directory out to the host. */
   download(sandboxPath: string, hostPath: string): Promise<void>;
+  /**
+   * Kills every process started in the sandbox, and everything those started (background jobs,
+   * `setsid`, double forks, daemons), keeping its files; the sandbox stays usable. Runtimes that
+   * cannot guarantee it leave it out (the shared agentic judge then refuses them).
+   */
+  killAll?(): Promise<void>;
   /** True while the sandbox can still run commands. */
   alive(): Promise<boolean>;
   /**
