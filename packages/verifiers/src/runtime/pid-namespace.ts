@@ -71,6 +71,9 @@ export class PidNamespace {
     const holder = this.holder;
     if (holder?.pid === undefined) return;
     const init = initPid(holder.pid);
+    // Unref'd while it runs (a live namespace must not keep the process up); ref'd while its
+    // exit is awaited, so that the wait itself keeps the event loop alive.
+    holder.ref();
     for (const target of [holder.pid, init]) {
       try {
         if (target !== undefined) process.kill(target, 'SIGKILL');

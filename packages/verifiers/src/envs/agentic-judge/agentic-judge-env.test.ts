@@ -154,7 +154,7 @@ function judgeSuite(runtime: AgentConfig['runtime'] | undefined) {
       // The judge reports whether the solver's file survived the trace being written.
       judge: judgeRunning(
         (path) =>
-          `if [ "$(cat precious.txt)" = original ] && [ ! -L "\${SANDBOX_ROOT:-}/tmp/trace.json" ]; then v=yes; else v=no; fi; printf '{"verdicts":[{"name":"solved","reason":"precious.txt still reads original","verdict":"%s"}]}' "$v" > ${path}`,
+          `if [ "$(cat precious.txt)" = original ]; then v=yes; else v=no; fi; printf '{"verdicts":[{"name":"solved","reason":"precious.txt still reads original","verdict":"%s"}]}' "$v" > ${path}`,
       ),
       runtime,
     });

@@ -83,6 +83,7 @@ function judgeTask(options: {
     paths,
     workdir: options.workdir,
     ...(options.artifacts ? { artifacts: options.artifacts } : {}),
+    solverReply: solution.lastReply,
   });
   return new Task(
     {
@@ -121,6 +122,23 @@ function judgeTask(options: {
       },
     },
   );
+}
+
+/**
+ * Kills every process the solver left in its sandbox. The shared judge enters that sandbox, so a
+ * runtime that cannot kill them all (no `killAll`) is refused; the isolated judge gets a fresh
+ * sandbox, and the solver's is stopped after its artifacts are copied (containers are removed).
+ */
+async function killSolverProcesses(sandbox: Sandbox, mode: JudgeMode): Promise<void> {
+  if (sandbox.killAll) {
+    await sandbox.killAll();
+    return;
+  }
+  if (mode === 'shared') {
+    throw new EnvError(
+      `shared-agentic-judge: the ${sandbox.runtime} runtime cannot kill every process the solver left (no killAll), so the judge would share its sandbox with them; use agentic-judge, or the local or docker runtime`,
+    );
+  }
 }
 
 function describeFailure(trace: Trace): string {
@@ -165,6 +183,9 @@ function definition(
         const solution = await agents.solver.run(task, { sandbox: solverBox });
         if (!solution.ok) throw new EnvError(`the solver failed (${describeFailure(solution)}), so it was not judged`);
         let artifacts: ArtifactReport | undefined;
+        // The solver's turn is over: every process it started dies before the judge's sandbox
+        // exists (a leftover must not rewrite the trace, the artifacts or the judge's files).
+        await killSolverProcesses(solverBox, mode);
         if (mode === 'shared') {
           judgeBox = solverBox;
         } else {
@@ -172,7 +193,7 @@ function definition(
           artifacts = await restoreArtifacts({ from: solverBox, to: judgeBox, declared: task.data.artifacts ?? [] });
           await solverBox.stop();
         }
-        const paths = await judgePaths(judgeBox);
+        const paths = judgePaths(judgeBox);
         const judging = judgeTask({
           task,
           solution,

@@ -1,11 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { ParseError, SandboxError } from '../../errors/troupe-error.ts';
 import type { Sandbox } from '../../runtime/runtime.ts';
 
 /** Where the judge's files live, as commands in the sandbox see them. */
 export interface JudgePaths {
-  /** The solver's trace, written for the judge (`/tmp/trace.json` under the sandbox's root). */
+  /**
+   * The solver's trace, written for the judge: `/tmp/troupe-judge-<nonce>.json` under the
+   * sandbox's root. The nonce is fresh per judging, so nothing can be planted there beforehand.
+   */
   trace: string;
-  /** The directory holding it (`/tmp`). */
+  /** The directory holding it (`/tmp` under the sandbox's root). */
   directory: string;
 }
 
@@ -17,43 +21,50 @@ const FRAMEWORK_SHELL = '/bin/sh';
 const FRAMEWORK_ENV = { PATH: '/usr/bin:/bin', ENV: '', BASH_ENV: '' };
 
 /**
- * The judge's paths in `sandbox`. A container's `/tmp` is its own; a `local` sandbox is a host
- * directory whose commands see the host filesystem, so its `/tmp` is `$SANDBOX_ROOT/tmp` (the
- * local file APIs map `/tmp/x` to the same place). Asking the sandbox for `$SANDBOX_ROOT` keeps
- * this runtime-agnostic: a runtime that does not set it has its own `/`.
+ * The host directory a `local` sandbox maps `/` to (its `root`); '' for runtimes whose commands
+ * have their own `/` (containers, cloud sandboxes). Read from the sandbox object, never by
+ * running a command in it.
  */
-export async function judgePaths(sandbox: Sandbox): Promise<JudgePaths> {
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
-  const result = await sandbox.exec([FRAMEWORK_SHELL, '-c', 'printf %s "${SANDBOX_ROOT:-}"'], { env: FRAMEWORK_ENV });
-  if (result.exitCode !== 0) throw new SandboxError(`cannot inspect sandbox ${sandbox.id}: ${result.stderr.trim()}`);
-  const root = result.stdout.trim().replace(/\/+$/, '');
-  const directory = `${root}/tmp`;
-  return { directory, trace: `${directory}/trace.json` };
+function sandboxRoot(sandbox: Sandbox): string {
+  const root = (sandbox as { root?: unknown }).root;
+  return sandbox.runtime === 'local' && typeof root === 'string' ? root.replace(/\/+$/, '') : '';
 }
 
 /**
- * Clears the ground before the judge starts: the judge's directory must be a real directory (a
- * symlink planted in its place is removed, never followed), a stale or planted trace is removed
- * with `rm` (which unlinks a symlink instead of following it), and the solver's trace is written
- * fresh through the sandbox's file API. Every path is passed as an argument, never spliced into
- * the script.
+ * The judge's paths in `sandbox`. A container's `/tmp` is its own; a `local` sandbox is a host
+ * directory whose commands see the host filesystem, so its `/tmp` is `$SANDBOX_ROOT/tmp` (the
+ * local file APIs map `/tmp/x` to the same place).
+ */
+export function judgePaths(sandbox: Sandbox): JudgePaths {
+  const directory = `${sandboxRoot(sandbox)}/tmp`;
+  return { directory, trace: `${directory}/troupe-judge-${randomBytes(8).toString('hex')}.json` };
+}
+
+/**
+ * Writes the solver's trace for the judge (every solver process is already dead). On `local`,
+ * first checks that each component above `/tmp` (the sandbox root included) is a real directory
+ * — a root the solver swapped for a link to a host folder stops here, before anything is
+ * touched — and replaces a `/tmp` that is a symlink or a file by a fresh directory (the link is
+ * removed, never followed). The trace goes through the sandbox's file API (confined to the
+ * sandbox, `O_NOFOLLOW`, hard links refused) to a path named by a fresh nonce. Containers need
+ * no command at all: their file API is the engine's archive API.
  */
 export async function prepareJudgeWorkspace(options: { sandbox: Sandbox; paths: JudgePaths; traceJson: string }): Promise<void> {
   const { sandbox, paths } = options;
-  const script = [
-    'set -e',
-    'if [ -L "$1" ] || { [ -e "$1" ] && [ ! -d "$1" ]; }; then rm -f -- "$1"; fi',
-    'mkdir -p -- "$1"',
-    'rm -rf -- "$2"',
-    'if [ -e "$2" ] || [ -L "$2" ]; then echo "still present after rm" >&2; exit 1; fi',
-  ].join('\n');
-  const result = await sandbox.exec([FRAMEWORK_SHELL, '-c', script, 'sh', paths.directory, paths.trace], {
-    env: FRAMEWORK_ENV,
-  });
-  if (result.exitCode !== 0) {
-    throw new SandboxError(
-      `could not clear the judge's files in sandbox ${sandbox.id}: ${`${result.stdout}\n${result.stderr}`.trim().slice(-500)}`,
-    );
+  if (sandboxRoot(sandbox)) {
+    const script = [
+      'set -e',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
+      'p=; IFS=/; for c in ${1%/*}; do [ -n "$c" ] || continue; p="$p/$c"; if [ -L "$p" ] || [ ! -d "$p" ]; then echo "$p is a symlink or not a directory" >&2; exit 3; fi; done; unset IFS',
+      'if [ -L "$1" ] || { [ -e "$1" ] && [ ! -d "$1" ]; }; then rm -f -- "$1"; fi',
+      'mkdir -p -- "$1"',
+    ].join('\n');
+    const result = await sandbox.exec([FRAMEWORK_SHELL, '-c', script, 'sh', paths.directory], { env: FRAMEWORK_ENV });
+    if (result.exitCode !== 0) {
+      throw new SandboxError(
+        `could not prepare the judge's directory in sandbox ${sandbox.id}: ${`${result.stdout}\n${result.stderr}`.trim().slice(-500)}`,
+      );
+    }
   }
   await sandbox.writeFile(paths.trace, options.traceJson);
 }
@@ -77,7 +88,8 @@ export function verdictText(reply: string): string {
   if (fences.length === 0) {
     throw new ParseError('the judge\'s final reply holds no verdict: reply with one JSON object {"verdicts": [...]}');
   }
-  if (fences.length > 1) throw new ParseError(`the judge's final reply holds ${fences.length} fenced blocks; give exactly one verdict`);
+  if (fences.length > 1)
+    throw new ParseError(`the judge's final reply holds ${fences.length} fenced blocks; give exactly one verdict`);
   const [fence] = fences as [RegExpExecArray];
   if (text.slice(fence.index + fence[0].length).trim()) {
     throw new ParseError("text follows the judge's verdict; the verdict must end the final reply");

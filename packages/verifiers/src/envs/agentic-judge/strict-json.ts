@@ -5,13 +5,39 @@ import { ParseError } from '../../errors/troupe-error.ts';
  * odd spaces, zero-width characters, bidi controls, soft hyphen, and control characters other
  * than tab, newline and carriage return. They let a verdict look like one answer and be another.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this rejects.
-const INVISIBLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00a0\u00ad\u034f\u061c\u115f\u1160\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]/u;
+const INVISIBLE_RANGES: readonly (readonly [number, number])[] = [
+  [0x00, 0x08],
+  [0x0b, 0x0c],
+  [0x0e, 0x1f],
+  [0x7f, 0x9f],
+  [0xa0, 0xa0],
+  [0xad, 0xad],
+  [0x34f, 0x34f],
+  [0x61c, 0x61c],
+  [0x115f, 0x1160],
+  [0x1680, 0x1680],
+  [0x180e, 0x180e],
+  [0x2000, 0x200f],
+  [0x2028, 0x202f],
+  [0x205f, 0x206f],
+  [0x3000, 0x3000],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+  [0xffa0, 0xffa0],
+  [0xfff9, 0xfffb],
+  [0xe0000, 0xe007f],
+];
 
 /** The first invisible character of `text` as `U+XXXX`, or undefined. */
 export function findInvisible(text: string): string | undefined {
-  const match = INVISIBLE.exec(text);
-  return match ? `U+${(match[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}` : undefined;
+  for (const char of text) {
+    const code = char.codePointAt(0) ?? 0;
+    if (INVISIBLE_RANGES.some(([low, high]) => code >= low && code <= high)) {
+      return `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -78,7 +104,8 @@ function checkDuplicateKeys(text: string, what: string): void {
       for (;;) {
         skipSpace();
         const key = readString();
-        if (keys.has(key)) throw new ParseError(`${what} names the key ${JSON.stringify(key)} twice in ${path || 'the top object'}`);
+        if (keys.has(key))
+          throw new ParseError(`${what} names the key ${JSON.stringify(key)} twice in ${path || 'the top object'}`);
         keys.add(key);
         skipSpace();
         i++; // colon
