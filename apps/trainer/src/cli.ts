@@ -2,13 +2,39 @@
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { ConfigError, describeZodError } from '@troupe/verifiers';
+import { parse as parseToml } from 'smol-toml';
 import { type TrainRunConfigInput, TrainRunConfigSchema } from './config.ts';
 import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './loop.ts';
 
 const USAGE = `usage: pnpm trainer <command>
-  train [--config <file.json>] [--out DIR] [--seed N] [--max-steps N] [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
-  eval --checkpoint DIR [--hands N] [--seed N]`;
+  train [--config <file.json|file.toml|'{…}'>] [--out DIR] [--seed N] [--max-steps N] [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
+  eval --checkpoint DIR [--hands N] [--seed N]
+exit codes: 0 ok, 2 bad config or flag (named by field path; nothing was written), 1 internal error`;
+
+/** `--config`: inline JSON (`{…}`), a `.toml` file read as TOML, any other file as JSON. */
+async function readTrainConfig(ref: string): Promise<Record<string, unknown>> {
+  const inline = ref.trimStart().startsWith('{');
+  let text = ref;
+  if (!inline) {
+    try {
+      text = await readFile(ref, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`cannot read config ${ref}: ${(error as Error).message}`);
+    }
+  }
+  const format = !inline && ref.endsWith('.toml') ? 'TOML' : 'JSON';
+  let value: unknown;
+  try {
+    value = format === 'TOML' ? structuredClone(parseToml(text)) : JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`config ${inline ? '(inline)' : ref} is not valid ${format}: ${(error as Error).message}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new ConfigError('config: the top level must be an object');
+  return value as Record<string, unknown>;
+}
 
 function progressLine(m: StepMetrics, maxSteps: number): string {
   const n = (k: string, d = 3) => (typeof m[k] === 'number' ? (m[k] as number).toFixed(d) : '–');
@@ -17,6 +43,10 @@ function progressLine(m: StepMetrics, maxSteps: number): string {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || rest.includes('--help') || rest.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
   if (command === 'train') {
     const { values } = parseArgs({
       args: rest,
@@ -29,12 +59,13 @@ async function main(argv: string[]): Promise<number> {
         resume: { type: 'boolean', default: false },
       },
     });
-    const config: Record<string, unknown> = values.config
-      ? (JSON.parse(await readFile(values.config, 'utf8')) as Record<string, unknown>)
-      : {};
+    const config: Record<string, unknown> = values.config ? await readTrainConfig(values.config) : {};
     if (values.seed !== undefined) config.seed = Number(values.seed);
     if (values['max-steps'] !== undefined) config.maxSteps = Number(values['max-steps']);
     if (values.algorithm) config.algorithm = { ...(config.algorithm as object), type: values.algorithm };
+    // Checked before train() creates the out directory: a rejected config writes nothing.
+    const checked = TrainRunConfigSchema.safeParse(config);
+    if (!checked.success) throw new ConfigError(describeZodError(checked.error));
     const tty = process.stdout.isTTY;
     const loadAtStart = loadavg()[0] ?? 0;
     const maxSteps = Number(config.maxSteps ?? TrainRunConfigSchema.parse({}).maxSteps);
@@ -96,6 +127,10 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
+    if ((error as Error).name === 'ConfigError' || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`trainer: ${(error as Error).message}\n${USAGE}`);
+      process.exit(2);
+    }
     console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
     process.exit(1);
   },
