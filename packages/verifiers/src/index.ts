@@ -20,6 +20,14 @@ export * from './model/retry.ts';
 export * from './agent/agent.ts';
 export * from './agent/agent-config.ts';
 export * from './agent/plugins.ts';
+export {
+  asyncDisposeSymbol,
+  type MadeAgent,
+  type MakeAgentConfig,
+  MakeAgentConfigSchema,
+  makeAgent,
+  type TaskInput,
+} from './agent/make-agent.ts';
 export * from './env/env.ts';
 export * from './envs/best-of-n/best-of-n-env.ts';
 export * from './envs/registry.ts';
