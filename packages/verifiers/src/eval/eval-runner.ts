@@ -113,7 +113,6 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   const total = kept.size + queue.length;
   const finished: Episode[] = [...kept.values()];
   const writer = new EpisodeWriter(tracesPath);
-  const started = Date.now();
   let failed = finished.filter((e) => !e.ok).length;
   let rewardSum = 0;
   let rewardCount = 0;
@@ -144,7 +143,8 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
           `episode ${episode.id} (task ${item.task.key} #${item.index}) failed: ${[...episode.errors, ...episode.traces.flatMap((t) => t.errors)].map((e) => `${e.type}: ${e.message.slice(0, 200)}`).join(' | ')}`,
         );
       }
-      const first = episode.traces[0];
+      // Live mean over the first scored trace (a frozen user's or judge's trace has no reward).
+      const first = episode.traces.find((t) => Object.values(t.rewards).some((r) => r));
       if (first?.ok) {
         rewardSum += first.reward;
         rewardCount++;
@@ -161,9 +161,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
     episodes: finished,
     env: env.id,
     model: options.model,
-    primaryRole: env.roles[0],
     ...(options.passThreshold !== undefined ? { passThreshold: options.passThreshold } : {}),
-    wallSeconds: (Date.now() - started) / 1000,
   });
   writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   log(formatSummary(summary), { fileOnly: true });

@@ -9,15 +9,25 @@ export function passAtK(n: number, c: number, k: number): number {
   return 1 - ratio;
 }
 
+/** One role's results in a run. A role none of whose traces carries a reward is "not scored". */
 export interface RoleSummary {
   traces: number;
   ok: number;
+  /** Whether the role's traces reach the trainer (judges, simulated users, frozen opponents: false). */
+  trainable: boolean;
+  /**
+   * Ok traces carrying at least one non-null reward. 0 means the role is not scored (a frozen
+   * judge or user): its reward fields are null and it has no pass@k, never a mean of 0.
+   */
+  scored: number;
   rewardMean: number | null;
   rewardStd: number | null;
   rewardMin: number | null;
   rewardMax: number | null;
   /** Reward histogram over 10 equal bins between min and max. */
   histogram: { from: number; to: number; count: number }[];
+  /** pass@k over this role's traces per task (reward ≥ threshold counts as a pass; failed traces are misses). */
+  passAtK: Record<string, number>;
 }
 
 export interface EvalSummary {
@@ -26,17 +36,45 @@ export interface EvalSummary {
   episodes: number;
   episodesOk: number;
   episodesFailed: number;
+  /**
+   * The role `rewardMean` and `passAtK` describe: the one asked for, else the only scored role;
+   * null when several roles are scored (then read `byRole`, where every role has its own).
+   */
+  primaryRole: string | null;
   /** Mean reward of the primary role's traces. */
   rewardMean: number | null;
   byRole: Record<string, RoleSummary>;
-  /** pass@k over the primary role's traces per task (reward ≥ threshold counts as a pass). */
+  /** pass@k of the primary role (`{}` when there is none; per role in `byRole`). */
   passAtK: Record<string, number>;
   passThreshold: number;
   tokens: { prompt: number; completion: number; total: number; perEpisode: number };
   cost: number | null;
   errorsByType: Record<string, number>;
   stopConditions: Record<string, number>;
+  /**
+   * Seconds during which at least one episode was running (the union of the episodes'
+   * start–end intervals): a resumed run adds its time, not the idle gap before the resume.
+   */
   wallSeconds: number;
+}
+
+/** Milliseconds covered by the union of `[start, end]` intervals (open intervals are skipped). */
+export function activeMs(intervals: { start: number; end: number | null }[]): number {
+  const closed = intervals
+    .filter((i): i is { start: number; end: number } => i.end !== null && i.end >= i.start)
+    .sort((a, b) => a.start - b.start);
+  let total = 0;
+  let from = Number.NEGATIVE_INFINITY;
+  let to = Number.NEGATIVE_INFINITY;
+  for (const { start, end } of closed) {
+    if (start > to) {
+      if (to > from) total += to - from;
+      from = start;
+      to = end;
+    } else if (end > to) to = end;
+  }
+  if (to > from) total += to - from;
+  return total;
 }
 
 function stats(values: number[]) {
@@ -67,9 +105,10 @@ export function summarize(options: {
   episodes: Episode[];
   env: string;
   model: string;
-  /** The role whose traces define pass@k and `rewardMean` (default: the first role seen). */
+  /** The role whose traces define the top-level pass@k and `rewardMean` (default: the only scored role). */
   primaryRole?: string;
   passThreshold?: number;
+  /** Overrides the wall time computed from the episodes' intervals. */
   wallSeconds?: number;
 }): EvalSummary {
   const { episodes } = options;
@@ -77,22 +116,22 @@ export function summarize(options: {
   const rewards: Record<string, number[]> = {};
   const okCounts: Record<string, number> = {};
   const traceCounts: Record<string, number> = {};
+  const trainable: Record<string, boolean> = {};
   const errorsByType: Record<string, number> = {};
   const stopConditions: Record<string, number> = {};
   let prompt = 0;
   let completion = 0;
   let cost = 0;
   let anyCost = false;
-  let primary = options.primaryRole;
   for (const episode of episodes) {
     for (const error of episode.errors) errorsByType[error.type] = (errorsByType[error.type] ?? 0) + 1;
     for (const trace of episode.traces) {
       const role = trace.agent.name;
-      primary ??= role;
       traceCounts[role] = (traceCounts[role] ?? 0) + 1;
+      trainable[role] = (trainable[role] ?? false) || trace.agent.trainable;
       if (trace.ok) {
         okCounts[role] = (okCounts[role] ?? 0) + 1;
-        (rewards[role] ??= []).push(trace.reward);
+        if (isScored(trace)) (rewards[role] ??= []).push(trace.reward);
       }
       for (const error of trace.errors) errorsByType[error.type] = (errorsByType[error.type] ?? 0) + 1;
       const stop = trace.stopCondition ?? 'none';
@@ -113,31 +152,23 @@ export function summarize(options: {
     byRole[role] = {
       traces: traceCounts[role] ?? 0,
       ok: okCounts[role] ?? 0,
+      trainable: trainable[role] ?? false,
+      scored: values.length,
       rewardMean: s.mean,
       rewardStd: s.std,
       rewardMin: s.min,
       rewardMax: s.max,
       histogram: histogram(values, s.min, s.max),
+      passAtK: values.length ? rolePassAtK(episodes, role, threshold) : {},
     };
   }
-  // pass@k: per task, every primary-role trace is one sample (failed traces count as misses).
-  const perTask = new Map<string, { n: number; c: number }>();
-  for (const episode of episodes) {
-    const entry = perTask.get(episode.task.key) ?? { n: 0, c: 0 };
-    for (const trace of episode.traces) {
-      if (trace.agent.name !== primary) continue;
-      entry.n++;
-      if (trace.ok && trace.reward >= threshold) entry.c++;
-    }
-    perTask.set(episode.task.key, entry);
-  }
-  const samples = [...perTask.values()].filter((e) => e.n > 0);
-  const passAtKOut: Record<string, number> = {};
-  const minN = samples.length ? Math.min(...samples.map((e) => e.n)) : 0;
-  for (let k = 1; k <= minN; k = k * 2 > minN && k < minN ? minN : k * 2) {
-    passAtKOut[`pass@${k}`] = samples.reduce((sum, e) => sum + passAtK(e.n, e.c, k), 0) / samples.length;
-    if (k === minN) break;
-  }
+  const scoredRoles = Object.keys(byRole).filter((role) => (byRole[role]?.scored ?? 0) > 0);
+  const primary =
+    options.primaryRole !== undefined && byRole[options.primaryRole]?.scored
+      ? options.primaryRole
+      : scoredRoles.length === 1
+        ? (scoredRoles[0] as string)
+        : null;
   const okEpisodes = episodes.filter((e) => e.ok).length;
   return {
     env: options.env,
@@ -145,9 +176,10 @@ export function summarize(options: {
     episodes: episodes.length,
     episodesOk: okEpisodes,
     episodesFailed: episodes.length - okEpisodes,
+    primaryRole: primary,
     rewardMean: primary ? (byRole[primary]?.rewardMean ?? null) : null,
     byRole,
-    passAtK: passAtKOut,
+    passAtK: primary ? { ...byRole[primary]?.passAtK } : {},
     passThreshold: threshold,
     tokens: {
       prompt,
@@ -158,8 +190,35 @@ export function summarize(options: {
     cost: anyCost ? cost : null,
     errorsByType,
     stopConditions,
-    wallSeconds: options.wallSeconds ?? 0,
+    wallSeconds: options.wallSeconds ?? activeMs(episodes.map((e) => ({ start: e.startedAt, end: e.endedAt }))) / 1000,
   };
+}
+
+/** A trace is scored when at least one of its rewards is non-null (a frozen judge's has none). */
+function isScored(trace: { rewards: Record<string, unknown> }): boolean {
+  return Object.values(trace.rewards).some((r) => r !== null && r !== undefined);
+}
+
+/** pass@k of one role: per task, every trace of the role is one sample (failed traces count as misses). */
+function rolePassAtK(episodes: Episode[], role: string, threshold: number): Record<string, number> {
+  const perTask = new Map<string, { n: number; c: number }>();
+  for (const episode of episodes) {
+    const entry = perTask.get(episode.task.key) ?? { n: 0, c: 0 };
+    for (const trace of episode.traces) {
+      if (trace.agent.name !== role) continue;
+      entry.n++;
+      if (trace.ok && isScored(trace) && trace.reward >= threshold) entry.c++;
+    }
+    perTask.set(episode.task.key, entry);
+  }
+  const samples = [...perTask.values()].filter((e) => e.n > 0);
+  const out: Record<string, number> = {};
+  const minN = samples.length ? Math.min(...samples.map((e) => e.n)) : 0;
+  for (let k = 1; k <= minN; k = k * 2 > minN && k < minN ? minN : k * 2) {
+    out[`pass@${k}`] = samples.reduce((sum, e) => sum + passAtK(e.n, e.c, k), 0) / samples.length;
+    if (k === minN) break;
+  }
+  return out;
 }
 
 /** A short human-readable summary (for the terminal). */
@@ -169,15 +228,15 @@ export function formatSummary(summary: EvalSummary): string {
     `episodes ${summary.episodes} (ok ${summary.episodesOk}, failed ${summary.episodesFailed}) in ${summary.wallSeconds.toFixed(1)}s`,
   ];
   for (const [role, s] of Object.entries(summary.byRole)) {
+    if (!s.scored) {
+      lines.push(`  ${role}: not scored${s.trainable ? '' : ' (frozen)'}, ${s.ok}/${s.traces} ok traces`);
+      continue;
+    }
+    const pass = Object.entries(s.passAtK)
+      .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+      .join('  ');
     lines.push(
-      `  ${role}: reward mean ${s.rewardMean?.toFixed(3) ?? 'n/a'} (min ${s.rewardMin ?? 'n/a'}, max ${s.rewardMax ?? 'n/a'}) over ${s.ok}/${s.traces} ok traces`,
-    );
-  }
-  if (Object.keys(summary.passAtK).length) {
-    lines.push(
-      `  ${Object.entries(summary.passAtK)
-        .map(([k, v]) => `${k} ${v.toFixed(3)}`)
-        .join('  ')}`,
+      `  ${role}: reward mean ${s.rewardMean?.toFixed(3) ?? 'n/a'} (min ${s.rewardMin ?? 'n/a'}, max ${s.rewardMax ?? 'n/a'}) over ${s.scored} scored of ${s.ok}/${s.traces} ok traces${pass ? `; ${pass}` : ''}`,
     );
   }
   lines.push(

@@ -34,6 +34,15 @@ describe('buildRunIndex', () => {
     expect(solver.metrics.find((m) => m.name === 'judge/solved')).toEqual({ name: 'judge/solved', mean: 2 / 3, n: 3 });
   });
 
+  it('wall time counts the episodes running, not the idle hour before a resume (issue 22 item 9)', () => {
+    const before = judgeEpisode({ index: 0, rollout: 0, solved: true, start: 0 });
+    const resumed = judgeEpisode({ index: 1, rollout: 0, solved: true, start: 3_600_000 });
+    const ran = (e: Episode) => (e.endedAt ?? 0) - e.startedAt;
+    expect(ran(before)).toBeGreaterThan(0);
+    const index = buildRunIndex(runOf([before, resumed]));
+    expect(index.totals.wallMs).toBe(ran(before) + ran(resumed));
+  });
+
   it('computes pass@k per task over the scored traces of a role with rewards in [0, 1]', () => {
     // Task sum-to-20: 1 of 4 solved; task sum-to-27: 4 of 4 solved.
     const episodes = [0, 1, 2, 3].flatMap((rollout) => [

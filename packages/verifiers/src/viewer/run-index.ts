@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { passAtK } from '../eval/summary.ts';
+import { activeMs, passAtK } from '../eval/summary.ts';
 import type { EpisodeRecord } from '../trace/episode.ts';
 import type { TraceRecord } from '../trace/trace-schema.ts';
 import type { ViewerRun } from './run-directory.ts';
@@ -110,7 +110,7 @@ export const ViewerIndexSchema = z.object({
     calls: z.number().int(),
     failedCalls: z.number().int(),
     tokens: TokenTotalsSchema,
-    /** Wall time from the first episode's start to the last one's end. */
+    /** Time during which at least one episode ran (union of episode intervals: a resume's idle gap is not counted). */
     wallMs: z.number().nullable(),
     episodeMsMean: z.number().nullable(),
   }),
@@ -397,8 +397,7 @@ export function buildRunIndex(run: ViewerRun): ViewerIndex {
   const rows: EpisodeRow[] = [];
   const tasks = new Set<string>();
   const envs = new Set<string>();
-  let first = Number.POSITIVE_INFINITY;
-  let last = Number.NEGATIVE_INFINITY;
+  const intervals: { start: number; end: number | null }[] = [];
   let durationSum = 0;
   let durationN = 0;
   run.episodes.forEach(({ record }, i) => {
@@ -407,16 +406,15 @@ export function buildRunIndex(run: ViewerRun): ViewerIndex {
     totals.traces += record.traces.length;
     tasks.add(record.task.key);
     envs.add(record.env.id);
-    first = Math.min(first, record.startedAt);
+    intervals.push({ start: record.startedAt, end: record.endedAt });
     if (record.endedAt !== null) {
-      last = Math.max(last, record.endedAt);
       durationSum += record.endedAt - record.startedAt;
       durationN++;
     }
   });
   for (const role of roles.values()) mergeTokens(totals.tokens, role.tokens);
   totals.tasks = tasks.size;
-  totals.wallMs = Number.isFinite(first) && Number.isFinite(last) ? last - first : null;
+  totals.wallMs = durationN ? activeMs(intervals) : null;
   totals.episodeMsMean = durationN ? durationSum / durationN : null;
   return {
     version: 1,
