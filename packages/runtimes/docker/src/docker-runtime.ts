@@ -116,7 +116,9 @@ export class DockerRuntime implements Runtime {
       name: `troupe-${id}`,
       Image: image,
       Entrypoint: ['/bin/sh', '-c'],
-      Cmd: ['trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
+      // A fixed PATH: after killAll() restarts the container, a `sleep` the solver planted earlier
+      // on the image's PATH must not become the container's keep-alive process.
+      Cmd: ['PATH=/usr/sbin:/usr/bin:/sbin:/bin; trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
       WorkingDir: workdir,
       Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
       Labels: {

@@ -81,7 +81,8 @@ export class DockerSandbox implements Sandbox {
   }
 
   exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const argv = typeof command === 'string' ? ['sh', '-c', command] : command;
+    // A shell string runs `/bin/sh` by absolute path: an `sh` planted earlier on PATH never runs it.
+    const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
     if (argv.length === 0) return Promise.reject(new SandboxError('exec needs a command (empty argv)'));
     const sequence = ++this.execCount;
     return this.wrap('exec', async () => {
@@ -107,7 +108,7 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  readFile(path: string): Promise<Uint8Array> {
+  readFile(path: string, options: { maxBytes?: number } = {}): Promise<Uint8Array> {
     return this.wrap('readFile', async () => {
       let target = this.resolve(path);
       for (let hop = 0; hop <= MAX_SYMLINK_HOPS; hop++) {
@@ -119,7 +120,14 @@ export class DockerSandbox implements Sandbox {
             throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: no such file`, { cause: error });
           throw error;
         }
-        const { header, data } = await readFirstEntry(archive);
+        // The tar header is the stat: type and size are checked before any content is read.
+        let entry: Awaited<ReturnType<typeof readFirstEntry>>;
+        try {
+          entry = await readFirstEntry(archive, options);
+        } catch (error) {
+          throw new SandboxError(`cannot read ${path} in sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
+        }
+        const { header, data } = entry;
         if (header.type === 'file') return new Uint8Array(data);
         if (header.type === 'symlink' && header.linkname) {
           target = posix.resolve(posix.dirname(target), header.linkname);
@@ -179,6 +187,24 @@ export class DockerSandbox implements Sandbox {
       if (made.exitCode !== 0) throw new SandboxError(`cannot create ${directory} in sandbox ${this.id}: ${made.stderr.trim()}`);
       await this.container.putArchive(makeArchive(), { path: directory });
     }
+  }
+
+  /**
+   * Kills every process in the container — background jobs, `setsid` and double-fork escapes,
+   * daemons — by restarting it (SIGKILL, no grace): the filesystem stays as it was left, the
+   * keep-alive shell starts again, and a forwarder into the old network namespace is dropped.
+   */
+  killAll(): Promise<void> {
+    return this.wrap('killAll', async () => {
+      await this.forwarder?.close();
+      this.forwarder = undefined;
+      await this.container.kill({ signal: 'SIGKILL' }).catch((error: unknown) => {
+        // 409: the container is not running (already killed).
+        if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+      });
+      await this.container.wait({ condition: 'not-running' }).catch(() => undefined);
+      await this.container.start();
+    });
   }
 
   async alive(): Promise<boolean> {

@@ -55,11 +55,26 @@ async function collect(stream: AsyncIterable<unknown>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** The first entry of a tar stream: its header and, for a regular file, its bytes. */
-export async function readFirstEntry(archive: NodeJS.ReadableStream): Promise<{ header: tar.Header; data: Buffer }> {
+/**
+ * The first entry of a tar stream: its header and, for a regular file, its bytes. The header is
+ * looked at first: anything but a regular file, or a file larger than `maxBytes`, is returned
+ * (or refused) without reading a byte of its content, and the archive stream is closed.
+ */
+export async function readFirstEntry(
+  archive: NodeJS.ReadableStream,
+  options: { maxBytes?: number } = {},
+): Promise<{ header: tar.Header; data: Buffer }> {
   const extract = tar.extract();
   (archive as Readable).pipe(extract as unknown as NodeJS.WritableStream);
   for await (const item of extract) {
+    const tooLarge = options.maxBytes !== undefined && (item.header.size ?? 0) > options.maxBytes;
+    if (item.header.type !== 'file' || tooLarge) {
+      (archive as Readable).unpipe?.(extract);
+      extract.destroy();
+      (archive as Readable).destroy?.();
+      if (tooLarge) throw new SandboxError(`the file is ${item.header.size} bytes (limit ${options.maxBytes})`);
+      return { header: item.header, data: Buffer.alloc(0) };
+    }
     const data = await collect(item);
     (archive as Readable).unpipe?.(extract);
     extract.destroy();

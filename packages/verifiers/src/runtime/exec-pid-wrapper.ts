@@ -9,15 +9,28 @@ export const EXEC_PID_DIR = '/tmp/.troupe-exec';
  * also the group id killed on timeout or abort.
  */
 export function wrapWithPidFile(argv: string[], pidFile: string): string[] {
-  return ['sh', '-c', `{ mkdir -p ${EXEC_PID_DIR} && echo $$ > "$0"; } 2>/dev/null; exec "$@"`, pidFile, ...argv];
+  // `/bin/sh` by absolute path and the wrapper's own `mkdir` with a fixed PATH: an `sh` or `mkdir`
+  // planted earlier on the container's PATH is never run by the framework (only `"$@"` uses PATH).
+  return [
+    FRAMEWORK_SH,
+    '-c',
+    `{ PATH=${FRAMEWORK_PATH} mkdir -p ${EXEC_PID_DIR} && echo $$ > "$0"; } 2>/dev/null; exec "$@"`,
+    pidFile,
+    ...argv,
+  ];
 }
+
+/** The shell the framework's own container commands run, by absolute path. */
+export const FRAMEWORK_SH = '/bin/sh';
+/** `PATH` of the framework's own commands in a sandbox (never the sandbox's own PATH). */
+export const FRAMEWORK_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Shell command that SIGKILLs the process group recorded in `pidFile` (never group 1). */
 export function killCommand(pidFile: string): string[] {
   return [
-    'sh',
+    FRAMEWORK_SH,
     '-c',
-    `p=$(cat "${pidFile}" 2>/dev/null) && [ -n "$p" ] && [ "$p" != 1 ] && { kill -9 -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; rm -f "${pidFile}"; true`,
+    `PATH=${FRAMEWORK_PATH}; p=$(cat "${pidFile}" 2>/dev/null) && [ -n "$p" ] && [ "$p" != 1 ] && { kill -9 -"$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; rm -f "${pidFile}"; true`,
   ];
 }
 

@@ -131,7 +131,8 @@ export class LocalSandbox implements Sandbox {
 
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
     this.assertRunning('exec');
-    const argv = typeof command === 'string' ? ['sh', '-c', command] : command;
+    // A shell string runs `/bin/sh` by absolute path: an `sh` planted earlier on PATH never runs it.
+    const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
     if (argv.length === 0) throw new SandboxError('exec needs a command (empty argv)');
     const cwd = options.cwd === undefined ? this.workdir : await this.paths.real(options.cwd);
     const cwdStat = await stat(cwd).catch(() => undefined);

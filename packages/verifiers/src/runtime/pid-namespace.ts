@@ -57,10 +57,25 @@ export class PidNamespace {
     return holder.pid;
   }
 
-  /** `argv` run inside the namespace, in `cwd` (entering a mount namespace resets the directory). */
+  /**
+   * `argv` run inside the namespace, in `cwd`. Entering a mount namespace resets the directory,
+   * and nsenter's own `--wd` keeps a handle from the host's mounts (then `rename` and `link`
+   * between it and absolute paths fail with EXDEV), so `/bin/sh` changes directory inside first.
+   */
   wrap(argv: string[], cwd: string): string[] {
     const pid = this.ensure();
-    return [NSENTER, `--pid=/proc/${pid}/ns/pid_for_children`, `--mount=/proc/${pid}/ns/mnt`, `--wd=${cwd}`, '--', ...argv];
+    return [
+      NSENTER,
+      `--pid=/proc/${pid}/ns/pid_for_children`,
+      `--mount=/proc/${pid}/ns/mnt`,
+      '--',
+      '/bin/sh',
+      '-c',
+      'cd -- "$1" && shift && exec "$@"',
+      'sh',
+      cwd,
+      ...argv,
+    ];
   }
 
   /**

@@ -139,7 +139,7 @@ function judgeSuite(runtime: AgentConfig['runtime'] | undefined) {
     expect(episode.ok).toBe(false);
     expect(judge?.ok).toBe(false);
     expect(judge?.errors[0]).toMatchObject({ type: 'ParseError', stage: 'finalize' });
-    expect(judge?.errors[0]?.message).toMatch(/holds no verdict/);
+    expect(judge?.errors[0]?.message).toMatch(/is not JSON/);
     expect(solver.rewards.judge).toBeNull();
     expect(solver.metrics['judge/solved']).toBeNull();
   });
@@ -249,7 +249,7 @@ describe('agentic-judge on the local runtime', () => {
     });
     const { solver, judge } = byRole(episode);
     expect(judge?.errors[0]).toMatchObject({ type: 'ParseError' });
-    expect(judge?.errors[0]?.message).toMatch(/holds no verdict/);
+    expect(judge?.errors[0]?.message).toMatch(/is not JSON/);
     expect(solver.rewards.judge).toBeNull();
   });
 

@@ -7,7 +7,7 @@ import { Task } from '../../task/task.ts';
 import type { Trace } from '../../trace/trace.ts';
 import { type ArtifactReport, restoreArtifacts } from './artifacts.ts';
 import { type JudgeMode, judgePrompt } from './judge-prompt.ts';
-import { type JudgePaths, judgePaths, prepareJudgeWorkspace, verdictText } from './judge-workspace.ts';
+import { type JudgePaths, judgeFinalReply, judgePaths, prepareJudgeWorkspace, verdictText } from './judge-workspace.ts';
 import {
   DEFAULT_RUBRIC,
   judgeScore,
@@ -113,7 +113,7 @@ function judgeTask(options: {
         // The verdict channel is the judge's own final reply, recorded by interception from the
         // model's response: nothing that runs in a sandbox (the solver's code, leftovers, an
         // armed artifact the judge runs) can write it. No file is read as a verdict.
-        const verdicts = parseVerdicts({ text: verdictText(trace.lastReply), rubric: config.rubric });
+        const verdicts = parseVerdicts({ text: verdictText(judgeFinalReply(trace)), rubric: config.rubric });
         const info: JudgeVerdictInfo = {
           verdicts: verdicts.map(({ weight: _weight, ...rest }) => rest),
           score: judgeScore(verdicts),

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { ParseError, SandboxError } from '../../errors/troupe-error.ts';
+import { contentText } from '../../model/messages.ts';
 import type { Sandbox } from '../../runtime/runtime.ts';
+import type { Trace } from '../../trace/trace.ts';
 
 /** Where the judge's files live, as commands in the sandbox see them. */
 export interface JudgePaths {
@@ -78,12 +80,15 @@ export const MAX_VERDICT_CHARS = 256 * 1024;
  * after the fence is a `ParseError` on the judge's trace (never a 0).
  */
 export function verdictText(reply: string): string {
-  const text = reply.trim();
+  // Only ASCII whitespace is trimmed: String.trim() would also drop a BOM or NBSP, which the
+  // strict parser must see (and refuse) instead.
+  const text = reply.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
   if (!text) throw new ParseError('the judge gave no final reply, so there is no verdict');
   if (text.length > MAX_VERDICT_CHARS) {
     throw new ParseError(`the judge's final reply is ${text.length} characters (limit ${MAX_VERDICT_CHARS})`);
   }
-  if (text.startsWith('{')) return text;
+  // No fence: the whole reply must be the JSON object (the strict parser refuses anything else).
+  if (!text.includes('```')) return text;
   const fences = [...text.matchAll(/```(?:json)?[ \t]*\n([\s\S]*?)\n[ \t]*```/g)];
   if (fences.length === 0) {
     throw new ParseError('the judge\'s final reply holds no verdict: reply with one JSON object {"verdicts": [...]}');
@@ -94,5 +99,19 @@ export function verdictText(reply: string): string {
   if (text.slice(fence.index + fence[0].length).trim()) {
     throw new ParseError("text follows the judge's verdict; the verdict must end the final reply");
   }
-  return (fence[1] as string).trim();
+  return (fence[1] as string).replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+}
+
+/**
+ * The judge's final reply, as the model produced it (untrimmed): the content of the last message
+ * of its trace, which must be an assistant message without tool calls. Interception recorded it
+ * from the model's response; no program in a sandbox can write it.
+ */
+export function judgeFinalReply(trace: Trace): string {
+  const last = trace.messages.at(-1);
+  if (!last || last.role !== 'assistant') {
+    throw new ParseError('the judge ended without a final reply, so there is no verdict');
+  }
+  if (last.toolCalls?.length) throw new ParseError('the judge ended on a tool call, not on a final reply with its verdict');
+  return contentText(last.content);
 }
