@@ -22,6 +22,10 @@ Usage:
   troupe validate [options]        check a config and print it resolved (no model calls)
   troupe view <run-dir> [--html FILE] [--port N]
                                    browse a run's episodes (or write one self-contained HTML file)
+  troupe export <run-dir> --format chat|sft|preference [--role R] [--where EXPR] [--tokens] [-o FILE]
+                                   traces as JSONL for TRL (troupe export --help)
+  troupe merge <run-dir>... --out DIR
+                                   merge shard runs (eval --shard i/n) into one run
 
 Eval options:
   -f, --config FILE      TOML or JSON config; CLI options override it
@@ -69,6 +73,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'eval' || command === 'validate') return evalCommand(rest, command === 'validate');
   if (command === 'view') return viewCommand(rest);
+  if (command === 'export') return (await import('./export-command.ts')).exportCommand(rest);
+  if (command === 'merge') return (await import('./merge-command.ts')).mergeCommand(rest);
   process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
   return 2;
 }
