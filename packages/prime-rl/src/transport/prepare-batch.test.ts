@@ -1,0 +1,159 @@
+import { decode } from '@msgpack/msgpack';
+import { describe, expect, it } from 'vitest';
+import { decodeMicroBatches, encodeMicroBatches, type WireMicroBatch, type WireSample } from './micro-batch.ts';
+import { balancedPartition, binCost, prepareBatch } from './prepare-batch.ts';
+
+function sample(length: number, options: { env?: string; prompt?: number; advantage?: number; id?: number } = {}): WireSample {
+  const prompt = options.prompt ?? Math.floor(length / 2);
+  const id = options.id ?? length;
+  return {
+    tokenIds: Array.from({ length }, (_, t) => 10 + ((id * 7 + t) % 50)),
+    mask: Array.from({ length }, (_, t) => t >= prompt),
+    logprobs: Array.from({ length }, (_, t) => (t >= prompt ? -0.25 : 0)),
+    temperatures: 0.7,
+    envName: options.env ?? 'kuhn-poker',
+    advantages: Array.from({ length }, (_, t) => (t >= prompt ? (options.advantage ?? 0.5) : 0)),
+  };
+}
+
+const lengthsOf = (grid: WireMicroBatch[][]) => grid.map((rank) => rank.map((batch) => batch.sequenceLengths));
+
+describe('prepareBatch', () => {
+  it('packs first-fit-decreasing: longest first, each into the first bin with room', () => {
+    const grid = prepareBatch({ samples: [3, 7, 5, 2, 4].map((n) => sample(n)), seqLen: 10, dataWorldSize: 1 });
+    // Sorted 7,5,4,3,2: 7→bin0, 5→bin1, 4→bin1, 3→bin0, 2→bin2? no: bin0 has 10, bin1 has 9, so 2 opens bin2.
+    expect(lengthsOf(grid)).toEqual([[[7, 3], [5, 4], [2]]]);
+  });
+
+  it('truncates a sample to seqLen and keeps every per-token list aligned', () => {
+    const [rank] = prepareBatch({ samples: [sample(12)], seqLen: 8, dataWorldSize: 1 });
+    const batch = rank![0]!;
+    expect(batch.inputIds).toHaveLength(8);
+    for (const list of [
+      batch.lossMask,
+      batch.advantages,
+      batch.inferenceLogprobs,
+      batch.positionIds,
+      batch.temperatures,
+      batch.envNames,
+    ]) {
+      expect(list).toHaveLength(8);
+    }
+    expect(batch.sequenceLengths).toEqual([8]);
+    expect(batch.positionIds).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it('splits the heaviest bins until the bin count is a multiple of the world size', () => {
+    // One bin [6,4] for W=1; W=2 splits it into [6] and [4].
+    expect(lengthsOf(prepareBatch({ samples: [sample(6), sample(4)], seqLen: 10, dataWorldSize: 1 }))).toEqual([[[6, 4]]]);
+    const grid = prepareBatch({ samples: [sample(6), sample(4)], seqLen: 10, dataWorldSize: 2 });
+    expect(grid.map((rank) => rank.length)).toEqual([1, 1]);
+    expect(grid.flatMap((rank) => rank.map((batch) => batch.sequenceLengths)).sort()).toEqual([[4], [6]]);
+  });
+
+  it('fills with zero-loss copies when bins cannot be split, so every rank has as many micro batches', () => {
+    const grid = prepareBatch({ samples: [sample(9), sample(8), sample(7)], seqLen: 10, dataWorldSize: 2 });
+    expect(grid.map((rank) => rank.length)).toEqual([2, 2]);
+    const all = grid.flat();
+    const fillers = all.filter((batch) => batch.lossMask.every((bit) => !bit));
+    expect(fillers).toHaveLength(1);
+    expect(fillers[0]!.advantages.every((a) => a === 0)).toBe(true);
+    // The filler copies the first bin (the 9-token sample).
+    expect(fillers[0]!.sequenceLengths).toEqual([9]);
+  });
+
+  it('pads to padToMultipleOf with token 1, mask false, temperature 1, env "" and positions from 0', () => {
+    const [rank] = prepareBatch({ samples: [sample(5), sample(4)], seqLen: 16, dataWorldSize: 1, padToMultipleOf: 8 });
+    const batch = rank![0]!;
+    expect(batch.inputIds).toHaveLength(16);
+    expect(batch.sequenceLengths).toEqual([5, 11]);
+    expect(batch.seqLens).toEqual([5, 11]);
+    expect(batch.inputIds.slice(9)).toEqual([1, 1, 1, 1, 1, 1, 1]);
+    expect(batch.positionIds).toEqual([0, 1, 2, 3, 4, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6]);
+    expect(batch.lossMask.slice(9).some(Boolean)).toBe(false);
+    expect(batch.temperatures.slice(9)).toEqual([1, 1, 1, 1, 1, 1, 1]);
+    expect(batch.envNames.slice(9)).toEqual(['', '', '', '', '', '', '']);
+    expect(batch.temperatures.slice(0, 9).every((t) => t === 0.7)).toBe(true);
+  });
+
+  it('balances ranks by estimated FLOPs, not token count, when given coefficients', () => {
+    // Four single-sample bins: 8, 8, 4+4 … with a quadratic term the long sequences weigh more.
+    const samples = [sample(8, { id: 1 }), sample(8, { id: 2 }), sample(2, { id: 3 }), sample(2, { id: 4 })];
+    const flat = prepareBatch({ samples, seqLen: 8, dataWorldSize: 2, cost: binCost({ linear: 1, quadratic: 10 }) });
+    const loads = flat.map((rank) =>
+      rank.reduce((sum, batch) => sum + binCost({ linear: 1, quadratic: 10 })(batch.sequenceLengths), 0),
+    );
+    expect(loads[0]).toBe(loads[1]);
+  });
+
+  it('refuses a trainable sample without advantages and the reserved env name "all"', () => {
+    const bad = { ...sample(4), advantages: null };
+    expect(() => prepareBatch({ samples: [bad], seqLen: 8, dataWorldSize: 1 })).toThrow(/samples\[0\].*no advantages/);
+    expect(() => prepareBatch({ samples: [sample(4, { env: 'all' })], seqLen: 8, dataWorldSize: 1 })).toThrow(/reserved/);
+    const short = { ...sample(4), logprobs: [0, 0] };
+    expect(() => prepareBatch({ samples: [short], seqLen: 8, dataWorldSize: 1 })).toThrow(/samples\[0\]\.logprobs: has 2/);
+  });
+
+  it('gives every rank an empty list for an empty step', () => {
+    expect(prepareBatch({ samples: [], seqLen: 8, dataWorldSize: 3 })).toEqual([[], [], []]);
+  });
+});
+
+describe('balancedPartition', () => {
+  it('finds the perfect split Karmarkar–Karp with swaps can reach', () => {
+    const weights = [8, 7, 6, 5, 4, 4];
+    const parts = balancedPartition(weights, 2);
+    const loads = parts.map((part) => part.reduce((sum, index) => sum + weights[index]!, 0));
+    expect(loads).toEqual([17, 17]);
+    expect(parts.map((part) => part.length)).toEqual([3, 3]);
+    expect(parts.flat().sort()).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('is deterministic and sorts each partition by index', () => {
+    const weights = Array.from({ length: 24 }, (_, i) => ((i * 37) % 11) + 1);
+    const a = balancedPartition(weights, 4);
+    expect(balancedPartition(weights, 4)).toEqual(a);
+    for (const part of a) expect([...part].sort((x, y) => x - y)).toEqual(part);
+    const loads = a.map((part) => part.reduce((sum, index) => sum + weights[index]!, 0));
+    expect(Math.max(...loads) - Math.min(...loads)).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('encodeMicroBatches', () => {
+  it('writes each MicroBatch as a msgpack array in field order, floats as float64, trailing defaults omitted', () => {
+    const grid = prepareBatch({ samples: [sample(4, { advantage: 1 })], seqLen: 8, dataWorldSize: 1 });
+    const bytes = encodeMicroBatches(grid[0]!);
+    const raw = decode(bytes) as unknown[][];
+    expect(raw).toHaveLength(1);
+    const fields = raw[0]!;
+    expect(fields).toHaveLength(9);
+    expect(fields[0]).toEqual(grid[0]![0]!.inputIds);
+    expect(fields[1]).toEqual([false, false, true, true]);
+    expect(fields[2]).toEqual([0, 0, 1, 1]);
+    expect(fields[5]).toEqual([4]);
+    expect(fields[7]).toEqual(['kuhn-poker', 'kuhn-poker', 'kuhn-poker', 'kuhn-poker']);
+    expect(fields[8]).toEqual([4]);
+    // Advantage 0 is written as float64 (0xcb + 8 bytes), as msgspec does for list[float], never as int 0.
+    const hex = Buffer.from(bytes).toString('hex');
+    expect(hex).toContain(`94cb${'0'.repeat(16)}cb${'0'.repeat(16)}cb3ff0000000000000cb3ff0000000000000`);
+  });
+
+  it('writes nil for an absent field before a present one, and decodes back to the same batches', () => {
+    const withWeights: WireSample = { ...sample(4), rlWeights: [0, 0, 1, 0.5] };
+    const grid = prepareBatch({ samples: [withWeights, sample(3)], seqLen: 8, dataWorldSize: 1 });
+    const raw = decode(encodeMicroBatches(grid[0]!)) as unknown[][];
+    expect(raw[0]).toHaveLength(14);
+    expect(raw[0]!.slice(9, 13)).toEqual([null, null, null, null]);
+    expect(raw[0]![13]).toEqual([0, 0, 1, 0.5, 1, 1, 1]);
+    const decoded = decodeMicroBatches({ bytes: encodeMicroBatches(grid[0]!) });
+    expect(decoded).toEqual(grid[0]);
+  });
+
+  it('decoding names the micro batch and field of a misaligned list', () => {
+    const grid = prepareBatch({ samples: [sample(4)], seqLen: 8, dataWorldSize: 1 });
+    const broken = { ...grid[0]![0]!, temperatures: [1, 1] };
+    expect(() => decodeMicroBatches({ bytes: encodeMicroBatches([broken]), source: 'rank_0.bin' })).toThrow(
+      'rank_0.bin micro_batches[0].temperatures: has 2 entries, input_ids has 4',
+    );
+  });
+});

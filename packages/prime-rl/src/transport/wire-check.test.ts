@@ -1,0 +1,125 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FilesystemRolloutSender, readRollouts, rolloutRankPath } from './filesystem.ts';
+import { encodeMicroBatches, type WireSample } from './micro-batch.ts';
+import { prepareBatch } from './prepare-batch.ts';
+
+const PYTHON = '/usr/bin/python3';
+const CHECKER = resolve(import.meta.dirname, '../../../../tooling/wire-check/check_rollouts.py');
+const hasMsgpack = spawnSync(PYTHON, ['-c', 'import msgpack'], { stdio: 'ignore' }).status === 0;
+if (!hasMsgpack) {
+  console.warn(`wire-check: skipped, ${PYTHON} lacks msgpack (apt-get install -y python3-msgpack)`);
+}
+
+function check(dir: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(PYTHON, [CHECKER, dir, ...args], { encoding: 'utf8' });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** A step of samples shaped like self-play rollouts: a prompt, a sampled reply, two envs, varied lengths. */
+function stepSamples(step: number, count: number): WireSample[] {
+  return Array.from({ length: count }, (_, i) => {
+    const length = 5 + ((i * 13 + step * 7) % 60);
+    const prompt = Math.max(1, Math.floor(length * 0.6));
+    const trainable = i % 5 !== 0;
+    return {
+      tokenIds: Array.from({ length }, (_, t) => 2 + ((i + t) % 97)),
+      mask: Array.from({ length }, (_, t) => trainable && t >= prompt),
+      logprobs: Array.from({ length }, (_, t) => (t >= prompt ? -0.1 - (t % 3) * 0.2 : 0)),
+      temperatures: Array.from({ length }, (_, t) => (t >= prompt ? 0.8 : 1)),
+      envName: i % 2 === 0 ? 'kuhn-poker' : 'proposer-solver',
+      advantages: Array.from({ length }, (_, t) => (trainable && t >= prompt ? (i % 3) - 1 + 0.25 : 0)),
+    };
+  });
+}
+
+describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msgpack)', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'troupe-wire-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('accepts every rank file our packer wrote over three 1-indexed steps', async () => {
+    const sender = new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 2 });
+    for (const step of [1, 2, 3]) {
+      const microBatches = prepareBatch({ samples: stepSamples(step, 40), seqLen: 128, dataWorldSize: 2, padToMultipleOf: 8 });
+      await sender.send({ step, microBatches });
+    }
+    expect((await readdir(join(dir, 'rollouts', 'step_1'))).sort()).toEqual(['rank_0.bin', 'rank_1.bin']);
+    const result = check(dir, ['--seq-len', '128', '--pad-to-multiple-of', '8', '--world-size', '2']);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^step_1: 2 ranks x \d+ micro batches$/m);
+    expect(result.stdout).toMatch(/ok: steps=3 micro_batches=\d+ tokens=\d+ trained_tokens=\d+ samples=120\n$/);
+    // Our own reader decodes the same files.
+    const rank1 = await readRollouts({ outputDir: dir, step: 3, rank: 1 });
+    expect(rank1.length).toBeGreaterThan(0);
+  });
+
+  it('accepts truncated samples (none longer than seqLen) and a zero-loss filler', async () => {
+    const samples = stepSamples(1, 3).map((s, i) => (i === 0 ? { ...s, tokenIds: [...s.tokenIds, ...s.tokenIds] } : s));
+    const fixed = samples.map((s) => ({
+      ...s,
+      mask: s.tokenIds.map((_, t) => s.mask[t] ?? true),
+      logprobs: s.tokenIds.map((_, t) => s.logprobs[t] ?? -1),
+      advantages: s.tokenIds.map((_, t) => ((s.mask[t] ?? true) ? 0.5 : 0)),
+      temperatures: 1,
+    }));
+    await new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 4 }).send({
+      step: 1,
+      microBatches: prepareBatch({ samples: fixed, seqLen: 16, dataWorldSize: 4 }),
+    });
+    const result = check(dir, ['--seq-len', '16', '--world-size', '4']);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+
+  it('fails a run whose ranks differ in micro batches, whose mask covers padding, or whose sample exceeds seqLen', async () => {
+    const grid = prepareBatch({ samples: stepSamples(1, 20), seqLen: 64, dataWorldSize: 2, padToMultipleOf: 8 });
+    await new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 2 }).send({ step: 1, microBatches: grid });
+    // Rank 1 loses a micro batch.
+    await writeFile(rolloutRankPath({ outputDir: dir, step: 1, rank: 1 }), encodeMicroBatches(grid[1]!.slice(1)));
+    let result = check(dir, []);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/ranks hold different numbers of micro batches/);
+
+    // The mask covers a padding token.
+    const padded = grid[0]!.find((batch) => batch.positionIds.at(-1) !== batch.sequenceLengths.at(-1)! - 1)!;
+    expect(padded).toBeDefined();
+    const broken = { ...padded, lossMask: padded.lossMask.map((bit, t) => bit || t === padded.lossMask.length - 1) };
+    await writeFile(rolloutRankPath({ outputDir: dir, step: 1, rank: 1 }), encodeMicroBatches(grid[1]!));
+    await writeFile(
+      rolloutRankPath({ outputDir: dir, step: 1, rank: 0 }),
+      encodeMicroBatches(grid[0]!.map((b) => (b === padded ? broken : b))),
+    );
+    result = check(dir, []);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/loss_mask true on padding/);
+
+    // A sample longer than the seqLen the checker is told.
+    await writeFile(rolloutRankPath({ outputDir: dir, step: 1, rank: 0 }), encodeMicroBatches(grid[0]!));
+    result = check(dir, ['--seq-len', '8']);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/more than seq_len 8/);
+  });
+
+  it('fails a step numbered from 0 and a leftover temporary file', async () => {
+    const grid = prepareBatch({ samples: stepSamples(1, 4), seqLen: 64, dataWorldSize: 1 });
+    await new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 1 }).send({ step: 0, microBatches: grid });
+    await writeFile(join(dir, 'rollouts', 'step_0', 'rank_0.bin.tmp'), '');
+    const result = check(dir, []);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/1-indexed/);
+    expect(result.stderr).toMatch(/temporary files left behind/);
+  });
+});
+
+it('the checker is plain Python 3 that at least parses', () => {
+  execFileSync(PYTHON, ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read())', CHECKER]);
+});

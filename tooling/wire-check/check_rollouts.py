@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Checks a run's rollout files against prime-rl's MicroBatch wire and the trainer's invariants.
+
+Usage: check_rollouts.py <output_dir> [--seq-len N] [--pad-to-multiple-of M] [--world-size W]
+
+Decodes every <output_dir>/rollouts/step_<N>/rank_<r>.bin with plain msgpack (as msgspec's
+array_like MicroBatch: a list of arrays, fields in declaration order, trailing defaults omitted)
+and checks, per step:
+  - every rank holds the same number of micro batches, ranks are 0..W-1;
+  - every per-token list is as long as input_ids;
+  - sequence_lengths and seq_lens each sum to len(input_ids);
+  - position_ids restart at 0 at every sample boundary and count up inside a sample (the
+    padding appended to the last sample restarts once more at 0);
+  - loss_mask is true only where a sampled token can be: never on padding, never where
+    inference_logprobs is 0 on a prompt token, and a mask-true token has a finite advantage;
+  - env_names are strings per token, "all" never appears, padding has "";
+  - no sample (sequence length minus padding) is longer than --seq-len;
+  - temperatures are positive;
+  - the token count of every micro batch is a multiple of --pad-to-multiple-of.
+Prints one line per step and "ok: ..." at the end; exits 1 with every violation listed.
+Only the Python standard library and python3-msgpack are needed (Debian packages it).
+"""
+
+import argparse
+import math
+import os
+import re
+import sys
+
+import msgpack
+
+FIELDS = [
+    "input_ids",
+    "loss_mask",
+    "advantages",
+    "inference_logprobs",
+    "position_ids",
+    "sequence_lengths",
+    "temperatures",
+    "env_names",
+    "seq_lens",
+    "ref_logprobs",
+    "routed_experts",
+    "mm_kwargs",
+    "mm_token_type_ids",
+    "rl_weights",
+    "ce_weights",
+    "ref_kl_weights",
+]
+REQUIRED = 9
+PER_TOKEN = [
+    "loss_mask",
+    "advantages",
+    "inference_logprobs",
+    "position_ids",
+    "temperatures",
+    "env_names",
+    "ref_logprobs",
+    "mm_token_type_ids",
+    "rl_weights",
+    "ce_weights",
+    "ref_kl_weights",
+]
+
+
+def as_struct(raw, where, errors):
+    if not isinstance(raw, (list, tuple)):
+        errors.append(f"{where}: a MicroBatch must be a msgpack array (array_like), got {type(raw).__name__}")
+        return None
+    if not REQUIRED <= len(raw) <= len(FIELDS):
+        errors.append(f"{where}: {len(raw)} fields, expected {REQUIRED}..{len(FIELDS)}")
+        return None
+    batch = {name: None for name in FIELDS}
+    for name, value in zip(FIELDS, raw):
+        batch[name] = value
+    for name in FIELDS[:REQUIRED]:
+        if not isinstance(batch[name], list):
+            errors.append(f"{where}.{name}: required list, got {type(batch[name]).__name__}")
+            return None
+    return batch
+
+
+def check_micro_batch(batch, where, args, errors):
+    n = len(batch["input_ids"])
+    for name in PER_TOKEN:
+        values = batch[name]
+        if values is not None and len(values) != n:
+            errors.append(f"{where}.{name}: {len(values)} entries, input_ids has {n}")
+            return
+    if not all(isinstance(t, int) and t >= 0 for t in batch["input_ids"]):
+        errors.append(f"{where}.input_ids: not all non-negative integers")
+    if not all(isinstance(b, bool) for b in batch["loss_mask"]):
+        errors.append(f"{where}.loss_mask: not all booleans")
+    for name in ("advantages", "inference_logprobs", "temperatures"):
+        if not all(isinstance(v, float) for v in batch[name]):
+            errors.append(f"{where}.{name}: not all msgpack floats (msgspec writes float64)")
+    for name in ("sequence_lengths", "seq_lens"):
+        total = sum(batch[name])
+        if total != n:
+            errors.append(f"{where}.{name}: sums to {total}, input_ids has {n}")
+            return
+    if args.pad_to_multiple_of > 1 and n % args.pad_to_multiple_of != 0:
+        errors.append(f"{where}: {n} tokens is not a multiple of {args.pad_to_multiple_of}")
+
+    positions = batch["position_ids"]
+    mask = batch["loss_mask"]
+    envs = batch["env_names"]
+    logprobs = batch["inference_logprobs"]
+    advantages = batch["advantages"]
+    lengths = batch["sequence_lengths"]
+    start = 0
+    for index, length in enumerate(lengths):
+        if length <= 0:
+            errors.append(f"{where}.sequence_lengths[{index}]: {length} (must be positive)")
+            return
+        segment = positions[start : start + length]
+        if segment[0] != 0:
+            errors.append(f"{where}: sample {index} starts at position {segment[0]}, not 0")
+        # Inside a sample positions count up; only the last sample may restart once (its padding).
+        restarts = [t for t in range(1, length) if segment[t] != segment[t - 1] + 1]
+        last = index == len(lengths) - 1
+        padding = 0
+        if restarts:
+            if not last or len(restarts) > 1 or segment[restarts[0]] != 0:
+                errors.append(f"{where}: positions of sample {index} do not count up from 0 (break at {restarts})")
+            else:
+                padding = length - restarts[0]
+                pad = range(start + restarts[0], start + length)
+                if any(mask[t] for t in pad):
+                    errors.append(f"{where}: loss_mask true on padding of sample {index}")
+                if any(envs[t] != "" for t in pad):
+                    errors.append(f"{where}: padding of sample {index} has a non-empty env name")
+                if any(advantages[t] != 0.0 for t in pad):
+                    errors.append(f"{where}: padding of sample {index} has a non-zero advantage")
+        real = length - padding
+        if args.seq_len is not None and real > args.seq_len:
+            errors.append(f"{where}: sample {index} has {real} tokens, more than seq_len {args.seq_len}")
+        names = set(envs[start : start + real])
+        if len(names) != 1 or "" in names:
+            errors.append(f"{where}: sample {index} env names {sorted(names)} (one non-empty name per sample)")
+        start += length
+
+    for t in range(n):
+        if not isinstance(envs[t], str):
+            errors.append(f"{where}.env_names[{t}]: not a string")
+            break
+        if envs[t] == "all":
+            errors.append(f"{where}.env_names[{t}]: 'all' is reserved")
+            break
+    for t in range(n):
+        if mask[t] and (not math.isfinite(advantages[t]) or logprobs[t] > 0.0):
+            errors.append(f"{where}: masked token {t} has advantage {advantages[t]} / logprob {logprobs[t]}")
+            break
+        if not mask[t] and advantages[t] != 0.0:
+            errors.append(f"{where}: token {t} is off the loss mask but has advantage {advantages[t]}")
+            break
+    for t, temperature in enumerate(batch["temperatures"]):
+        if not temperature > 0.0:
+            errors.append(f"{where}.temperatures[{t}]: {temperature} (must be > 0)")
+            break
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output_dir")
+    parser.add_argument("--seq-len", type=int, default=None)
+    parser.add_argument("--pad-to-multiple-of", type=int, default=1)
+    parser.add_argument("--world-size", type=int, default=None)
+    args = parser.parse_args()
+
+    rollouts = os.path.join(args.output_dir, "rollouts")
+    if not os.path.isdir(rollouts):
+        print(f"error: {rollouts} does not exist", file=sys.stderr)
+        return 1
+    steps = sorted(int(m.group(1)) for m in (re.fullmatch(r"step_(\d+)", d) for d in os.listdir(rollouts)) if m)
+    errors = []
+    if not steps:
+        errors.append(f"{rollouts}: no step_<N> directories")
+    if steps and steps[0] < 1:
+        errors.append(f"{rollouts}: step_{steps[0]} (steps are 1-indexed)")
+    totals = {"steps": 0, "micro_batches": 0, "tokens": 0, "trained_tokens": 0, "samples": 0}
+    for step in steps:
+        step_dir = os.path.join(rollouts, f"step_{step}")
+        names = os.listdir(step_dir)
+        leftovers = [name for name in names if name.endswith(".tmp")]
+        if leftovers:
+            errors.append(f"step_{step}: temporary files left behind: {leftovers}")
+        ranks = sorted(int(m.group(1)) for m in (re.fullmatch(r"rank_(\d+)\.bin", name) for name in names) if m)
+        if ranks != list(range(len(ranks))) or not ranks:
+            errors.append(f"step_{step}: rank files {ranks} are not rank_0..rank_{len(ranks) - 1}")
+        if args.world_size is not None and len(ranks) != args.world_size:
+            errors.append(f"step_{step}: {len(ranks)} rank files, expected {args.world_size}")
+        counts = []
+        for rank in ranks:
+            path = os.path.join(step_dir, f"rank_{rank}.bin")
+            with open(path, "rb") as f:
+                try:
+                    value = msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
+                except Exception as error:  # noqa: BLE001
+                    errors.append(f"{path}: not msgpack ({error})")
+                    continue
+            if not isinstance(value, list):
+                errors.append(f"{path}: expected list[MicroBatch], got {type(value).__name__}")
+                continue
+            counts.append(len(value))
+            for index, raw in enumerate(value):
+                where = f"step_{step}/rank_{rank}[{index}]"
+                batch = as_struct(raw, where, errors)
+                if batch is None:
+                    continue
+                check_micro_batch(batch, where, args, errors)
+                totals["micro_batches"] += 1
+                totals["tokens"] += len(batch["input_ids"])
+                totals["trained_tokens"] += sum(1 for b in batch["loss_mask"] if b)
+                totals["samples"] += len(batch["sequence_lengths"])
+        if len(set(counts)) > 1:
+            errors.append(f"step_{step}: ranks hold different numbers of micro batches {counts}")
+        totals["steps"] += 1
+        print(f"step_{step}: {len(ranks)} ranks x {counts[0] if counts else 0} micro batches")
+    if errors:
+        for error in errors[:200]:
+            print(f"FAIL {error}", file=sys.stderr)
+        print(f"{len(errors)} violation(s)", file=sys.stderr)
+        return 1
+    print("ok: " + " ".join(f"{key}={value}" for key, value in totals.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
