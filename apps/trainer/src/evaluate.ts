@@ -1,8 +1,7 @@
-import { exportOnnx, loadCheckpoint, PolicyModelClient, WordTokenizer } from '@troupe/prime-rl';
+import { exportOnnx, loadCheckpoint, PolicyConfigSchema, PolicyModelClient, WordTokenizer } from '@troupe/prime-rl';
 import { Env, kuhnEquilibrium, kuhnPokerEnv, kuhnTaskset, type ModelClient, uniformKuhnPolicy } from '@troupe/verifiers';
-import { TrainRunConfigSchema } from './config.ts';
 import { registerGameRuntime } from './game-runtime.ts';
-import { kuhnPolicyConfig } from './kuhn-policy.ts';
+import type { RunConfig } from './run-config.ts';
 import { SeatRouterClient, TablePolicyClient } from './table-client.ts';
 
 export interface SeatResult {
@@ -34,16 +33,17 @@ function summarize(values: number[]): SeatResult {
 export async function evaluateCheckpoint(options: { checkpoint: string; hands: number; seed: number }): Promise<MatchResult[]> {
   registerGameRuntime();
   const ckpt = await loadCheckpoint({ dir: options.checkpoint });
-  const loop = ckpt.state.loop as { config: unknown; tokenizer: unknown };
-  const config = TrainRunConfigSchema.parse(loop.config);
-  const tokenizer = WordTokenizer.fromJSON(loop.tokenizer);
-  const policy = kuhnPolicyConfig({
-    tokenizer,
-    maxTokens: config.sampling.maxTokens,
-    ...config.policy,
-    seed: config.seed,
-    prompts: config.prompts,
-  });
+  const run = ckpt.state.run as { config: RunConfig; tokenizer: unknown; policy: unknown };
+  const tokenizer = WordTokenizer.fromJSON(run.tokenizer);
+  const policy = PolicyConfigSchema.parse(run.policy);
+  const source = run.config.train.source.find((s) => s.env === 'kuhn-poker');
+  if (!source) throw new Error(`${options.checkpoint}: not a Kuhn poker run`);
+  const kuhn = source.options as { prompts?: 'rules' | 'compact' | 'pass-bet'; invalidRetries?: number };
+  const config = {
+    prompts: kuhn.prompts ?? 'rules',
+    invalidRetries: kuhn.invalidRetries ?? 1,
+    sampling: { temperature: run.config.policy.temperature, maxTokens: run.config.policy.maxTokens },
+  };
   const trained = await PolicyModelClient.create({
     tokenizer,
     config: policy,

@@ -3,39 +3,51 @@
 // policy, forfeit rate, player-0 payoff per hand) to paste in the README.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type TrainRunConfigInput, TrainRunConfigSchema } from './config.ts';
-import { readMetrics, train } from './loop.ts';
+import { DEFAULT_CONFIG } from './default-config.ts';
+import { readMetrics, train } from './run.ts';
+import { applySet, readRunConfigFile } from './run-config.ts';
 
-const defaults = TrainRunConfigSchema.parse({});
+const base = await readRunConfigFile(DEFAULT_CONFIG);
 const { values } = parseArgs({
   options: {
-    'max-steps': { type: 'string', default: String(defaults.maxSteps) },
+    'max-steps': { type: 'string', default: String(base.maxSteps) },
     out: { type: 'string', default: 'runs/experiment-kuhn' },
     seeds: { type: 'string', default: '0,1,2' },
   },
 });
 let handsPerRun = 0;
-const arms: [string, TrainRunConfigInput['algorithm']][] = [
-  ['RAE (per-role EMA baseline)', { type: 'rae', decay: 0.95 } as never],
-  ['GRPO (roles pooled)', { type: 'grpo' } as never],
-  // No baseline = REINFORCE on the raw payoff (A = r): RAE whose baseline starts at 0 and
-  // essentially never moves (decay 0.999999; decay 1 is refused by the RAE config).
-  ['No baseline (REINFORCE)', { type: 'rae', decay: 0.999999 } as never],
+const arms: [string, string][] = [
+  ['RAE (per-role EMA baseline)', '{"type":"rae","decay":0.95}'],
+  ['GRPO (roles pooled)', '{"type":"grpo"}'],
+  // No baseline = REINFORCE on the raw payoff (A = r): RAE whose baseline essentially never moves.
+  ['No baseline (REINFORCE)', '{"type":"rae","decay":0.999999}'],
 ];
 const seeds = values.seeds.split(',').map(Number);
+const key = (k: string) => `train/kuhn-poker/${k}`;
 const rows: string[] = [];
 for (const [name, algorithm] of arms) {
   const finals: { nc: number; nca: number; forfeit: number; p0: number }[] = [];
   for (const seed of seeds) {
     const out = join(values.out, `${name.split(' ')[0]?.toLowerCase()}-${seed}`);
-    const r = await train({ config: { seed, maxSteps: Number(values['max-steps']), algorithm }, out });
-    handsPerRun = r.hands;
+    const config = structuredClone(base);
+    applySet(config, `seed=${seed}`);
+    applySet(config, `max_steps=${values['max-steps']}`);
+    applySet(config, `train.source.0.algorithm=${algorithm}`);
+    const r = await train({ config, out });
+    handsPerRun = r.episodes;
     const metrics = await readMetrics(out);
     const tail = metrics.slice(-10);
     const mean = (k: string) => tail.reduce((a, m) => a + Number(m[k] ?? 0), 0) / tail.length;
-    finals.push({ nc: r.nashConv, nca: r.nashConvAverage, forfeit: mean('forfeit_rate'), p0: mean('player0_payoff') });
+    const nc = Number(r.last['eval/kuhn-poker/nash_conv']);
+    const nca = Number(r.last['eval/kuhn-poker/nash_conv_average']);
+    finals.push({
+      nc,
+      nca,
+      forfeit: mean(key('player0/metric/forfeit/mean')) + mean(key('player1/metric/forfeit/mean')),
+      p0: mean(key('player0/reward/mean')),
+    });
     console.log(
-      `${name} seed ${seed}: NashConv ${r.nashConv.toFixed(4)} (average ${r.nashConvAverage.toFixed(4)}), ${r.hands} hands, ${r.seconds.toFixed(0)} s`,
+      `${name} seed ${seed}: NashConv ${nc.toFixed(4)} (average ${nca.toFixed(4)}), ${r.episodes} hands, ${r.seconds.toFixed(0)} s`,
     );
   }
   const m = (f: (x: (typeof finals)[number]) => number) => {

@@ -1,6 +1,5 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { KUHN_INFO_SETS, type KuhnPolicyTable, kuhnEquilibrium } from '@troupe/verifiers';
 
 type Row = Record<string, number | string | null>;
 
@@ -61,80 +60,65 @@ function fmt(x: number): string {
 function series(rows: Row[], key: string, name: string, color: string): Series {
   const points: [number, number][] = [];
   for (const r of rows) {
-    const x = r.hands;
+    const x = r.step;
     const y = r[key];
     if (typeof x === 'number' && typeof y === 'number' && Number.isFinite(y)) points.push([x, y]);
   }
   return { name, color, points };
 }
 
-/** Writes `<out>/report.html` from `metrics.jsonl` and the policy tables: self-contained, inline SVG. */
+/** Numeric series of the rows, in first-seen order (`step` excluded). */
+export function seriesKeys(rows: readonly Row[]): string[] {
+  const keys = new Set<string>();
+  for (const r of rows) for (const [k, v] of Object.entries(r)) if (k !== 'step' && typeof v === 'number') keys.add(k);
+  return [...keys];
+}
+
+/**
+ * Writes `<out>/report.html` from `metrics.jsonl`: headline charts (reward per source and role,
+ * every evaluator metric), then one chart per metric series, picked in the page; the
+ * evaluators' JSON artifacts (e.g. a policy table) are shown as they are. Self-contained.
+ */
 export async function writeReport(options: { out: string }): Promise<string> {
   const text = await readFile(join(options.out, 'metrics.jsonl'), 'utf8');
   const rows = text
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Row);
-  const read = async (name: string) => {
-    try {
-      return JSON.parse(await readFile(join(options.out, name), 'utf8')) as KuhnPolicyTable;
-    } catch {
-      return null;
-    }
-  };
-  const table = await read('policy-table.json');
-  const average = await read('policy-table-average.json');
+  const keys = seriesKeys(rows);
   const last = rows.at(-1) ?? {};
-  const eq = kuhnEquilibrium(1 / 6);
-  const tableHtml = `<table><tr><th>info set</th><th>P(bet/call) last</th><th>average</th><th>equilibrium (α=1/6; J, K, Qpb depend on α)</th></tr>${KUHN_INFO_SETS.map(
-    (k) =>
-      `<tr><td>${k}</td><td>${table ? table[k][1].toFixed(3) : '–'}</td><td>${average ? average[k][1].toFixed(3) : '–'}</td><td>${eq[k][1].toFixed(3)}</td></tr>`,
-  ).join('')}</table>`;
-  const roleKeys = Object.keys(last).filter((k) => /reward\/mean$/.test(k));
-  const charts = [
+  const color = (i: number) => COLORS[i % COLORS.length] as string;
+  const rewardKeys = keys.filter((k) => /^train\/.+\/reward\/mean$/.test(k));
+  const evalKeys = keys.filter((k) => k.startsWith('eval/'));
+  const headline = [
     svgChart({
-      title: 'NashConv (exact)',
-      xLabel: 'hands',
-      yMin: 0,
-      series: [
-        series(rows, 'nash_conv', 'last iterate', COLORS[0] as string),
-        series(rows, 'nash_conv_average', 'average policy', COLORS[1] as string),
-      ],
+      title: 'Reward per source and role',
+      xLabel: 'steps',
+      series: rewardKeys.map((k, i) => series(rows, k, k, color(i))),
     }),
-    svgChart({
-      title: 'Reward per role',
-      xLabel: 'hands',
-      series: roleKeys.map((k, i) => series(rows, k, k, COLORS[i % COLORS.length] as string)),
-    }),
-    svgChart({
-      title: 'Forfeit rate',
-      xLabel: 'hands',
-      yMin: 0,
-      series: [series(rows, 'forfeit_rate', 'hands ending in a forfeit', COLORS[0] as string)],
-    }),
-    svgChart({
-      title: 'Entropy and KL',
-      xLabel: 'hands',
-      yMin: 0,
-      series: [
-        series(rows, 'entropy', 'entropy', COLORS[2] as string),
-        series(rows, 'ref_kl', 'KL to reference', COLORS[3] as string),
-        series(rows, 'mismatch_kl', 'mismatch KL', COLORS[4] as string),
-      ],
-    }),
-    svgChart({
-      title: 'Player 0 payoff per hand (equilibrium −1/18)',
-      xLabel: 'hands',
-      series: [
-        series(rows, 'player0_payoff', 'sampled', COLORS[0] as string),
-        series(rows, 'game_value', 'exact, policy table', COLORS[1] as string),
-      ],
-    }),
+    ...evalKeys.map((k) => svgChart({ title: k, xLabel: 'steps', series: [series(rows, k, k, color(0))] })),
   ];
-  const summary = `steps ${last.step ?? 0}, hands ${last.hands ?? 0}, NashConv ${typeof last.nash_conv === 'number' ? last.nash_conv.toFixed(4) : '–'} (average policy ${typeof last.nash_conv_average === 'number' ? last.nash_conv_average.toFixed(4) : '–'}), ${typeof last.elapsed_s === 'number' ? last.elapsed_s.toFixed(0) : '?'} s`;
+  const all = keys.map(
+    (k, i) =>
+      `<div class="series" data-key="${esc(k)}">${svgChart({ title: k, xLabel: 'steps', series: [series(rows, k, k, color(i))] })}</div>`,
+  );
+  const artifacts: string[] = [];
+  for (const name of (await readdir(options.out)).filter((f) => f.endsWith('.json') && f !== 'config.json').sort()) {
+    artifacts.push(`<h3>${esc(name)}</h3><pre>${esc(await readFile(join(options.out, name), 'utf8'))}</pre>`);
+  }
+  const headlineNumbers = evalKeys
+    .map((k) => (typeof last[k] === 'number' ? `${k} ${(last[k] as number).toFixed(4)}` : null))
+    .filter(Boolean)
+    .join(', ');
+  const summary = `steps ${last.step ?? 0}, episodes ${last.episodes ?? 0}${headlineNumbers ? `, ${headlineNumbers}` : ''}, ${typeof last['time/elapsed'] === 'number' ? last['time/elapsed'].toFixed(0) : '?'} s`;
+  const options_ = keys.map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
   const html = `<!doctype html><html><head><meta charset="utf-8"><title>troupe training report</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;color:#111}svg{margin:8px;border:1px solid #eee}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;font-size:13px}</style></head>
-<body><h1>Kuhn poker self-play</h1><p id="summary">${esc(summary)}</p><div>${charts.join('\n')}</div><h2>Policy table</h2>${tableHtml}</body></html>
+<style>body{font-family:system-ui,sans-serif;margin:24px;color:#111}svg{margin:8px;border:1px solid #eee}pre{font-size:12px;background:#f7f7f7;padding:8px}select{min-width:420px}</style></head>
+<body><h1>Training report</h1><p id="summary">${esc(summary)}</p><div>${headline.join('\n')}</div>
+<h2>Every series</h2><p><select id="pick" multiple size="8"><option value="*" selected>all series</option>${options_}</select></p>
+<div id="all">${all.join('\n')}</div><h2>Evaluator artifacts</h2>${artifacts.join('\n') || '<p>none</p>'}
+<script>const pick=document.getElementById('pick');pick.addEventListener('change',()=>{const chosen=[...pick.selectedOptions].map(o=>o.value);for(const d of document.querySelectorAll('.series'))d.style.display=chosen.includes('*')||chosen.includes(d.dataset.key)?'':'none';});</script>
+</body></html>
 `;
   const path = join(options.out, 'report.html');
   await writeFile(path, html);

@@ -1,13 +1,12 @@
 // Inference throughput: decisions per second of the full Kuhn self-play loop (Env, seats, interception
 // recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
 // model at the same batch size and sequence length, in one run. Last line: JSON.
-import { Env, kuhnPokerEnv, kuhnTaskset, registerRuntime } from '@troupe/verifiers';
-import { TrainRunConfigSchema } from '../../../apps/trainer/src/config.ts';
+import { Env, kuhnPokerEnv, kuhnTaskset, kuhnTraining, registerRuntime } from '@troupe/verifiers';
 import { GameRuntime } from '../../../apps/trainer/src/game-runtime.ts';
-import { kuhnPolicyConfig, kuhnTokenizer } from '../../../apps/trainer/src/kuhn-policy.ts';
 import { exportOnnx } from '../src/inference/onnx-export.ts';
 import { OnnxPolicy } from '../src/inference/onnx-policy.ts';
 import { PolicyModelClient } from '../src/inference/policy-model-client.ts';
+import { embeddedPolicy } from '../src/orchestrator/embedded.ts';
 import { initWeights } from '../src/policy/config.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
@@ -15,9 +14,22 @@ const hands = Number(args.get('hands') ?? 8192);
 const concurrent = Number(args.get('concurrent') ?? 576);
 registerRuntime('game', () => new GameRuntime());
 // The default training run's shape: prompt style, reply length, model, re-asks.
-const run = TrainRunConfigSchema.parse({});
-const tokenizer = kuhnTokenizer(run.prompts);
-const config = kuhnPolicyConfig({ tokenizer, maxTokens: run.sampling.maxTokens, ...run.policy, seed: 0, prompts: run.prompts });
+const run = {
+  prompts: 'pass-bet' as const,
+  invalidRetries: 1,
+  sampling: { temperature: 1, maxTokens: 1 },
+  inference: { maxBatch: 512 },
+};
+const { tokenizer, policy: config } = embeddedPolicy({
+  sources: [{ hooks: kuhnTraining as never, options: { prompts: run.prompts }, taskset: kuhnTaskset() }],
+  dModel: 32,
+  layers: 1,
+  heads: 4,
+  ffnMult: 2,
+  initStd: 0.1,
+  seed: 0,
+  maxTokens: run.sampling.maxTokens,
+});
 const onnx = exportOnnx({ config, weights: initWeights(config) });
 const client = await PolicyModelClient.create({
   tokenizer,

@@ -13,7 +13,9 @@ export const CheckpointMetaSchema = z.object({
   state: z.record(z.string(), z.unknown()),
   tensors: z.array(
     z.object({
-      group: z.enum(['weights', 'm', 'v']),
+      group: z.enum(['weights', 'm', 'v', 'inference']),
+      /** Policy version of an `inference` tensor (weights an in-flight rollout was dispatched with). */
+      version: z.number().int().nonnegative().optional(),
       name: z.string(),
       shape: z.array(z.number().int()),
       offset: z.number().int(),
@@ -28,6 +30,8 @@ export interface Checkpoint {
   state: Record<string, unknown>;
   weights: NamedWeight[];
   optimizer: OptimizerState;
+  /** Older policy versions still served to rollouts in flight (the orchestrator's `maxAsync`), oldest first. */
+  inference?: { version: number; weights: NamedWeight[] }[];
 }
 
 /**
@@ -41,9 +45,9 @@ export async function saveCheckpoint(options: { dir: string } & Checkpoint): Pro
   const tensors: CheckpointMeta['tensors'] = [];
   const parts: Float32Array[] = [];
   let offset = 0;
-  const add = (group: 'weights' | 'm' | 'v', list: NamedWeight[]) => {
+  const add = (group: 'weights' | 'm' | 'v' | 'inference', list: NamedWeight[], version?: number) => {
     for (const w of list) {
-      tensors.push({ group, name: w.name, shape: w.shape, offset });
+      tensors.push({ group, name: w.name, shape: w.shape, offset, ...(version !== undefined ? { version } : {}) });
       parts.push(w.data);
       offset += w.data.length;
     }
@@ -51,6 +55,7 @@ export async function saveCheckpoint(options: { dir: string } & Checkpoint): Pro
   add('weights', options.weights);
   add('m', options.optimizer.m);
   add('v', options.optimizer.v);
+  for (const { version, weights } of options.inference ?? []) add('inference', weights, version);
   const all = new Float32Array(offset);
   let at = 0;
   for (const p of parts) {
@@ -76,14 +81,21 @@ export async function loadCheckpoint(options: { dir: string }): Promise<Checkpoi
   const bytes = await readFile(join(options.dir, 'tensors.bin'));
   const all = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   const groups: Record<'weights' | 'm' | 'v', NamedWeight[]> = { weights: [], m: [], v: [] };
+  const inference = new Map<number, NamedWeight[]>();
   for (const t of meta.tensors) {
     const size = t.shape.reduce((a, b) => a * b, 1);
-    groups[t.group].push({ name: t.name, shape: t.shape, data: all.slice(t.offset, t.offset + size) });
+    const weight = { name: t.name, shape: t.shape, data: all.slice(t.offset, t.offset + size) };
+    if (t.group === 'inference') {
+      const version = t.version ?? 0;
+      if (!inference.has(version)) inference.set(version, []);
+      inference.get(version)?.push(weight);
+    } else groups[t.group].push(weight);
   }
   return {
     step: meta.step,
     state: meta.state,
     weights: groups.weights,
     optimizer: { step: meta.optimizerStep, m: groups.m, v: groups.v },
+    ...(inference.size ? { inference: [...inference].map(([version, weights]) => ({ version, weights })) } : {}),
   };
 }

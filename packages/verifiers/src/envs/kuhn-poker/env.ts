@@ -15,6 +15,7 @@ import {
   kuhnPayoff,
 } from './game.ts';
 import { kuhnParseAction, kuhnReaskMessage, kuhnSystemPrompt, kuhnTurnMessage } from './prompts.ts';
+import { kuhnTraining } from './training.ts';
 
 export const KuhnPokerOptionsSchema = z
   .object({
@@ -25,6 +26,8 @@ export const KuhnPokerOptionsSchema = z
      * trained policies) or `pass-bet` (compact, with the actions named [pass] / [bet] everywhere).
      */
     prompts: z.enum(['rules', 'compact', 'pass-bet']).default('rules'),
+    /** How the env's own taskset deals: `seeded` (task i from seed i) or `stratified` (the six deals in turn). */
+    deals: z.enum(['seeded', 'stratified']).default('seeded'),
   })
   .strict();
 export type KuhnPokerOptions = z.infer<typeof KuhnPokerOptionsSchema>;
@@ -77,58 +80,61 @@ export function kuhnTaskDeal(
  * then the seat forfeits (−1 to it, +1 to the other). A terminated segment (an error, a limit)
  * also forfeits. Rewards `payoff` are zero-sum; metric `forfeit` is 1 on the seat that forfeited.
  */
-export const kuhnPokerEnv = defineEnv({
-  id: 'kuhn-poker',
-  description: 'Two-seat Kuhn poker, refereed by the host; self-play by default.',
-  roles: {
-    player0: { harness: 'null', trainable: true },
-    player1: { harness: 'null', trainable: true },
-  },
-  options: KuhnPokerOptionsSchema as z.ZodType<KuhnPokerOptions>,
-  maxConcurrentAgents: null,
-  taskset: () => kuhnTaskset(),
-  run: async ({ task, agents, options }) => {
-    const { deal, seed } = kuhnTaskDeal(task.data.info as { seed?: unknown; deal?: unknown } | undefined, task.data.idx);
-    const seatAgents: [EpisodeAgent, EpisodeAgent] = [agents.player0, agents.player1];
-    const seats: Interaction[] = [];
-    const history: KuhnAction[] = [];
-    let forfeited: 0 | 1 | null = null;
-    try {
-      for (const seat of [0, 1] as const) {
-        const seatTask = task.with({ prompt: null, systemPrompt: kuhnSystemPrompt(deal[seat], options.prompts) });
-        seats.push(await (seatAgents[seat] as EpisodeAgent).interaction(seatTask));
-      }
-      while (!kuhnIsTerminal(history)) {
-        const player = kuhnActingPlayer(history);
-        const seat = seats[player] as Interaction;
-        let message = kuhnTurnMessage(history, player, options.prompts, deal[player]);
-        let action: KuhnAction | null = null;
-        for (let attempt = 0; attempt <= options.invalidRetries; attempt++) {
-          const segment = await seat.turn(message);
-          if (segment.terminated) break;
-          action = kuhnParseAction(segment.lastReply, history, options.prompts);
-          if (action) break;
-          message = kuhnReaskMessage(history, options.prompts);
+export const kuhnPokerEnv = Object.assign(
+  defineEnv({
+    id: 'kuhn-poker',
+    description: 'Two-seat Kuhn poker, refereed by the host; self-play by default.',
+    roles: {
+      player0: { harness: 'null', trainable: true },
+      player1: { harness: 'null', trainable: true },
+    },
+    options: KuhnPokerOptionsSchema as z.ZodType<KuhnPokerOptions>,
+    maxConcurrentAgents: null,
+    taskset: (options) => kuhnTaskset({ deals: options.deals }),
+    run: async ({ task, agents, options }) => {
+      const { deal, seed } = kuhnTaskDeal(task.data.info as { seed?: unknown; deal?: unknown } | undefined, task.data.idx);
+      const seatAgents: [EpisodeAgent, EpisodeAgent] = [agents.player0, agents.player1];
+      const seats: Interaction[] = [];
+      const history: KuhnAction[] = [];
+      let forfeited: 0 | 1 | null = null;
+      try {
+        for (const seat of [0, 1] as const) {
+          const seatTask = task.with({ prompt: null, systemPrompt: kuhnSystemPrompt(deal[seat], options.prompts) });
+          seats.push(await (seatAgents[seat] as EpisodeAgent).interaction(seatTask));
         }
-        if (!action) {
-          forfeited = player;
-          break;
+        while (!kuhnIsTerminal(history)) {
+          const player = kuhnActingPlayer(history);
+          const seat = seats[player] as Interaction;
+          let message = kuhnTurnMessage(history, player, options.prompts, deal[player]);
+          let action: KuhnAction | null = null;
+          for (let attempt = 0; attempt <= options.invalidRetries; attempt++) {
+            const segment = await seat.turn(message);
+            if (segment.terminated) break;
+            action = kuhnParseAction(segment.lastReply, history, options.prompts);
+            if (action) break;
+            message = kuhnReaskMessage(history, options.prompts);
+          }
+          if (!action) {
+            forfeited = player;
+            break;
+          }
+          history.push(action);
         }
-        history.push(action);
+      } finally {
+        const traces: Trace[] = [];
+        for (const seat of seats) traces.push(await seat.close());
+        if (traces.length === 2) {
+          const net = forfeited !== null ? (forfeited === 0 ? -1 : 1) : kuhnPayoff(deal, history);
+          traces.forEach((trace, i) => {
+            const seat = i as 0 | 1;
+            trace.recordReward('payoff', seat === 0 ? net : -net);
+            trace.recordMetric('forfeit', forfeited === seat ? 1 : 0);
+            const info: KuhnTraceInfo = { seat, card: deal[seat], history: [...history], seed, forfeited: forfeited === seat };
+            trace.info.kuhn = info;
+          });
+        }
       }
-    } finally {
-      const traces: Trace[] = [];
-      for (const seat of seats) traces.push(await seat.close());
-      if (traces.length === 2) {
-        const net = forfeited !== null ? (forfeited === 0 ? -1 : 1) : kuhnPayoff(deal, history);
-        traces.forEach((trace, i) => {
-          const seat = i as 0 | 1;
-          trace.recordReward('payoff', seat === 0 ? net : -net);
-          trace.recordMetric('forfeit', forfeited === seat ? 1 : 0);
-          const info: KuhnTraceInfo = { seat, card: deal[seat], history: [...history], seed, forfeited: forfeited === seat };
-          trace.info.kuhn = info;
-        });
-      }
-    }
-  },
-});
+    },
+  }),
+  { training: kuhnTraining },
+);

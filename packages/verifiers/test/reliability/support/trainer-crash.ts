@@ -7,16 +7,25 @@ import { repositoryRoot, sleep } from './troupe-cli.ts';
 
 const trainerCli = join(repositoryRoot, 'apps/trainer/src/cli.ts');
 
-/** A tiny, deterministic training run (no worker thread), checkpointing every `checkpointEvery` steps. */
+/** A tiny, deterministic Kuhn poker run (no worker thread), checkpointing every `checkpointEvery` steps. */
 export function tinyTrainConfig(options: { maxSteps: number; checkpointEvery: number }): Record<string, unknown> {
   return {
     seed: 7,
     maxSteps: options.maxSteps,
-    groupSize: 2,
     groupsPerStep: 2,
-    workerThread: false,
     checkpointEvery: options.checkpointEvery,
+    train: {
+      source: [
+        {
+          env: 'kuhn-poker',
+          groupSize: 2,
+          options: { prompts: 'pass-bet', invalidRetries: 1, deals: 'stratified' },
+          algorithm: { type: 'rae', decay: 0.95 },
+        },
+      ],
+    },
     policy: { dModel: 8, layers: 1, heads: 2, ffnMult: 1 },
+    trainer: { workerThread: false, lr: 3e-3, betas: [0, 0.999], refKlTau: 0.15, refKlTauStart: 0.5 },
   };
 }
 
@@ -49,7 +58,7 @@ function outcome(out: string): TrainOutcome {
   const meta = JSON.parse(readFileSync(join(out, 'checkpoint/meta.json'), 'utf8')) as {
     step: number;
     optimizerStep: number;
-    state: { loop: { algorithm: unknown } };
+    state: { orchestrator: { algorithms: unknown } };
   };
   return {
     step: meta.step,
@@ -57,7 +66,7 @@ function outcome(out: string): TrainOutcome {
     tensorsSha256: createHash('sha256')
       .update(readFileSync(join(out, 'checkpoint/tensors.bin')))
       .digest('hex'),
-    algorithm: meta.state.loop.algorithm,
+    algorithm: meta.state.orchestrator.algorithms,
     metricSteps: readFileSync(join(out, 'metrics.jsonl'), 'utf8')
       .split('\n')
       .filter((l) => l.trim())

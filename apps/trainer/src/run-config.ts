@@ -1,0 +1,168 @@
+import { readFile } from 'node:fs/promises';
+import { TrainerConfigSchema } from '@troupe/prime-rl';
+import { parse as parseToml } from 'smol-toml';
+import { z } from 'zod';
+
+/** A config field error that names the field path (`train.source[0].ratio: …`). */
+export class RunConfigError extends Error {
+  override readonly name = 'RunConfigError';
+}
+
+/** How a role of a source is played: the trainable policy, a frozen endpoint, or a frozen checkpoint. */
+export const RoleBindingSchema = z
+  .object({
+    /** `main`: the trainable policy (several roles on it = self-play). */
+    policy: z.literal('main').optional(),
+    /** A frozen OpenAI-compatible endpoint. */
+    model: z
+      .object({ baseUrl: z.string().url(), name: z.string().min(1), apiKey: z.string().optional() })
+      .strict()
+      .optional(),
+    /** A frozen copy of an embedded policy (a run's `checkpoint/` directory). */
+    checkpoint: z.string().min(1).optional(),
+    /** false: the role plays the main policy but its traces never train. */
+    trainable: z.boolean().optional(),
+  })
+  // Other keys (harness, runtime, sampling, …) are the role's agent config.
+  .loose()
+  .refine((b) => [b.policy, b.model, b.checkpoint].filter((x) => x !== undefined).length <= 1, {
+    message: 'give one of policy, model or checkpoint',
+  });
+export type RoleBinding = z.infer<typeof RoleBindingSchema>;
+
+/** One `[[train.source]]` / `[[eval.source]]`. */
+export const SourceConfigSchema = z
+  .object({
+    /** A registry id, an `@troupe/env-<id>` package, or a module path (`./envs/my-env.ts`). */
+    env: z.string().min(1),
+    /** Name in metric keys (default: the env id). */
+    name: z.string().min(1).optional(),
+    ratio: z.number().positive().default(1),
+    /** The env's own options. */
+    options: z.record(z.string(), z.unknown()).default({}),
+    /** A taskset id / JSONL path (default: the env's own taskset). */
+    taskset: z.union([z.string(), z.object({ id: z.string() }).loose()]).optional(),
+    /** The algorithm (`type` = grpo | hierarchical-grpo | rae | max-rl). */
+    algorithm: z.object({ type: z.string() }).loose().default({ type: 'grpo' }),
+    /** Episodes per task. */
+    groupSize: z.number().int().positive().default(8),
+    roles: z.record(z.string(), RoleBindingSchema).default({}),
+  })
+  .strict();
+export type SourceConfig = z.infer<typeof SourceConfigSchema>;
+
+/** `[policy]`: the embedded policy's shape, tokenizer and sampling. */
+export const PolicySectionSchema = z
+  .object({
+    dModel: z.number().int().positive().default(32),
+    layers: z.number().int().positive().default(1),
+    heads: z.number().int().positive().default(4),
+    ffnMult: z.number().int().positive().default(2),
+    initStd: z.number().positive().default(0.1),
+    /** Tasks per source whose rendered prompts build the vocabulary. */
+    vocabSample: z.number().int().positive().default(1000),
+    /** Extra words of the vocabulary. */
+    vocabulary: z.array(z.string()).default([]),
+    /** Fixed context length (default: from the sources). */
+    contextLength: z.number().int().positive().optional(),
+    temperature: z.number().positive().default(1),
+    /** Reply tokens (a role's `sampling.maxTokens` may lower it). */
+    maxTokens: z.number().int().positive().default(1),
+    maxBatch: z.number().int().positive().default(512),
+    maxWaitMs: z.number().min(0).default(0),
+  })
+  .strict();
+
+/** `[trainer]`: optimizer, loss and schedule of the embedded trainer. */
+export const TrainerSectionSchema = TrainerConfigSchema.extend({
+  /** Train in a worker thread (overlaps rollouts and training). */
+  workerThread: z.boolean().default(true),
+  lrFinalFraction: z.number().min(0).max(1).default(1),
+  lrDecayFraction: z.number().gt(0).max(1).default(1),
+  momentumAtFloor: z.number().min(0).lt(1).nullable().default(null),
+  refKlTauStart: z.number().min(0).nullable().default(null),
+  refKlDecayFraction: z.number().gt(0).max(1).default(0.2),
+}).strict();
+
+/** A training run: sources, policy, trainer and orchestrator settings. */
+export const RunConfigSchema = z
+  .object({
+    seed: z.number().int().default(0),
+    maxSteps: z.number().int().positive().default(100),
+    /** Groups per step, shared across the train sources by ratio. */
+    groupsPerStep: z.number().int().positive().default(8),
+    maxAsync: z.number().int().nonnegative().default(1),
+    maxOffPolicySteps: z.number().int().nonnegative().default(8),
+    filterZeroAdvantages: z.boolean().default(true),
+    checkpointEvery: z.number().int().nonnegative().default(25),
+    train: z.object({ source: z.array(SourceConfigSchema).min(1), evalEvery: z.number().int().positive().default(1) }).strict(),
+    /** Sources evaluated every `interval` steps, never trained on. */
+    eval: z
+      .object({ interval: z.number().int().positive().default(10), source: z.array(SourceConfigSchema).default([]) })
+      .strict()
+      .optional(),
+    policy: PolicySectionSchema.prefault({}),
+    trainer: TrainerSectionSchema.prefault({}),
+  })
+  .strict();
+export type RunConfig = z.infer<typeof RunConfigSchema>;
+
+const camel = (key: string) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/** Keys written snake_case (TOML style) become camelCase; values are untouched. */
+export function camelKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(camelKeys);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [camel(k), camelKeys(v)]));
+  }
+  return value;
+}
+
+/** Applies `--set a.b=value` (a JSON value, else the string); numeric segments index arrays (`train.source.0.ratio=2`). */
+export function applySet(config: Record<string, unknown>, assignment: string): void {
+  const eq = assignment.indexOf('=');
+  if (eq <= 0) throw new RunConfigError(`--set ${assignment}: expected path=value`);
+  const path = assignment.slice(0, eq).split('.').map(camel);
+  const raw = assignment.slice(eq + 1);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    value = raw;
+  }
+  let at: Record<string, unknown> = config;
+  path.slice(0, -1).forEach((segment, i) => {
+    const next = at[segment];
+    if (next === undefined || next === null || typeof next !== 'object') {
+      at[segment] = /^\d+$/.test(path[i + 1] ?? '') ? [] : {};
+    }
+    at = at[segment] as Record<string, unknown>;
+  });
+  at[path.at(-1) as string] = value;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out || '(root)';
+}
+
+/** Parses a run config object; the error names the field path of every problem. */
+export function parseRunConfig(input: unknown): RunConfig {
+  const parsed = RunConfigSchema.safeParse(camelKeys(input));
+  if (!parsed.success) {
+    throw new RunConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join('; '));
+  }
+  return parsed.data;
+}
+
+/** Reads a TOML (or `.json`) run config file as a raw object (camelCase keys). */
+export async function readRunConfigFile(path: string): Promise<Record<string, unknown>> {
+  const text = await readFile(path, 'utf8');
+  try {
+    const raw = path.endsWith('.json') ? JSON.parse(text) : parseToml(text);
+    return camelKeys(raw) as Record<string, unknown>;
+  } catch (error) {
+    throw new RunConfigError(`${path}: ${(error as Error).message}`);
+  }
+}

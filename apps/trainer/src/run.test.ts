@@ -1,0 +1,139 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KUHN_INFO_SETS } from '@troupe/verifiers';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from './default-config.ts';
+import { readMetrics, train } from './run.ts';
+import { applySet, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
+
+const dirs: string[] = [];
+const tempDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'troupe-train-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+async function tinyKuhn(overrides: string[] = []): Promise<Record<string, unknown>> {
+  const config = await readRunConfigFile(DEFAULT_CONFIG);
+  for (const set of [
+    'max_steps=2',
+    'groups_per_step=2',
+    'checkpoint_every=1',
+    'train.source.0.group_size=2',
+    'trainer.worker_thread=false',
+    'policy.d_model=8',
+    'policy.heads=2',
+    'policy.ffn_mult=1',
+    ...overrides,
+  ])
+    applySet(config, set);
+  return config;
+}
+
+describe('train (Kuhn poker, the default config, through the orchestrator)', () => {
+  it('plays, scores, trains and swaps weights each step; the evaluator writes NashConv and policy tables; report; resumes', async () => {
+    const out = await tempDir();
+    const result = await train({ config: await tinyKuhn(), out });
+    expect(result.steps).toBe(2);
+    expect(result.episodes).toBe(8);
+    const metrics = await readMetrics(out);
+    expect(metrics.map((m) => m.step)).toEqual([1, 2]);
+    for (const m of metrics) {
+      expect(typeof m['eval/kuhn-poker/nash_conv']).toBe('number');
+      expect(typeof m['eval/kuhn-poker/nash_conv_average']).toBe('number');
+      expect(typeof m['train/kuhn-poker/player0/reward/mean']).toBe('number');
+      expect(typeof m['train/kuhn-poker/player1/advantage/std']).toBe('number');
+      expect(m['train/kuhn-poker/player0/is_trainable/mean']).toBe(1);
+      expect(m['off_policy/dropped']).toBe(0);
+      expect(typeof m['time/step']).toBe('number');
+    }
+    // Step 2 trained on a rollout played with version 0 while step 1 trained (maxAsync 1).
+    expect(metrics[1]?.policy_version).toBe(0);
+    const table = JSON.parse(await readFile(join(out, 'policy-table.json'), 'utf8')) as Record<string, [number, number]>;
+    expect(Object.keys(table)).toEqual([...KUHN_INFO_SETS]);
+    for (const [p, b] of Object.values(table)) expect(p + b).toBeCloseTo(1, 5);
+    const html = await readFile(join(out, 'report.html'), 'utf8');
+    expect(html).toContain('<svg');
+    expect(html).toContain('data-key="eval/kuhn-poker/nash_conv"');
+    expect(html).toContain('data-key="trainer/entropy"');
+
+    const resumed = await train({ config: await tinyKuhn(['max_steps=3']), out, resume: true });
+    expect(resumed.steps).toBe(3);
+    expect((await readMetrics(out)).map((m) => m.step)).toEqual([1, 2, 3]);
+  });
+
+  it('never sends a trainable=false role or a role bound to a frozen checkpoint to the trainer', async () => {
+    const first = await tempDir();
+    await train({ config: await tinyKuhn(), out: first });
+    for (const binding of [
+      'train.source.0.roles.player1.trainable=false',
+      `train.source.0.roles.player1={"checkpoint":"${join(first, 'checkpoint')}"}`,
+    ]) {
+      const out = await tempDir();
+      const result = await train({ config: await tinyKuhn([binding]), out });
+      expect(result.episodes).toBe(8);
+      for (const m of await readMetrics(out)) {
+        expect(m['train/kuhn-poker/player1/is_trainable/mean']).toBe(0);
+        expect(m['train/kuhn-poker/player1/traces']).toBe(4);
+        // Exactly one trace per hand (player 0's) reached the batch the trainer got.
+        expect(m['batch/traces']).toBe(4);
+        expect(m['batch/samples']).toBe(4);
+      }
+    }
+  });
+});
+
+describe('a user env module trains', () => {
+  it('trains an env module file that is not in the registry with GRPO, and its reward rises', async () => {
+    const out = await tempDir();
+    const config = {
+      seed: 3,
+      max_steps: 40,
+      groups_per_step: 6,
+      checkpoint_every: 0,
+      train: {
+        source: [{ env: './__fixtures__/say-color-env.ts', group_size: 8, algorithm: { type: 'grpo' } }],
+      },
+      policy: { d_model: 16, heads: 2, layers: 1, ffn_mult: 2, max_tokens: 1 },
+      trainer: { worker_thread: false, lr: 1e-2, betas: [0.9, 0.999] },
+    };
+    const result = await train({ config, out, baseDir: import.meta.dirname });
+    const rewards = (await readMetrics(out)).map((m) => Number(m['train/say-color/speaker/reward/mean']));
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    console.log(`say-color reward per step: ${rewards.map((r) => r.toFixed(2)).join(' ')}`);
+    expect(result.steps).toBe(40);
+    expect(mean(rewards.slice(-3))).toBeGreaterThan(mean(rewards.slice(0, 3)) + 0.5);
+  });
+});
+
+describe('run config', () => {
+  it('reads TOML with snake_case keys, applies --set overrides, and names the field path of an error', async () => {
+    const config = await readRunConfigFile(DEFAULT_CONFIG);
+    applySet(config, 'train.source.0.ratio=2');
+    applySet(config, 'trainer.lr=0.01');
+    const parsed = parseRunConfig(config);
+    expect(parsed.train.source[0]?.ratio).toBe(2);
+    expect(parsed.trainer.lr).toBe(0.01);
+    expect(parsed.trainer.betas).toEqual([0, 0.999]);
+    expect(parsed.train.source[0]?.algorithm).toEqual({ type: 'rae', decay: 0.95 });
+    applySet(config, 'train.source.0.ratio=-1');
+    expect(() => parseRunConfig(config)).toThrow(RunConfigError);
+    expect(() => parseRunConfig(config)).toThrow(/train\.source\[0\]\.ratio/);
+    expect(() =>
+      parseRunConfig({ train: { source: [{ env: 'x', roles: { a: { policy: 'main', checkpoint: 'd' } } }] } }),
+    ).toThrow(/train\.source\[0\]\.roles\.a/);
+  });
+
+  it('refuses an unknown algorithm field and an unknown role with the source path', async () => {
+    const bad = await tinyKuhn(['train.source.0.algorithm={"type":"rae","decay":2}']);
+    await expect(train({ config: bad, out: await tempDir() })).rejects.toThrow(/train\.source\[0\]\.algorithm\.decay/);
+    const role = await tinyKuhn(['train.source.0.roles.dealer.policy=main']);
+    await expect(train({ config: role, out: await tempDir() })).rejects.toThrow(/train\.source\[0\]\.roles\.dealer/);
+    expect(existsSync(DEFAULT_CONFIG)).toBe(true);
+  });
+});

@@ -1,0 +1,289 @@
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  createAlgorithm,
+  exportOnnx,
+  initTfBackend,
+  initWeights,
+  loadCheckpoint,
+  PolicyConfigSchema,
+  PolicyModelClient,
+  WordTokenizer,
+} from '@troupe/prime-rl';
+import {
+  embeddedInference,
+  embeddedPolicy,
+  embeddedTrainer,
+  ModelRouter,
+  Orchestrator,
+  type StepMetrics,
+  type TrainingHooks,
+  type TrainSource,
+} from '@troupe/prime-rl/orchestrator';
+import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
+import { registerGameRuntime } from './game-runtime.ts';
+import { writeReport } from './report.ts';
+import { resolveEnv } from './resolve-env.ts';
+import { parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
+
+export type { StepMetrics };
+
+/** Options of {@link train}. */
+export interface TrainOptions {
+  /** The run config (raw: TOML/JSON object, snake_case or camelCase keys). */
+  config: unknown;
+  out: string;
+  resume?: boolean;
+  /** Directory module paths in `env` are relative to (the config file's; default the working directory). */
+  baseDir?: string;
+  onStep?: (metrics: StepMetrics) => void;
+  log?: (line: string) => void;
+}
+
+/** What a finished run reports. */
+export interface TrainResult {
+  steps: number;
+  episodes: number;
+  seconds: number;
+  trainer: string;
+  last: StepMetrics;
+  config: RunConfig;
+}
+
+interface BuiltSource {
+  source: TrainSource;
+  hooks?: TrainingHooks;
+  options: Record<string, unknown>;
+  taskset: Taskset;
+}
+
+async function frozenClient(binding: SourceConfig['roles'][string], field: string): Promise<ModelClient | null> {
+  if (binding.model) {
+    return new OpenAICompatibleClient({
+      baseURL: binding.model.baseUrl,
+      apiKey: binding.model.apiKey ?? 'none',
+      model: binding.model.name,
+    } as never);
+  }
+  if (binding.checkpoint) {
+    if (!existsSync(join(binding.checkpoint, 'meta.json')))
+      throw new RunConfigError(`${field}.checkpoint: no checkpoint in ${binding.checkpoint}`);
+    const ckpt = await loadCheckpoint({ dir: binding.checkpoint });
+    const run = ckpt.state.run as { tokenizer: unknown; policy: unknown; config?: RunConfig };
+    const tokenizer = WordTokenizer.fromJSON(run.tokenizer);
+    const policy = PolicyConfigSchema.parse(run.policy);
+    return PolicyModelClient.create({
+      tokenizer,
+      config: policy,
+      onnx: exportOnnx({ config: policy, weights: ckpt.weights }),
+      maxTokens: run.config?.policy.maxTokens ?? 1,
+      seed: 17,
+    });
+  }
+  return null;
+}
+
+async function buildSource(options: {
+  config: SourceConfig;
+  field: string;
+  run: RunConfig;
+  baseDir: string;
+  main: () => ModelClient;
+}): Promise<BuiltSource> {
+  const { config, field } = options;
+  const { definition, training } = await resolveEnv(config.env, { baseDir: options.baseDir, field: `${field}.env` });
+  const roleNames = Object.keys(definition.roles);
+  for (const role of Object.keys(config.roles)) {
+    if (!roleNames.includes(role))
+      throw new RunConfigError(`${field}.roles.${role}: env ${definition.id} has no such role (roles: ${roleNames.join(', ')})`);
+  }
+  const frozen = new Map<string, ModelClient>();
+  const frozenRoles = new Set<string>();
+  const roleConfigs: Record<string, unknown> = {};
+  const name = config.name ?? definition.id;
+  for (const role of roleNames) {
+    const { policy: _policy, model: _model, checkpoint: _checkpoint, trainable, ...agent } = config.roles[role] ?? {};
+    const binding = config.roles[role] ?? {};
+    const client = await frozenClient(binding, `${field}.roles.${role}`);
+    const modelName = client ? `frozen:${name}/${role}` : 'main';
+    if (client) frozen.set(modelName, client);
+    if (client || trainable === false) frozenRoles.add(role);
+    roleConfigs[role] = {
+      harness: 'null',
+      runtime: 'game',
+      ...agent,
+      model: modelName,
+      ...(client || trainable === false ? { trainable: false } : {}),
+    };
+  }
+  const router = new ModelRouter({ main: options.main, frozen });
+  let env: Env;
+  try {
+    env = await Env.create({
+      definition,
+      config: { id: definition.id, ...config.options, ...roleConfigs },
+      run: {
+        model: 'main',
+        client: router,
+        sampling: { temperature: options.run.policy.temperature, maxTokens: options.run.policy.maxTokens },
+      },
+    });
+  } catch (error) {
+    throw new RunConfigError(`${field}: ${(error as Error).message.replace(/\benv\./g, `${field}.options.`)}`);
+  }
+  const taskset = config.taskset ? await loadTaskset(config.taskset) : await definition.taskset?.(env.options);
+  if (!taskset) throw new RunConfigError(`${field}.taskset: env ${definition.id} has no taskset of its own; name one`);
+  let algorithm: ReturnType<typeof createAlgorithm>;
+  try {
+    algorithm = createAlgorithm(config.algorithm);
+  } catch (error) {
+    throw new RunConfigError(`${field}.${(error as Error).message}`);
+  }
+  const evaluator = training?.evaluator?.(env.options);
+  return {
+    source: {
+      name,
+      env,
+      taskset,
+      algorithm,
+      groupSize: config.groupSize,
+      ratio: config.ratio,
+      frozenRoles,
+      ...(evaluator ? { evaluator } : {}),
+    },
+    ...(training ? { hooks: training } : {}),
+    options: env.options,
+    taskset,
+  };
+}
+
+/**
+ * Trains the run a config describes with the embedded engines (tfjs trainer in a worker thread,
+ * onnxruntime inference) through prime-rl's orchestrator; writes `metrics.jsonl`, evaluator
+ * artifacts, `config.json`, `report.html` and `checkpoint/` under `out`. `resume` continues
+ * from `out/checkpoint` (the checkpoint's config, with this config's `maxSteps`).
+ */
+export async function train(options: TrainOptions): Promise<TrainResult> {
+  registerGameRuntime();
+  const log = options.log ?? (() => {});
+  const checkpointDir = join(options.out, 'checkpoint');
+  const resumed =
+    options.resume && existsSync(join(checkpointDir, 'meta.json')) ? await loadCheckpoint({ dir: checkpointDir }) : null;
+  const requested = parseRunConfig(options.config);
+  const runState = resumed?.state.run as { config: RunConfig; tokenizer: unknown; policy: unknown } | undefined;
+  const config: RunConfig = runState ? { ...runState.config, maxSteps: requested.maxSteps } : requested;
+  const baseDir = options.baseDir ?? process.cwd();
+  let mainClient: ModelClient | null = null;
+  const main = () => {
+    if (!mainClient) throw new Error('the policy is not ready');
+    return mainClient;
+  };
+  const built: BuiltSource[] = [];
+  for (const [i, source] of config.train.source.entries()) {
+    built.push(await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main }));
+  }
+  const maxTokens = Math.max(
+    config.policy.maxTokens,
+    ...config.train.source.flatMap((s) =>
+      Object.values(s.roles).map((r) => Number((r as { sampling?: { maxTokens?: number } }).sampling?.maxTokens ?? 0)),
+    ),
+  );
+  const shape = embeddedPolicy({
+    sources: built.map((b) => ({ ...(b.hooks ? { hooks: b.hooks as never } : {}), options: b.options, taskset: b.taskset })),
+    dModel: config.policy.dModel,
+    layers: config.policy.layers,
+    heads: config.policy.heads,
+    ffnMult: config.policy.ffnMult,
+    initStd: config.policy.initStd,
+    seed: config.seed,
+    maxTokens,
+    vocabSample: config.policy.vocabSample,
+    vocabulary: config.policy.vocabulary,
+    ...(config.policy.contextLength !== undefined ? { contextLength: config.policy.contextLength } : {}),
+  });
+  const tokenizer = runState ? WordTokenizer.fromJSON(runState.tokenizer) : shape.tokenizer;
+  const policy = runState ? PolicyConfigSchema.parse(runState.policy) : shape.policy;
+  const weights = resumed?.weights ?? initWeights(policy);
+  const { workerThread, lrFinalFraction, lrDecayFraction, momentumAtFloor, refKlTauStart, refKlDecayFraction, ...trainerConfig } =
+    config.trainer;
+  const backend = initTfBackend();
+  const trainer = await embeddedTrainer({
+    policy,
+    weights,
+    ...(resumed ? { optimizer: resumed.optimizer } : {}),
+    trainer: trainerConfig,
+    schedule: {
+      maxSteps: config.maxSteps,
+      lr: trainerConfig.lr,
+      lrFinalFraction,
+      lrDecayFraction,
+      momentumAtFloor,
+      refKlTauStart,
+      refKlTau: trainerConfig.refKlTau,
+      refKlDecayFraction,
+    },
+    workerThread,
+    log,
+  });
+  await backend;
+  const inference = await embeddedInference({
+    tokenizer,
+    policy,
+    weights,
+    version: resumed?.step ?? 0,
+    seed: config.seed * 7919 + 1,
+    maxTokens,
+    maxBatch: config.policy.maxBatch,
+    maxWaitMs: config.policy.maxWaitMs,
+  });
+  mainClient = inference.client;
+  log(
+    `trainer: ${trainer.description}; inference: onnxruntime-node (1 thread); policy: vocabulary ${tokenizer.size}, context ${policy.contextLength}, head ${policy.outputTokens?.length ?? tokenizer.size} tokens`,
+  );
+  await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`).catch(async () => {
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(options.out, { recursive: true });
+    await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  });
+  const orchestrator = new Orchestrator({
+    sources: built.map((b) => b.source),
+    trainer,
+    inference,
+    maxSteps: config.maxSteps,
+    groupsPerStep: config.groupsPerStep,
+    maxAsync: config.maxAsync,
+    maxOffPolicySteps: config.maxOffPolicySteps,
+    filterZeroAdvantages: config.filterZeroAdvantages,
+    evalEvery: config.train.evalEvery,
+    checkpointEvery: config.checkpointEvery,
+    out: options.out,
+    runState: { config, tokenizer: tokenizer.toJSON(), policy },
+    ...(resumed ? { resume: resumed } : {}),
+    ...(options.onStep ? { onStep: options.onStep } : {}),
+    log,
+  });
+  try {
+    const result = await orchestrator.run();
+    await writeReport({ out: options.out });
+    return {
+      steps: result.steps,
+      episodes: result.episodes,
+      seconds: result.seconds,
+      trainer: trainer.description,
+      last: result.last,
+      config,
+    };
+  } finally {
+    await trainer.close();
+  }
+}
+
+/** Reads `metrics.jsonl`. */
+export async function readMetrics(out: string): Promise<StepMetrics[]> {
+  const text = await readFile(join(out, 'metrics.jsonl'), 'utf8');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as StepMetrics);
+}

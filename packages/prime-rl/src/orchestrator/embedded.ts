@@ -1,0 +1,236 @@
+import type { Message, Task, Taskset } from '@troupe/verifiers';
+import { exportOnnx } from '../inference/onnx-export.ts';
+import { PolicyModelClient } from '../inference/policy-model-client.ts';
+import { type NamedWeight, type PolicyConfig, PolicyConfigSchema } from '../policy/config.ts';
+import { WordTokenizer } from '../policy/tokenizer.ts';
+import type { TrainerConfigInput } from '../trainer/config.ts';
+import { localTrainer, type TrainerHandle, workerTrainer } from '../trainer/handle.ts';
+import type { OptimizerState } from '../trainer/trainer.ts';
+import { scheduledStepOptions, type TrainerSchedule } from './schedule.ts';
+import type { EvaluationPolicy, Inference, Trainer, TrainingHooks } from './types.ts';
+
+/** What the embedded policy needs to know about one source to build its tokenizer and shape. */
+export interface PolicySourceInfo {
+  hooks?: TrainingHooks<never>;
+  options: Record<string, unknown>;
+  taskset: Taskset;
+}
+
+/** Shape, vocabulary and head options of the embedded policy. */
+export interface EmbeddedPolicyOptions {
+  sources: readonly PolicySourceInfo[];
+  dModel: number;
+  layers: number;
+  heads: number;
+  ffnMult: number;
+  initStd?: number;
+  seed: number;
+  /** Tokens of a reply (the longest any role samples). */
+  maxTokens: number;
+  /** Tasks per source whose rendered prompts build the vocabulary (default 1,000). */
+  vocabSample?: number;
+  /** Extra words the tokenizer must know. */
+  vocabulary?: readonly string[];
+  /** Fixed context length (default: the longest conversation the sources declare, or the longest sampled prompt + reply). */
+  contextLength?: number;
+}
+
+function taskTexts(task: Task): string[] {
+  const out: string[] = [];
+  const data = task.data as { prompt?: unknown; systemPrompt?: unknown };
+  const add = (value: unknown) => {
+    if (typeof value === 'string') out.push(value);
+    else if (Array.isArray(value)) {
+      for (const m of value) if (m && typeof (m as Message).content === 'string') out.push((m as { content: string }).content);
+    }
+  };
+  add(data.systemPrompt);
+  add(data.prompt);
+  return out;
+}
+
+function taskMessages(task: Task): Message[] {
+  const data = task.data as { prompt?: unknown; systemPrompt?: unknown };
+  const messages: Message[] = [];
+  if (typeof data.systemPrompt === 'string') messages.push({ role: 'system', content: data.systemPrompt });
+  if (typeof data.prompt === 'string') messages.push({ role: 'user', content: data.prompt });
+  else if (Array.isArray(data.prompt)) messages.push(...(data.prompt as Message[]));
+  return messages;
+}
+
+function sampleTasks(taskset: Taskset, count: number): Task[] {
+  const n = taskset.isInfinite ? count : Math.min(count, taskset.size);
+  return Array.from({ length: n }, (_, i) => taskset.at(i));
+}
+
+/**
+ * The embedded policy for any text env: a word tokenizer whose vocabulary is, in order, the
+ * words each source's env declares (`training.vocabulary`), the configured `vocabulary`, and the
+ * words of the rendered prompts of the first `vocabSample` tasks of every source; unknown words
+ * map to `<unk>`. The chat template is the tokenizer's generic one. The reply head is the union
+ * of the sources' `training.replyVocabulary` (plus `<eos>` for replies longer than one token), or
+ * the whole vocabulary when no source restricts it.
+ */
+export function embeddedPolicy(options: EmbeddedPolicyOptions): { tokenizer: WordTokenizer; policy: PolicyConfig } {
+  const vocabSample = options.vocabSample ?? 1000;
+  const corpus: string[] = [];
+  for (const source of options.sources) corpus.push(...(source.hooks?.vocabulary?.(source.options as never) ?? []));
+  corpus.push(...(options.vocabulary ?? []));
+  const samples = options.sources.map((s) => sampleTasks(s.taskset, vocabSample));
+  for (const tasks of samples) for (const task of tasks) corpus.push(...taskTexts(task));
+  let tokenizer = WordTokenizer.fromCorpus({ corpus });
+  const heads = options.sources.map((s) => s.hooks?.replyVocabulary?.(s.options as never));
+  const restricted = heads.some((h) => h !== undefined);
+  if (restricted) {
+    // Reply words must be tokens even if no prompt contains them.
+    const missing = heads.flat().filter((w): w is string => w !== undefined && tokenizer.id(w) === 1);
+    if (missing.length) tokenizer = WordTokenizer.fromCorpus({ corpus: [...corpus, ...missing] });
+  }
+  const renderLength = (messages: readonly Message[]) => tokenizer.renderChat({ messages }).length;
+  let longest = 0;
+  options.sources.forEach((source, s) => {
+    const declared = source.hooks?.maxSequence?.({
+      options: source.options as never,
+      renderLength,
+      maxTokens: options.maxTokens,
+    });
+    if (declared !== undefined) longest = Math.max(longest, declared);
+    else
+      for (const task of samples[s] ?? []) longest = Math.max(longest, renderLength(taskMessages(task)) + options.maxTokens + 1);
+  });
+  const contextLength = options.contextLength ?? Math.max(8, Math.ceil(longest / 8) * 8);
+  const outputTokens = restricted
+    ? [
+        ...new Set([
+          ...heads.flat().flatMap((w) => (w === undefined ? [] : [tokenizer.id(w)])),
+          ...(options.maxTokens > 1 ? [tokenizer.eosId] : []),
+        ]),
+      ]
+    : undefined;
+  const policy = PolicyConfigSchema.parse({
+    vocabSize: tokenizer.size,
+    contextLength,
+    dModel: options.dModel,
+    layers: options.layers,
+    heads: options.heads,
+    ffnMult: options.ffnMult,
+    ...(options.initStd !== undefined ? { initStd: options.initStd } : {}),
+    ...(outputTokens ? { outputTokens } : {}),
+    seed: options.seed,
+  });
+  return { tokenizer, policy };
+}
+
+/** The embedded tfjs trainer (worker thread by default) as the orchestrator's {@link Trainer}. */
+export async function embeddedTrainer(options: {
+  policy: PolicyConfig;
+  weights: NamedWeight[];
+  optimizer?: OptimizerState;
+  trainer: TrainerConfigInput;
+  schedule: TrainerSchedule;
+  workerThread: boolean;
+  log?: (line: string) => void;
+}): Promise<Trainer> {
+  const init = {
+    policy: options.policy,
+    weights: options.weights,
+    trainer: options.trainer,
+    ...(options.optimizer ? { optimizer: options.optimizer } : {}),
+  };
+  let handle: TrainerHandle;
+  let where = 'this thread';
+  if (options.workerThread) {
+    try {
+      handle = await workerTrainer(init);
+      where = 'worker thread';
+    } catch (error) {
+      options.log?.(`worker thread unavailable (${(error as Error).message.split('\n')[0]}); training in this thread`);
+      handle = await localTrainer(init);
+    }
+  } else handle = await localTrainer(init);
+  const betas = options.trainer.betas ?? [0.9, 0.999];
+  return {
+    description: `tfjs ${handle.backend} (${where})`,
+    async step({ samples, step }) {
+      const stepOptions = scheduledStepOptions(options.schedule, step - 1);
+      const { metrics, weights } = await handle.train(samples, stepOptions);
+      return {
+        weights,
+        metrics: {
+          lr: stepOptions.lr ?? 0,
+          ref_kl_tau: stepOptions.refKlTau ?? 0,
+          beta1: stepOptions.beta1 ?? betas[0],
+          loss: metrics.loss,
+          rl_loss: metrics.rlLoss,
+          ref_kl: metrics.refKl,
+          entropy: metrics.entropy,
+          mismatch_kl: metrics.mismatchKl,
+          masked_fraction: metrics.maskedFraction,
+          grad_norm: metrics.gradNorm,
+          tokens: metrics.tokens,
+          padded_tokens: metrics.paddedTokens,
+          gflops: metrics.flops / metrics.ms / 1e6,
+        },
+      };
+    },
+    async state() {
+      return { weights: await handle.weights(), optimizer: await handle.optimizerState() };
+    },
+    close: () => handle.close(),
+  };
+}
+
+/** Reply probabilities of the embedded policy: first-token logits of each reply, softmax over the candidates. */
+function replyProbabilities(client: PolicyModelClient) {
+  return async ({ messages, replies }: { messages: readonly Message[]; replies: readonly string[] }) => {
+    const logits = await client.nextLogits(client.tokenizer.renderChat({ messages }));
+    const values = replies.map((r) => logits[client.tokenizer.encode(r)[0] ?? 1] as number);
+    const max = Math.max(...values);
+    const exps = values.map((v) => Math.exp(v - max));
+    const sum = exps.reduce((a, b) => a + b, 0);
+    return exps.map((e) => e / sum);
+  };
+}
+
+/** The embedded onnxruntime policy client as the orchestrator's {@link Inference}. */
+export async function embeddedInference(options: {
+  tokenizer: WordTokenizer;
+  policy: PolicyConfig;
+  weights: NamedWeight[];
+  version: number;
+  seed: number;
+  maxTokens: number;
+  maxBatch?: number;
+  maxWaitMs?: number;
+}): Promise<Inference & { readonly policyClient: PolicyModelClient }> {
+  const make = (weights: NamedWeight[], version: number, seed: number) =>
+    PolicyModelClient.create({
+      tokenizer: options.tokenizer,
+      config: options.policy,
+      onnx: exportOnnx({ config: options.policy, weights }),
+      version,
+      maxBatch: options.maxBatch ?? 512,
+      maxWaitMs: options.maxWaitMs ?? 0,
+      maxTokens: options.maxTokens,
+      seed,
+    });
+  const client = await make(options.weights, options.version, options.seed);
+  return {
+    client,
+    policyClient: client,
+    get version() {
+      return client.version;
+    },
+    async updateWeights({ weights, version }) {
+      await client.updateWeights({ onnx: exportOnnx({ config: options.policy, weights }), version });
+    },
+    async evaluationPolicy({ weights, version, seed }): Promise<EvaluationPolicy> {
+      const evaluation = await make(weights, version, seed);
+      return { version, client: evaluation, replyProbabilities: replyProbabilities(evaluation) };
+    },
+    rngState: () => client.rng.state,
+    loadRngState(state) {
+      if (typeof state === 'number') client.rng.state = state;
+    },
+  };
+}

@@ -1,0 +1,5 @@
+export * from './embedded.ts';
+export * from './model-router.ts';
+export * from './orchestrator.ts';
+export * from './schedule.ts';
+export * from './types.ts';
