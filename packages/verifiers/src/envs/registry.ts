@@ -14,6 +14,7 @@ const envs = new Map<string, EnvLoader>([
   ['shared-agentic-judge', async () => (await import('./agentic-judge/agentic-judge-env.ts')).sharedAgenticJudgeEnv as never],
   ['proposer-solver', async () => (await import('./proposer-solver/proposer-solver-env.ts')).proposerSolverEnv as never],
   ['user-sim', async () => (await import('./user-sim/user-sim-env.ts')).userSimEnv as never],
+  ['kuhn-poker', async () => (await import('./kuhn-poker/env.ts')).kuhnPokerEnv as never],
 ]);
 
 const tasksets = new Map<string, TasksetLoader>([

@@ -78,6 +78,18 @@ describe('summarize: roles that are never scored (issue 22 item 5)', () => {
   });
 });
 
+it('gives no pass@k for rewards outside [0, 1] (poker payoffs are not pass/fail)', () => {
+  const episodes = [
+    episode('deal', [
+      { name: 'player0', trainable: true, rewards: { payoff: 2 } },
+      { name: 'player1', trainable: true, rewards: { payoff: -2 } },
+    ]),
+  ];
+  const summary = summarize({ episodes, env: 'kuhn-poker', model: 'm' });
+  expect(summary.byRole.player0?.passAtK).toEqual({});
+  expect(summary.byRole.player1?.rewardMean).toBe(-2);
+});
+
 describe('wall time (issue 22 item 9)', () => {
   it('counts the time episodes ran, not the idle gap before a resume', () => {
     const first = episode('a', [{ name: 'agent', trainable: true, rewards: { correct: 1 } }], { start: 0, end: 10_000 });

@@ -26,7 +26,10 @@ export interface RoleSummary {
   rewardMax: number | null;
   /** Reward histogram over 10 equal bins between min and max. */
   histogram: { from: number; to: number; count: number }[];
-  /** pass@k over this role's traces per task (reward ≥ threshold counts as a pass; failed traces are misses). */
+  /**
+   * pass@k over this role's traces per task (reward ≥ threshold counts as a pass; failed traces
+   * are misses); `{}` when the role is not scored or its rewards leave [0, 1] (poker payoffs).
+   */
   passAtK: Record<string, number>;
 }
 
@@ -159,7 +162,8 @@ export function summarize(options: {
       rewardMin: s.min,
       rewardMax: s.max,
       histogram: histogram(values, s.min, s.max),
-      passAtK: values.length ? rolePassAtK(episodes, role, threshold) : {},
+      // pass@k reads a reward as pass/fail: none for rewards outside [0, 1] (poker payoffs).
+      passAtK: values.length && values.every((v) => v >= 0 && v <= 1) ? rolePassAtK(episodes, role, threshold) : {},
     };
   }
   const scoredRoles = Object.keys(byRole).filter((role) => (byRole[role]?.scored ?? 0) > 0);

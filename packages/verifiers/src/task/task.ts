@@ -118,7 +118,12 @@ export class Task<D extends TaskData = TaskData> {
     return out;
   }
 
-  /** A copy of this task with some data fields replaced (same rewards and hooks). */
+  /**
+   * A variant of this task for the SAME role (e.g. the prompt moved into a conversation): some
+   * data fields replaced, the same key, rewards, metrics and hooks unless `options` replaces them.
+   * For a task handed to ANOTHER role (a critic reading the writer's draft, a judge) use
+   * {@link Task.derive}, which scores nothing unless asked.
+   */
   with(patch: Partial<D>, options: Partial<TaskOptions<D>> = {}): Task<D> {
     return new Task<D>({ ...this.data, ...patch } as D, {
       key: options.key ?? this.key,
@@ -128,6 +133,22 @@ export class Task<D extends TaskData = TaskData> {
       ...((options.finalize ?? this.finalize) ? { finalize: options.finalize ?? this.finalize } : {}),
       needsContainer: options.needsContainer ?? this.needsContainer,
       type: options.type ?? this.type,
+    });
+  }
+
+  /**
+   * A task for ANOTHER role, derived from this one: some data fields replaced, the same key (its
+   * traces stay grouped with the episode's task) and type, but none of the original's rewards,
+   * metrics, setup or finalize — a critic's trace on the writer's task must not be scored by the
+   * writer's `correct`. Pass them in `options` to keep any (`{ rewards: task.rewards }`). A role
+   * whose traces carry no reward is reported as "not scored".
+   */
+  derive(patch: Partial<D>, options: Partial<TaskOptions<D>> = {}): Task<D> {
+    return new Task<D>({ ...this.data, ...patch } as D, {
+      ...options,
+      key: options.key ?? this.key,
+      type: options.type ?? this.type,
+      needsContainer: options.needsContainer ?? this.needsContainer,
     });
   }
 
