@@ -30,9 +30,15 @@ describe('trainer CLI errors (issue 22 items 2 and 8)', () => {
 
   it('names the field of a bad inline config, prints no stack and creates no out directory', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
-    const result = await trainer(['train', '--config', '{"env":"single-agent"}', '--out', out]);
+    const result = await trainer([
+      'train',
+      '--config',
+      '{"max_steps":-1,"train":{"source":[{"env":"kuhn-poker"}]}}',
+      '--out',
+      out,
+    ]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^trainer: env: /);
+    expect(result.stderr).toMatch(/^trainer: maxSteps: /);
     expect(result.stderr).not.toMatch(/ZodError|\n\s+at /);
     expect(existsSync(out)).toBe(false);
   });
@@ -41,18 +47,42 @@ describe('trainer CLI errors (issue 22 items 2 and 8)', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
     const result = await trainer(['train', '--algorithm', 'ppo', '--out', out]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^trainer: algorithm\.type: .*'rae'/);
+    expect(result.stderr).toMatch(/^trainer: train\.source\[0\]\.algorithm\.type: unknown algorithm 'ppo'.*rae/);
     expect(result.stderr).not.toMatch(/invalid_union/);
     expect(existsSync(out)).toBe(false);
   });
 
   it('reads a .toml config as TOML (the field error proves it parsed)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'trainer-cli-'));
-    writeFileSync(join(dir, 'run.toml'), 'env = "single-agent"\n[algorithm]\ntype = "rae"\n');
+    writeFileSync(join(dir, 'run.toml'), 'max_steps = 3\n[[train.source]]\nenv = "kuhn-poker"\nratio = -2\n');
     const result = await trainer(['train', '--config', join(dir, 'run.toml'), '--out', join(dir, 'run')]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^trainer: env: Invalid input: expected "kuhn-poker"/);
+    expect(result.stderr).toMatch(/^trainer: train\.source\[0\]\.ratio: /);
     expect(existsSync(join(dir, 'run'))).toBe(false);
+  });
+
+  it('--dry-run prints the resolved config (defaults filled, --set applied) and trains nothing', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
+    const result = await trainer([
+      'train',
+      '--dry-run',
+      '--set',
+      'max_steps=7',
+      '--set',
+      'train.source.0.group_size=3',
+      '--out',
+      out,
+    ]);
+    expect(result.code).toBe(0);
+    const config = JSON.parse(result.stdout) as {
+      maxSteps: number;
+      train: { source: { env: string; groupSize: number }[] };
+      policy: { vocabSample: number };
+    };
+    expect(config.maxSteps).toBe(7);
+    expect(config.train.source[0]).toMatchObject({ env: 'kuhn-poker', groupSize: 3 });
+    expect(config.policy.vocabSample).toBe(1000);
+    expect(existsSync(out)).toBe(false);
   });
 
   it('rejects an unknown flag with exit 2 and the usage', async () => {

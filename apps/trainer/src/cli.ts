@@ -2,15 +2,27 @@
 import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createAlgorithm } from '@troupe/prime-rl';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './run.ts';
-import { applySet, camelKeys, parseRunConfig, readRunConfigFile } from './run-config.ts';
+import { applySet, camelKeys, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
 
 const USAGE = `usage: pnpm trainer <command>
-  train [--config run.toml|run.json] [--set a.b=value]... [--dry-run] [--out DIR] [--seed N] [--max-steps N] [--resume]
+  train [--config run.toml|run.json|'{…}'] [--set a.b=value]... [--dry-run] [--out DIR] [--seed N] [--max-steps N]
+        [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
         (no --config: Kuhn poker self-play, configs/kuhn-poker.toml)
-  eval --checkpoint DIR [--hands N] [--seed N]     (Kuhn poker checkpoints: vs uniform, equilibrium, itself)`;
+  eval --checkpoint DIR [--hands N] [--seed N]     (Kuhn poker checkpoints: vs uniform, equilibrium, itself)
+exit codes: 0 ok, 2 bad config or flag (named by field path; nothing was written), 1 internal error`;
+
+/** `--config '{…}'`: an inline JSON run config. */
+function parseInlineConfig(text: string): Record<string, unknown> {
+  try {
+    return camelKeys(JSON.parse(text)) as Record<string, unknown>;
+  } catch (error) {
+    throw new RunConfigError(`config (inline) is not valid JSON: ${(error as Error).message}`);
+  }
+}
 
 /** The progress line: step, episodes, each source's reward per role and every evaluator metric. */
 function progressLine(m: StepMetrics, maxSteps: number): string {
@@ -26,6 +38,10 @@ function progressLine(m: StepMetrics, maxSteps: number): string {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '--help' || command === '-h' || rest.includes('--help') || rest.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
   if (command === 'train') {
     const { values } = parseArgs({
       args: rest,
@@ -36,15 +52,27 @@ async function main(argv: string[]): Promise<number> {
         out: { type: 'string' },
         seed: { type: 'string' },
         'max-steps': { type: 'string' },
+        algorithm: { type: 'string' },
         resume: { type: 'boolean', default: false },
       },
     });
-    const path = values.config ? resolve(values.config) : DEFAULT_CONFIG;
-    const raw = await readRunConfigFile(path);
+    const inline = values.config?.trimStart().startsWith('{') ?? false;
+    const path = values.config && !inline ? resolve(values.config) : DEFAULT_CONFIG;
+    const raw = inline ? parseInlineConfig(values.config as string) : await readRunConfigFile(path);
     if (values.seed !== undefined) raw.seed = Number(values.seed);
     if (values['max-steps'] !== undefined) raw.maxSteps = Number(values['max-steps']);
     for (const assignment of values.set) applySet(raw, assignment);
     const config = parseRunConfig(camelKeys(raw));
+    if (values.algorithm) {
+      config.train.source.forEach((_, i) => applySet(raw, `train.source.${i}.algorithm.type=${values.algorithm}`));
+      config.train.source.forEach((source, i) => {
+        try {
+          createAlgorithm({ ...source.algorithm, type: values.algorithm });
+        } catch (error) {
+          throw new RunConfigError(`train.source[${i}].${(error as Error).message}`);
+        }
+      });
+    }
     if (values['dry-run']) {
       console.log(JSON.stringify(config, null, 2));
       return 0;
@@ -109,13 +137,11 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
-    console.error(
-      error instanceof Error
-        ? error.name === 'RunConfigError'
-          ? `config: ${error.message}`
-          : (error.stack ?? error.message)
-        : String(error),
-    );
-    process.exit(error instanceof Error && error.name === 'RunConfigError' ? 2 : 1);
+    if ((error as Error).name === 'RunConfigError' || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`trainer: ${(error as Error).message}\n${USAGE}`);
+      process.exit(2);
+    }
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(1);
   },
 );
