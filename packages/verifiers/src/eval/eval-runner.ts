@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Task } from '../task/task.ts';
@@ -120,6 +121,16 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   const report = () =>
     options.onProgress?.({ done: finished.length, total, failed, rewardMean: rewardCount ? rewardSum / rewardCount : null });
   report();
+  // Every episode in flight listens on the run's signal: `concurrency` listeners on one signal
+  // by design (Node warns past 10 as a possible leak). The runner owns that fan-out, so it gives
+  // the episodes its own signal, linked to the caller's by one listener, with a limit that
+  // matches it — a listener left behind by an episode still trips the warning.
+  const runController = new AbortController();
+  setMaxListeners(concurrency + 10, runController.signal);
+  const onAbort = () => runController.abort(options.signal?.reason);
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
+  const signal = runController.signal;
   // Ramp up: workers start 32 per event-loop turn (a chain of setImmediate, so I/O and timers run
   // between batches). Starting every episode of a high concurrency in one tick blocks the event
   // loop, and every interception request with it, for seconds.
@@ -128,13 +139,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
     if (workerIndex > 0 && workerIndex % 32 === 0)
       startGate = startGate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
     await startGate;
-    while (next < queue.length && !options.signal?.aborted) {
+    while (next < queue.length && !signal.aborted) {
       const item = queue[next++] as { task: Task; index: number };
-      const episode = await env.runEpisode({
-        task: item.task,
-        group: { id: item.task.key, index: item.index },
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+      const episode = await env.runEpisode({ task: item.task, group: { id: item.task.key, index: item.index }, signal });
       writer.write(episode);
       finished.push(episode);
       if (!episode.ok) {
@@ -155,6 +162,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   try {
     await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(queue.length, 1)) }, worker));
   } finally {
+    options.signal?.removeEventListener('abort', onAbort);
     writer.close();
   }
   const summary = summarize({
