@@ -8,6 +8,7 @@ import { Env } from '../env/env.ts';
 import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
+import { parseShard, type Shard } from '../eval/shard.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import type { ModelClient } from '../model/model-client.ts';
@@ -46,6 +47,7 @@ Eval options:
       --resume DIR       continue a run: keep its complete episodes, run the rest (refused
                          when another flag or config changes the run's config.json)
       --allow-failures   exit 0 even when episodes failed
+      --shard I/N        run only shard I of N (1-based) of tasks × rollouts; troupe merge joins them
       --no-preflight     skip the endpoint check (GET <base-url>/models) made before a run
   -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
   -h, --help
@@ -87,6 +89,7 @@ interface BuiltConfig {
   allowFailures: boolean;
   preflight: boolean;
   help: boolean;
+  shard?: Shard;
 }
 
 function buildConfig(args: string[]): BuiltConfig {
@@ -110,6 +113,7 @@ function buildConfig(args: string[]): BuiltConfig {
       outputs: { type: 'string', short: 'o' },
       resume: { type: 'string' },
       'allow-failures': { type: 'boolean' },
+      shard: { type: 'string' },
       'no-preflight': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       set: { type: 'string', short: 's', multiple: true },
@@ -181,6 +185,7 @@ function buildConfig(args: string[]): BuiltConfig {
     allowFailures: values['allow-failures'] === true,
     preflight: values['no-preflight'] !== true,
     help: false,
+    ...(values.shard !== undefined ? { shard: parseShard(values.shard) } : {}),
   };
 }
 
@@ -199,7 +204,7 @@ function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient
 }
 
 async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
-  const { config, resumeDir, changesOnResume, allowFailures, preflight, help } = buildConfig(args);
+  const { config, resumeDir, changesOnResume, allowFailures, preflight, help, shard } = buildConfig(args);
   if (help) {
     process.stdout.write(HELP);
     return 0;
@@ -307,6 +312,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       onProgress: progress.update,
       log,
       signal: controller.signal,
+      ...(shard ? { shard } : {}),
     });
     progress.done();
     process.stdout.write(`${formatSummary(result.summary)}\n`);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
+import { type Shard, shardSlice } from './shard.ts';
 import { type EvalSummary, formatSummary, summarize } from './summary.ts';
 import { EpisodeWriter, readEpisodes, rewriteEpisodes } from './traces-file.ts';
 
@@ -44,6 +45,8 @@ export interface RunEvalOptions {
   /** Progress lines; `fileOnly` marks lines meant for the run's log file, not the terminal. */
   log?: (line: string, options?: { fileOnly?: boolean }) => void;
   signal?: AbortSignal;
+  /** Run only this deterministic slice of tasks × rollouts (`troupe eval --shard i/n`; merge with `troupe merge`). */
+  shard?: Shard;
 }
 
 export interface EvalResult {
@@ -106,9 +109,11 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   }
 
   const queue: { task: Task; index: number }[] = [];
+  const inSlice = shardSlice(options, tasks, rollouts);
+  let position = 0;
   for (const task of tasks) {
     for (let index = 0; index < rollouts; index++) {
-      if (!kept.has(episodeKey(task.key, index))) queue.push({ task, index });
+      if (inSlice(position++) && !kept.has(episodeKey(task.key, index))) queue.push({ task, index });
     }
   }
   const total = kept.size + queue.length;
