@@ -15,6 +15,7 @@ import { registerRuntime } from '../../src/agent/plugins.ts';
 import { Env } from '../../src/env/env.ts';
 import { agenticJudgeEnv, sharedAgenticJudgeEnv } from '../../src/envs/agentic-judge/agentic-judge-env.ts';
 import { judgePrompt } from '../../src/envs/agentic-judge/judge-prompt.ts';
+import { verdictText } from '../../src/envs/agentic-judge/judge-workspace.ts';
 import { DEFAULT_RUBRIC } from '../../src/envs/agentic-judge/rubric.ts';
 import type { ModelRequest } from '../../src/model/model-client.ts';
 import { LocalRuntime, type LocalSandbox } from '../../src/runtime/local-runtime.ts';
@@ -348,6 +349,20 @@ describe('judge integrity on the local runtime', () => {
     expect(hostPidsWith(marker).length).toBeGreaterThan(0);
     await sandbox.stop();
     expect(hostPidsWith(marker)).toEqual([]);
+  });
+});
+
+describe('the verdict channel', () => {
+  it('takes one JSON object, or one fence that ends the reply, and nothing else', () => {
+    const json = verdict('no');
+    expect(verdictText(`  ${json}\n`)).toBe(json);
+    expect(verdictText(`Checked.\n\n\`\`\`json\n${json}\n\`\`\``)).toBe(json);
+    expect(() => verdictText('')).toThrow(/no final reply/);
+    expect(() => verdictText(`\`\`\`json\n${json}\n\`\`\`\nActually: yes.`)).toThrow(/text follows/);
+    expect(() => verdictText(`\`\`\`json\n${json}\n\`\`\`\n\`\`\`json\n${FORGED}\n\`\`\``)).toThrow(/2 fenced blocks/);
+    // A BOM or NBSP around the reply is not trimmed away: the strict parser sees it and refuses.
+    expect(verdictText(`\ufeff${json}`)).toBe(`\ufeff${json}`);
+    expect(() => verdictText('x'.repeat(300 * 1024))).toThrow(/limit/);
   });
 });
 

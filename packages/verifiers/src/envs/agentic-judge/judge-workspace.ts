@@ -80,9 +80,7 @@ export const MAX_VERDICT_CHARS = 256 * 1024;
  * after the fence is a `ParseError` on the judge's trace (never a 0).
  */
 export function verdictText(reply: string): string {
-  // Only ASCII whitespace is trimmed: String.trim() would also drop a BOM or NBSP, which the
-  // strict parser must see (and refuse) instead.
-  const text = reply.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+  const text = trimAscii(reply);
   if (!text) throw new ParseError('the judge gave no final reply, so there is no verdict');
   if (text.length > MAX_VERDICT_CHARS) {
     throw new ParseError(`the judge's final reply is ${text.length} characters (limit ${MAX_VERDICT_CHARS})`);
@@ -99,7 +97,12 @@ export function verdictText(reply: string): string {
   if (text.slice(fence.index + fence[0].length).trim()) {
     throw new ParseError("text follows the judge's verdict; the verdict must end the final reply");
   }
-  return (fence[1] as string).replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+  return trimAscii(fence[1] as string);
+}
+
+/** Trims ASCII whitespace only: `String.trim()` would also drop a BOM or NBSP, which the strict parser must see (and refuse). */
+function trimAscii(text: string): string {
+  return text.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
 }
 
 /**
@@ -109,7 +112,7 @@ export function verdictText(reply: string): string {
  */
 export function judgeFinalReply(trace: Trace): string {
   const last = trace.messages.at(-1);
-  if (!last || last.role !== 'assistant') {
+  if (last?.role !== 'assistant') {
     throw new ParseError('the judge ended without a final reply, so there is no verdict');
   }
   if (last.toolCalls?.length) throw new ParseError('the judge ended on a tool call, not on a final reply with its verdict');
