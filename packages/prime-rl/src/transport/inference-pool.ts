@@ -1,0 +1,242 @@
+import {
+  type ModelCallOptions,
+  type ModelClient,
+  type ModelRequest,
+  type ModelResponse,
+  OpenAICompatibleClient,
+  ProviderError,
+  type RetryOptions,
+  type Sampling,
+} from '@troupe/verifiers';
+import { adminRoot, isLive } from './inference-admin.ts';
+import type { VersionedInference } from './weight-relay.ts';
+
+/** The policy versions one rollout was sampled under (prime-rl's `PolicySpan`). */
+export interface PolicySpan {
+  /** Version served when the rollout's first call started. */
+  start: number;
+  /** Version served when its last call ended. */
+  end: number;
+}
+
+/** One model call of a rollout, as recorded by a {@link RolloutClient}. */
+export interface RecordedCall {
+  /** Index of the server (in `baseUrls`) that answered. */
+  server: number;
+  versionAtStart: number;
+  versionAtEnd: number;
+  /** Sampling temperature of the call (what the trainer divides its logits by for these tokens). */
+  temperature: number;
+  completionTokens: number;
+}
+
+/** Options of {@link InferencePool}. */
+export interface InferencePoolOptions {
+  /** OpenAI-compatible base URLs of the servers, e.g. `["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]`. */
+  baseUrls: readonly string[];
+  /** Model name the servers serve (vLLM `--served-model-name`). */
+  model: string;
+  /** Default `EMPTY`, as vLLM without `--api-key`. */
+  apiKey?: string;
+  /** Sampling defaults; a request's own sampling wins. */
+  sampling?: Sampling;
+  retry?: RetryOptions;
+  /** Per-call timeout (default 10 minutes). */
+  timeoutMs?: number;
+  /** Policy version served at start (default 0). */
+  version?: number;
+  fetch?: typeof fetch;
+}
+
+/**
+ * Several OpenAI-compatible inference servers (vLLM) as one `ModelClient`: each call goes to the
+ * healthy server with the fewest calls in flight (ties rotate), asks for token ids and logprobs
+ * (`return_token_ids`, `logprobs`), and carries `cache_salt` = the policy version so the prefix
+ * cache never reuses keys computed under older weights. Health is `GET /liveness` at each
+ * server's root; a server that fails a call is skipped until a health check passes again.
+ */
+export class InferencePool implements ModelClient, VersionedInference {
+  readonly model: string;
+  readonly baseUrls: readonly string[];
+  private readonly clients: OpenAICompatibleClient[];
+  private readonly inFlight: number[];
+  private readonly live: boolean[];
+  private readonly fetcher: typeof fetch;
+  private readonly defaultTemperature: number;
+  private current: number;
+  private cursor = 0;
+
+  constructor(options: InferencePoolOptions) {
+    if (options.baseUrls.length === 0) throw new RangeError('InferencePool: baseUrls: at least one inference server');
+    this.model = options.model;
+    this.baseUrls = [...options.baseUrls];
+    this.fetcher = options.fetch ?? fetch;
+    this.current = options.version ?? 0;
+    this.defaultTemperature = options.sampling?.temperature ?? 1;
+    this.clients = options.baseUrls.map(
+      (baseUrl) =>
+        new OpenAICompatibleClient({
+          baseUrl,
+          apiKey: options.apiKey ?? 'EMPTY',
+          model: options.model,
+          returnTokenIds: true,
+          logprobs: true,
+          ...(options.sampling ? { sampling: options.sampling } : {}),
+          ...(options.retry ? { retry: options.retry } : {}),
+          ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+        }),
+    );
+    this.inFlight = options.baseUrls.map(() => 0);
+    this.live = options.baseUrls.map(() => true);
+  }
+
+  /** Policy version the servers hold. */
+  get version(): number {
+    return this.current;
+  }
+
+  setVersion(version: number): void {
+    this.current = version;
+  }
+
+  /** Calls in flight per server. */
+  outstanding(): number[] {
+    return [...this.inFlight];
+  }
+
+  /** Health per server as last seen. */
+  health(): boolean[] {
+    return [...this.live];
+  }
+
+  /** `GET /liveness` on every server; updates which servers are routed to. */
+  async checkHealth(options: { timeoutMs?: number } = {}): Promise<boolean[]> {
+    const results = await Promise.all(
+      this.baseUrls.map((baseUrl) =>
+        isLive({ root: adminRoot(baseUrl), timeoutMs: options.timeoutMs ?? 5000, fetch: this.fetcher }),
+      ),
+    );
+    results.forEach((ok, index) => {
+      this.live[index] = ok;
+    });
+    return results;
+  }
+
+  /** Runs {@link checkHealth} every `intervalMs`; returns a stop function. */
+  startHealthChecks(options: { intervalMs: number; timeoutMs?: number }): () => void {
+    const timer = setInterval(() => {
+      this.checkHealth(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}).catch(() => undefined);
+    }, options.intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Waits until every server answers `/liveness` (startup). */
+  async waitUntilLive(options: { timeoutMs: number; pollMs?: number }): Promise<void> {
+    const deadline = Date.now() + options.timeoutMs;
+    for (;;) {
+      const results = await this.checkHealth();
+      if (results.every(Boolean)) return;
+      if (Date.now() >= deadline) {
+        const down = this.baseUrls.filter((_, index) => !results[index]);
+        throw new ProviderError(`inference servers not live after ${options.timeoutMs} ms: ${down.join(', ')}`, {
+          statusCode: 503,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 500));
+    }
+  }
+
+  /** Answers with the current version as `cache_salt`. */
+  complete(request: ModelRequest, options?: ModelCallOptions): Promise<ModelResponse> {
+    return this.call(request, String(this.current), options).then(({ response }) => response);
+  }
+
+  /**
+   * A client for one rollout: its calls all carry the salt of the version the rollout started
+   * under (as prime-rl salts by the group's dispatch version), and it records the policy span
+   * and each call's temperature.
+   */
+  rollout(): RolloutClient {
+    return new RolloutClient(this);
+  }
+
+  /** @internal */
+  async call(
+    request: ModelRequest,
+    cacheSalt: string,
+    options?: ModelCallOptions,
+  ): Promise<{ response: ModelResponse; server: number; temperature: number }> {
+    const server = this.pick();
+    const sampling: Sampling = { ...request.sampling, extra: { ...request.sampling.extra, cache_salt: cacheSalt } };
+    this.inFlight[server]!++;
+    try {
+      const response = await this.clients[server]!.complete({ ...request, sampling }, options);
+      return { response, server, temperature: request.sampling.temperature ?? this.defaultTemperature };
+    } catch (error) {
+      if (!options?.signal?.aborted && (error as { statusCode?: number }).statusCode === 502) this.live[server] = false;
+      throw error;
+    } finally {
+      this.inFlight[server]!--;
+    }
+  }
+
+  private pick(): number {
+    const n = this.baseUrls.length;
+    let best = -1;
+    for (let k = 0; k < n; k++) {
+      const index = (this.cursor + k) % n;
+      if (!this.live[index]) continue;
+      if (best < 0 || this.inFlight[index]! < this.inFlight[best]!) best = index;
+    }
+    if (best < 0) {
+      throw new ProviderError(`no live inference server among ${this.baseUrls.join(', ')} (last /liveness failed)`, {
+        statusCode: 503,
+      });
+    }
+    this.cursor = (best + 1) % n;
+    return best;
+  }
+}
+
+/** A `ModelClient` for one rollout on an {@link InferencePool}; see {@link InferencePool.rollout}. */
+export class RolloutClient implements ModelClient {
+  readonly model: string;
+  /** Every call, in completion order. */
+  readonly calls: RecordedCall[] = [];
+  private startVersion: number | null = null;
+  private endVersion: number | null = null;
+
+  constructor(private readonly pool: InferencePool) {
+    this.model = pool.model;
+  }
+
+  /** Versions the rollout spans; null before its first call. Staleness at step s is `(s − 1) − span.start`. */
+  get span(): PolicySpan | null {
+    return this.startVersion === null ? null : { start: this.startVersion, end: this.endVersion ?? this.startVersion };
+  }
+
+  async complete(request: ModelRequest, options?: ModelCallOptions): Promise<ModelResponse> {
+    const versionAtStart = this.pool.version;
+    this.startVersion ??= versionAtStart;
+    const { response, server, temperature } = await this.pool.call(request, String(this.startVersion), options);
+    const versionAtEnd = this.pool.version;
+    this.endVersion = Math.max(this.endVersion ?? versionAtEnd, versionAtEnd);
+    this.calls.push({
+      server,
+      versionAtStart,
+      versionAtEnd,
+      temperature,
+      completionTokens: response.completionTokenIds?.length ?? response.usage.completionTokens,
+    });
+    return response;
+  }
+
+  /** The temperature of every sampled token, in call order (concatenated completions). */
+  completionTemperatures(): number[] {
+    const out: number[] = [];
+    for (const call of this.calls) for (let t = 0; t < call.completionTokens; t++) out.push(call.temperature);
+    return out;
+  }
+}
