@@ -28,6 +28,24 @@ export {
   makeAgent,
   type TaskInput,
 } from './agent/make-agent.ts';
+export {
+  type ChatMessage,
+  EXPORT_FORMATS,
+  type ExportFormat,
+  type ExportMetadata,
+  type ExportOptions,
+  exportRecords,
+  FilterSyntaxError,
+  type FilterFields,
+  filterFields,
+  metadataOf,
+  parseFilter,
+  toChatMessages,
+  toMessagesRecord,
+  traceTokens,
+} from './cli/export-command.ts';
+export { mergeRuns } from './cli/merge-command.ts';
+export { inShard, parseShard, readShardManifest, type Shard, type ShardManifest } from './eval/shard.ts';
 export * from './env/env.ts';
 export * from './envs/best-of-n/best-of-n-env.ts';
 export * from './envs/registry.ts';

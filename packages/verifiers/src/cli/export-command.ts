@@ -353,6 +353,27 @@ function sftMessages(trace: Trace): ChatMessage[] {
   return messages.slice(0, last + 1);
 }
 
+/**
+ * One trace as a `chat` or `sft` record: `{messages, tools?, metadata}` (+ `input_ids`,
+ * `completion_mask`, `logprobs` with `tokens`). `sft` gives null for a failed trace or one
+ * without an assistant reply, and ends the messages on the last reply.
+ */
+export function toMessagesRecord(
+  format: 'chat' | 'sft',
+  trace: Trace,
+  metadata: ExportMetadata | Record<string, unknown>,
+  options: { tokens?: boolean } = {},
+): Record<string, unknown> | null {
+  if (format === 'sft' && !trace.ok) return null;
+  const messages = format === 'sft' ? sftMessages(trace) : toChatMessages(trace.messages);
+  if (format === 'sft' && !messages.some((m) => m.role === 'assistant')) return null;
+  const record: Record<string, unknown> = { messages };
+  if (trace.tools.length) record.tools = toolsOf(trace.tools);
+  record.metadata = metadata;
+  const tokens = options.tokens ? traceTokens(trace) : null;
+  return tokens ? { ...record, ...tokens } : record;
+}
+
 export interface ExportOptions {
   format: ExportFormat;
   /** The run id written into the metadata (default: the run directory's name). */
@@ -384,20 +405,11 @@ export function exportRecords(episodes: Episode[], options: ExportOptions): Reco
       selected.push({ episode, trace });
     }
   }
-  const withTokens = (record: Record<string, unknown>, trace: Trace) => {
-    const tokens = options.tokens ? traceTokens(trace) : null;
-    return tokens ? { ...record, ...tokens } : record;
-  };
   if (options.format === 'chat' || options.format === 'sft') {
     const out: Record<string, unknown>[] = [];
     for (const { episode, trace } of selected) {
-      if (options.format === 'sft' && !trace.ok) continue;
-      const messages = options.format === 'sft' ? sftMessages(trace) : toChatMessages(trace.messages);
-      if (options.format === 'sft' && !messages.some((m) => m.role === 'assistant')) continue;
-      const record: Record<string, unknown> = { messages };
-      if (trace.tools.length) record.tools = toolsOf(trace.tools);
-      record.metadata = metadataOf(options.run, episode, trace);
-      out.push(withTokens(record, trace));
+      const record = toMessagesRecord(options.format, trace, metadataOf(options.run, episode, trace), options);
+      if (record) out.push(record);
     }
     return out;
   }
