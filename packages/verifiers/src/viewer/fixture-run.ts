@@ -215,6 +215,8 @@ export function judgeEpisode(options: { index: number; rollout: number; solved: 
       ],
     },
   };
+  // As agentic-judge records it: the judged trace carries a copy naming the judge's trace.
+  solver.info = { ...solver.info, verdict: { judgeTrace: judge.id, ...(judge.info.verdict as object) } };
   episode.traces.push(solver, judge);
   episode.endedAt = judge.endedAt;
   return episode;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from './chromium.ts';
-import { fixtureEpisodes, writeFixtureRun } from './fixture-run.ts';
+import { fixtureEpisodes, judgeEpisode, writeFixtureRun } from './fixture-run.ts';
 import { serveRun } from './serve-run.ts';
 import { writeHtmlReport } from './write-html-report.ts';
 
@@ -115,6 +116,14 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
     expect(await beside.textContent()).toContain('sum.py loops to 21 (off by one)');
     expect(await beside.locator('.verdict-tag').allTextContents()).toEqual(['no', 'partly']);
     expect(await judge.locator('[data-testid="judge-verdicts"]').textContent()).toContain('off by one');
+    // The solver carries a copy of the verdict (as agentic-judge records it): it is about the
+    // solver's trace, not written by it (issue 22 item 10).
+    expect(await beside.locator('.section-label').textContent()).toBe('Verdicts on this trace, by judge');
+    expect(await solver.textContent()).not.toContain('written by this judge');
+    expect(await solver.locator('[data-testid="verdicts-beside"]').count()).toBe(1);
+    expect(await judge.locator('[data-testid="judge-verdicts"] .section-label').textContent()).toBe(
+      'Verdicts written by this judge',
+    );
     // Side by side: the judge's column starts right of the solver's and they share the same rows.
     const s = (await solver.boundingBox())!;
     const j = (await judge.boundingBox())!;
@@ -138,6 +147,27 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
     await page.waitForSelector('body[data-episode="judge-0-1"] .trace-column[data-agent="judge"] .msg');
     await page.screenshot({ path: join(IMAGES, 'episode-view.png') });
     await page.close();
+  });
+
+  it('fits a proposer and four solvers in the window, and shows task names whole (issue 22 item 10)', async () => {
+    const page = await open(`${reportUrl}#episode=propose-0`);
+    await page.waitForSelector('body[data-episode="propose-0"] .trace-column[data-agent="proposer"]');
+    const boxes = await page.locator('.trace-column').evaluateAll((els) => els.map((el) => el.getBoundingClientRect().right));
+    expect(boxes).toHaveLength(5);
+    for (const right of boxes) expect(right).toBeLessThanOrEqual(1440);
+    await page.close();
+    // Episode ids are UUIDs in a real run: the task name keeps its width, the id gives way.
+    const runDir = await writeFixtureRun({
+      dir: join(dir, 'uuid-ids'),
+      episodes: [0, 1, 2].map((i) => judgeEpisode({ index: i, rollout: 0, solved: true, start: 0, id: randomUUID() })),
+    });
+    await writeHtmlReport({ runDir, outFile: join(dir, 'uuid-ids.html') });
+    const table = await open(pathToFileURL(join(dir, 'uuid-ids.html')).href);
+    const keys = table.locator('.tbody .task-key');
+    expect(await keys.count()).toBe(3);
+    const cut = await keys.evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth).map((el) => el.textContent));
+    expect(cut).toEqual([]);
+    await table.close();
   });
 
   it('gives every episode a stable URL fragment that opens it directly', async () => {

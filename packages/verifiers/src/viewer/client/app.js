@@ -1293,21 +1293,39 @@
         ),
       );
     }
-    // The judge's verdicts: on the judge's own column, and beside the trace it judged.
-    const ownVerdict = trace.info?.verdict && Array.isArray(trace.info.verdict.verdicts) ? trace.info.verdict.verdicts : null;
-    if (ownVerdict) {
+    // The judge's verdicts: on the judge's own column, and beside the trace it judged. A judged
+    // trace carries a copy of the verdict naming the judge's trace (`judgeTrace`): that copy is
+    // about this trace, not written by it.
+    const verdictInfo = trace.info?.verdict && Array.isArray(trace.info.verdict.verdicts) ? trace.info.verdict : null;
+    const aboutThis = verdictInfo && verdictInfo.judgeTrace && verdictInfo.judgeTrace !== trace.id;
+    if (verdictInfo && aboutThis) {
+      const judge = episode.traces.find((t) => t.id === verdictInfo.judgeTrace);
+      card.append(
+        h(
+          'div',
+          { class: 'section verdict-box', 'data-testid': 'verdicts-beside' },
+          h('div', { class: 'section-label', text: `Verdicts on this trace, by ${judge ? judge.agent.name : 'the judge'}` }),
+          verdictList(verdictInfo.verdicts, trace.metrics),
+        ),
+      );
+    } else if (verdictInfo) {
       card.append(
         h(
           'div',
           { class: 'section verdict-box own', 'data-testid': 'judge-verdicts' },
           h('div', { class: 'section-label', text: 'Verdicts written by this judge' }),
-          verdictList(ownVerdict, null),
+          verdictList(verdictInfo.verdicts, null),
         ),
       );
     } else {
       const judgeMetrics = Object.keys(trace.metrics).filter((k) => k.startsWith('judge/'));
       const judges = episode.traces.filter(
-        (t) => t !== trace && t.info && t.info.verdict && Array.isArray(t.info.verdict.verdicts),
+        (t) =>
+          t !== trace &&
+          t.info &&
+          t.info.verdict &&
+          Array.isArray(t.info.verdict.verdicts) &&
+          (!t.info.verdict.judgeTrace || t.info.verdict.judgeTrace === t.id),
       );
       if (judges.length && (judgeMetrics.length || episode.traces.length === 2)) {
         for (const judge of judges) {
@@ -1315,7 +1333,7 @@
             h(
               'div',
               { class: 'section verdict-box', 'data-testid': 'verdicts-beside' },
-              h('div', { class: 'section-label', text: `Judged by ${judge.agent.name}` }),
+              h('div', { class: 'section-label', text: `Verdicts on this trace, by ${judge.agent.name}` }),
               verdictList(judge.info.verdict.verdicts, trace.metrics),
             ),
           );
