@@ -83,6 +83,19 @@ console.log(JSON.stringify({ summary, text: formatSummary(summary) }));
     expect(byName.critic.rewards).toEqual({});
   });
 
+  it('the exit codes the README documents are the ones troupe eval --help lists', async () => {
+    const documented = [
+      ...readme.matchAll(/\*\*(\d+)\*\* (every episode ok|some episodes failed|every episode\nfailed|a bad config)/g),
+    ].map((m) => Number(m[1]));
+    expect(documented).toEqual([0, 3, 4, 2]);
+    const help = await run([join(pkg, 'src/cli/main.ts'), 'eval', '--help'], root);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/0 {2}every episode ok/);
+    expect(help.stdout).toMatch(/3 {2}some episodes failed/);
+    expect(help.stdout).toMatch(/4 {2}every episode failed/);
+    expect(help.stdout).toMatch(/2 {2}bad config or flag/);
+  });
+
   it('the kuhn-poker eval command of the README runs', async () => {
     const line = readme.split('\n').find((l) => l.startsWith('pnpm troupe eval --env kuhn-poker'));
     expect(line).toBeDefined();
