@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -73,6 +73,33 @@ describe('every example config', () => {
       const { stdout, code } = await validate(join(root, 'examples', file));
       expect(code).toBe(0);
       expect(JSON.parse(stdout).roles.judge.trainable).toBe(false);
+    }
+  });
+});
+
+describe("every example's roles keep their env defaults for the fields its tables leave out", () => {
+  const fields = ['model', 'harness', 'runtime', 'maxTurns', 'trainable'] as const;
+  it.each(examples)('%s', async (file) => {
+    const source = readFileSync(join(root, 'examples', file), 'utf8');
+    const config = parseToml(source) as { env: Record<string, unknown> };
+    const resolved = await validate(join(root, 'examples', file));
+    expect(resolved.code).toBe(0);
+    const roles = JSON.parse(resolved.stdout).roles as Record<string, Record<string, unknown>>;
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-example-defaults-'));
+    for (const [role, settings] of Object.entries(roles)) {
+      const table = config.env[role] as Record<string, unknown> | undefined;
+      if (!table) continue;
+      // The same config without this role's table: what the env's defaults resolve to.
+      const { [role]: _dropped, ...envWithout } = config.env;
+      const path = join(dir, `${role}.json`);
+      writeFileSync(path, JSON.stringify({ ...config, env: envWithout }));
+      const bare = await validate(path);
+      expect(bare.code, bare.stderr).toBe(0);
+      const defaults = JSON.parse(bare.stdout).roles[role] as Record<string, unknown>;
+      for (const field of fields) {
+        if (field in table) continue;
+        expect({ role, field, value: settings[field] }).toEqual({ role, field, value: defaults[field] });
+      }
     }
   });
 });
