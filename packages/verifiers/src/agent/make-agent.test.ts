@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../model/model-client.ts';
+import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { Task } from '../task/task.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 import { asyncDisposeSymbol, makeAgent } from './make-agent.ts';
@@ -91,6 +92,27 @@ describe('makeAgent', () => {
       expect(typeof agent[asyncDisposeSymbol as typeof Symbol.asyncDispose]).toBe('function');
     }
     expect(closed).toBe(1);
+  });
+
+  it('takes a ready ModelClient and a runtime as { id, ...options } (the sandbox lands under the given root)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'troupe-make-agent-root-'));
+    const client = new OpenAICompatibleClient({ baseUrl: server.baseUrl, apiKey: 'k', model: 'm' });
+    await using agent = await makeAgent({ model: 'm', client, harness: 'bash', runtime: { id: 'local', root }, name: 'solver' });
+    let workdir = '';
+    const trace = await agent.run(
+      new Task(
+        { prompt: 'latest zod?' },
+        {
+          setup: ({ sandbox }) => {
+            workdir = sandbox?.workdir ?? '';
+          },
+        },
+      ),
+    );
+    expect(trace.ok).toBe(true);
+    expect(trace.agent.name).toBe('solver');
+    expect(workdir.startsWith(root)).toBe(true);
+    await expect(makeAgent({ model: 'm', client, baseUrl: server.baseUrl })).rejects.toThrow(/client and baseUrl/);
   });
 
   it('opens an interaction and closes it with the agent', async () => {

@@ -172,6 +172,13 @@ describe('troupe export', () => {
     const help = await troupe(['export', '--help']);
     expect(help.code).toBe(0);
     for (const option of ['--format', '--role', '--where', '--tokens', '--out', '--help']) expect(help.stdout).toContain(option);
+    const role = await troupe(['export', runDir, '--format', 'chat', '--role', 'judge']);
+    expect(role.code).toBe(2);
+    expect(role.stderr).toMatch(/--role judge: no trace of the run has this role \(roles: writer, critic\)/);
+    const none = await troupe(['export', runDir, '--format', 'chat', '--where', 'reward > 5']);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toMatch(/no chat records from 4 episodes \(frozen roles critic are left out unless named with --role\)/);
     const format = await troupe(['export', runDir, '--format', 'dpo']);
     expect(format.code).toBe(2);
     expect(format.stderr).toMatch(/--format must be one of chat, sft, preference/);

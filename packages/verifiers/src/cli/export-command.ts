@@ -515,6 +515,10 @@ export async function exportCommand(args: string[]): Promise<number> {
   if (!existsSync(tracesPath)) throw new ConfigError(`${runDir} has no traces.jsonl (is it a run directory?)`);
   const { episodes, badLines } = readEpisodes(tracesPath);
   for (const bad of badLines) process.stderr.write(`warning: skipping line ${bad.line} of traces.jsonl (${bad.reason})\n`);
+  const roles = [...new Set(episodes.flatMap((e) => e.traces.map((t) => t.agent.name)))];
+  if (values.role !== undefined && !roles.includes(values.role)) {
+    throw new ConfigError(`--role ${values.role}: no trace of the run has this role (roles: ${roles.join(', ') || 'none'})`);
+  }
   const records = exportRecords(episodes, {
     format: values.format as ExportFormat,
     run: basename(resolve(runDir)),
@@ -522,6 +526,12 @@ export async function exportCommand(args: string[]): Promise<number> {
     ...(values.where !== undefined ? { where: values.where } : {}),
     ...(values.tokens ? { tokens: true } : {}),
   });
+  if (records.length === 0) {
+    const frozen = [...new Set(episodes.flatMap((e) => e.traces.filter((t) => !t.agent.trainable).map((t) => t.agent.name)))];
+    process.stderr.write(
+      `warning: no ${values.format} records from ${episodes.length} episodes${frozen.length && values.role === undefined ? ` (frozen roles ${frozen.join(', ')} are left out unless named with --role)` : ''}\n`,
+    );
+  }
   const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
   if (values.out) {
     writeFileSync(values.out, text);
