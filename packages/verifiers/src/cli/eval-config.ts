@@ -3,6 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { ClientConfigSchema, deepMerge, describeZodError } from '../agent/agent-config.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { PriceTableSchema } from '../eval/pricing.ts';
 import { SamplingSchema } from '../model/model-client.ts';
 
 /** The whole `troupe eval` config: run-level model settings, counts, outputs, and the env. */
@@ -26,6 +27,8 @@ export const EvalConfigSchema = z
     outputs: z.string().default('outputs'),
     /** Reward at or above which a sample counts as a pass for pass@k. */
     passThreshold: z.number().default(1),
+    /** Model → USD per million tokens (`[prices."<model>"] input = …, output = …`), for providers that send no cost. */
+    prices: PriceTableSchema.optional(),
     env: z
       .object({ id: z.string().min(1).default('single-agent') })
       .loose()

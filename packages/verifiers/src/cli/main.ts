@@ -41,6 +41,8 @@ Eval options:
       --harness ID       harness for every role (e.g. bash, null, claude_code)
       --runtime ID       runtime for every role (e.g. local, docker)
       --temperature X    sampling temperature
+      --top-p X, --top-k N, --min-p X, --seed N, --stop TEXT (repeatable), --reasoning-effort LEVEL
+                         more sampling settings (provider pass-through: --set sampling.extra.KEY=VALUE)
       --max-tokens N     max tokens per call
       --max-turns N      max model calls per agent run
   -o, --outputs DIR      root of run directories (default outputs)
@@ -108,6 +110,12 @@ function buildConfig(args: string[]): BuiltConfig {
       harness: { type: 'string' },
       runtime: { type: 'string' },
       temperature: { type: 'string' },
+      'top-p': { type: 'string' },
+      'top-k': { type: 'string' },
+      'min-p': { type: 'string' },
+      seed: { type: 'string' },
+      stop: { type: 'string', multiple: true },
+      'reasoning-effort': { type: 'string' },
       'max-tokens': { type: 'string' },
       'max-turns': { type: 'string' },
       outputs: { type: 'string', short: 'o' },
@@ -153,6 +161,12 @@ function buildConfig(args: string[]): BuiltConfig {
     ['rollouts', int('rollouts', values.rollouts)],
     ['concurrency', int('concurrency', values.concurrency)],
     ['sampling.temperature', num('temperature', values.temperature)],
+    ['sampling.topP', num('top-p', values['top-p'])],
+    ['sampling.topK', num('top-k', values['top-k'])],
+    ['sampling.minP', num('min-p', values['min-p'])],
+    ['sampling.seed', num('seed', values.seed)],
+    ['sampling.stop', values.stop],
+    ['sampling.reasoningEffort', values['reasoning-effort']],
     ['sampling.maxTokens', int('max-tokens', values['max-tokens'])],
     ['outputs', values.outputs],
   ];
@@ -309,6 +323,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       config: cleanConfig,
       model: config.model,
       passThreshold: config.passThreshold,
+      ...(config.prices ? { prices: config.prices } : {}),
       onProgress: progress.update,
       log,
       signal: controller.signal,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
+import type { PriceTable } from './pricing.ts';
 import { type Shard, shardSlice } from './shard.ts';
 import { type EvalSummary, formatSummary, summarize } from './summary.ts';
 import { EpisodeWriter, readEpisodes, rewriteEpisodes } from './traces-file.ts';
@@ -41,6 +42,8 @@ export interface RunEvalOptions {
   config?: Record<string, unknown>;
   model: string;
   passThreshold?: number;
+  /** Model → price per million tokens: turns usage into cost in the summary (`[prices."<model>"]`). */
+  prices?: PriceTable;
   onProgress?: (progress: EvalProgress) => void;
   /** Progress lines; `fileOnly` marks lines meant for the run's log file, not the terminal. */
   log?: (line: string, options?: { fileOnly?: boolean }) => void;
@@ -175,6 +178,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
     env: env.id,
     model: options.model,
     ...(options.passThreshold !== undefined ? { passThreshold: options.passThreshold } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
   });
   writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   log(formatSummary(summary), { fileOnly: true });

@@ -1,4 +1,5 @@
 import type { Episode } from '../trace/episode.ts';
+import { type CostSplit, type PriceTable, runCost } from './pricing.ts';
 
 /** Unbiased pass@k estimate from n samples with c passes: 1 − C(n−c, k) / C(n, k). */
 export function passAtK(n: number, c: number, k: number): number {
@@ -51,7 +52,12 @@ export interface EvalSummary {
   passAtK: Record<string, number>;
   passThreshold: number;
   tokens: { prompt: number; completion: number; total: number; perEpisode: number };
+  /** USD of every call (agents' and judges'); null when no call has a known cost. */
   cost: number | null;
+  /** USD per role: the role's own calls (`agent`) and the single-call judges scoring it (`judge`), apart. */
+  costByRole: Record<string, CostSplit>;
+  /** USD of all single-call judge calls (`rubricJudge`, `referenceJudge`); null when none is priced. */
+  judgeCost: number | null;
   errorsByType: Record<string, number>;
   stopConditions: Record<string, number>;
   /**
@@ -113,6 +119,8 @@ export function summarize(options: {
   passThreshold?: number;
   /** Overrides the wall time computed from the episodes' intervals. */
   wallSeconds?: number;
+  /** Model → price per million tokens, for calls whose provider sent no cost. */
+  prices?: PriceTable;
 }): EvalSummary {
   const { episodes } = options;
   const threshold = options.passThreshold ?? 1;
@@ -174,6 +182,14 @@ export function summarize(options: {
         ? (scoredRoles[0] as string)
         : null;
   const okEpisodes = episodes.filter((e) => e.ok).length;
+  const costs = runCost(
+    episodes.flatMap((e) => e.traces),
+    options.prices,
+  );
+  if (costs.total.agent !== null || costs.total.judge !== null) {
+    cost = (costs.total.agent ?? 0) + (costs.total.judge ?? 0);
+    anyCost = true;
+  }
   return {
     env: options.env,
     model: options.model,
@@ -192,6 +208,8 @@ export function summarize(options: {
       perEpisode: episodes.length ? (prompt + completion) / episodes.length : 0,
     },
     cost: anyCost ? cost : null,
+    costByRole: costs.byRole,
+    judgeCost: costs.total.judge,
     errorsByType,
     stopConditions,
     wallSeconds: options.wallSeconds ?? activeMs(episodes.map((e) => ({ start: e.startedAt, end: e.endedAt }))) / 1000,
@@ -244,7 +262,7 @@ export function formatSummary(summary: EvalSummary): string {
     );
   }
   lines.push(
-    `  tokens ${summary.tokens.total} (prompt ${summary.tokens.prompt}, completion ${summary.tokens.completion})${summary.cost !== null ? `  cost $${summary.cost.toFixed(4)}` : ''}`,
+    `  tokens ${summary.tokens.total} (prompt ${summary.tokens.prompt}, completion ${summary.tokens.completion})${summary.cost !== null ? `  cost $${summary.cost.toFixed(4)}` : ''}${summary.judgeCost !== null ? ` (judges $${summary.judgeCost.toFixed(4)})` : ''}`,
   );
   if (Object.keys(summary.errorsByType).length) {
     lines.push(

@@ -6,6 +6,10 @@ export const SamplingSchema = z
   .object({
     temperature: z.number().min(0).optional(),
     topP: z.number().gt(0).max(1).optional(),
+    /** Sample from the k most likely tokens (vLLM / SGLang `top_k`). */
+    topK: z.number().int().optional(),
+    /** Drop tokens below this fraction of the top token's probability (vLLM `min_p`). */
+    minP: z.number().min(0).max(1).optional(),
     maxTokens: z.number().int().positive().optional(),
     stop: z.array(z.string()).optional(),
     seed: z.number().int().optional(),

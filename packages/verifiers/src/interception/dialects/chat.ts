@@ -75,6 +75,8 @@ export const ChatRequestSchema = z.looseObject({
     .nullish(),
   temperature: z.number().min(0).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  top_k: z.number().int().nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
@@ -93,6 +95,8 @@ const ChatUsageSchema = z.looseObject({
   completion_tokens: z.number().int().nonnegative().nullish(),
   prompt_tokens_details: z.looseObject({ cached_tokens: z.number().int().nonnegative().nullish() }).nullish(),
   completion_tokens_details: z.looseObject({ reasoning_tokens: z.number().int().nonnegative().nullish() }).nullish(),
+  /** Cost of the call in USD, when the provider reports it (OpenRouter, Prime inference). */
+  cost: z.number().nonnegative().nullish(),
 });
 
 /** An OpenAI chat completion (non-streaming reply), with vLLM's token-id fields. */
@@ -223,6 +227,8 @@ function chatSampling(body: ChatRequest): Sampling {
   const sampling: Sampling = {};
   if (body.temperature != null) sampling.temperature = body.temperature;
   if (body.top_p != null) sampling.topP = body.top_p;
+  if (body.top_k != null) sampling.topK = body.top_k;
+  if (body.min_p != null) sampling.minP = body.min_p;
   const maxTokens = body.max_completion_tokens ?? body.max_tokens;
   if (maxTokens != null) sampling.maxTokens = maxTokens;
   if (body.stop != null) sampling.stop = typeof body.stop === 'string' ? [body.stop] : body.stop;
@@ -243,6 +249,7 @@ function chatUsage(usage: Usage): Record<string, unknown> {
   };
   if (usage.cachedInputTokens != null) out.prompt_tokens_details = { cached_tokens: usage.cachedInputTokens };
   if (usage.reasoningTokens != null) out.completion_tokens_details = { reasoning_tokens: usage.reasoningTokens };
+  if (usage.cost != null) out.cost = usage.cost;
   return out;
 }
 
@@ -409,6 +416,8 @@ export function chatRequestBody(request: ModelRequest, options: ChatRequestBodyO
   const s = request.sampling;
   if (s.temperature != null) body.temperature = s.temperature;
   if (s.topP != null) body.top_p = s.topP;
+  if (s.topK != null) body.top_k = s.topK;
+  if (s.minP != null) body.min_p = s.minP;
   if (s.maxTokens != null) body.max_tokens = s.maxTokens;
   if (s.stop?.length) body.stop = s.stop;
   if (s.seed != null) body.seed = s.seed;
@@ -453,6 +462,7 @@ export function chatCompletionToResponse(body: ChatCompletion, fallbackModel: st
   if (cached) usage.cachedInputTokens = cached;
   const reasoningTokens = wireUsage?.completion_tokens_details?.reasoning_tokens;
   if (reasoningTokens) usage.reasoningTokens = reasoningTokens;
+  if (wireUsage?.cost != null) usage.cost = wireUsage.cost;
   const response: ModelResponse = {
     id: body.id ?? '',
     model: body.model ?? fallbackModel,
