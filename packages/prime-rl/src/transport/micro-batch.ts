@@ -118,8 +118,16 @@ function presentCount(batch: WireMicroBatch): number {
 function estimateSize(batch: WireMicroBatch): number {
   const n = batch.inputIds.length;
   let strings = 0;
-  for (const name of batch.envNames) strings += 5 + name.length * 3;
-  let size = 64 + n * (5 + 1 + 9 + 9 + 5 + 9) + strings + (batch.sequenceLengths.length + batch.seqLens.length) * 5;
+  let previous: string | null = null;
+  let bytes = 0;
+  for (const name of batch.envNames) {
+    if (name !== previous) {
+      bytes = 5 + textEncoder.encode(name).length;
+      previous = name;
+    }
+    strings += bytes;
+  }
+  let size = 64 + n * (5 + 1 + 9 + 9 + 5 + 9) + strings + (batch.sequenceLengths.length + batch.seqLens.length) * 9;
   for (const key of ['refLogprobs', 'rlWeights', 'ceWeights', 'refKlWeights'] as const) {
     const values = batch[key];
     if (values) size += 5 + values.length * 9;
