@@ -161,7 +161,7 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  download(sandboxPath: string, hostPath: string): Promise<void> {
+  download(sandboxPath: string, hostPath: string, options: { maxBytes?: number } = {}): Promise<void> {
     return this.wrap('download', async () => {
       const source = this.resolve(sandboxPath);
       let archive: NodeJS.ReadableStream;
@@ -173,7 +173,12 @@ export class DockerSandbox implements Sandbox {
         throw error;
       }
       await mkdir(dirname(hostPath), { recursive: true });
-      await extractToHost({ archive, topName: source === '/' ? '.' : posix.basename(source), hostPath });
+      await extractToHost({
+        archive,
+        topName: source === '/' ? '.' : posix.basename(source),
+        hostPath,
+        ...(options.maxBytes !== undefined && { maxBytes: options.maxBytes }),
+      });
     });
   }
 

@@ -93,8 +93,11 @@ export async function extractToHost(options: {
   archive: NodeJS.ReadableStream;
   topName: string;
   hostPath: string;
+  /** Refuse the download once its files' sizes (from the tar headers, before their bytes) pass this. */
+  maxBytes?: number;
 }): Promise<void> {
   const root = resolve(options.hostPath);
+  let total = 0;
   const extract = tar.extract();
   (options.archive as Readable).pipe(extract as unknown as NodeJS.WritableStream);
   let realRoot: string | undefined;
@@ -105,6 +108,11 @@ export async function extractToHost(options: {
     if (parts[0] !== options.topName || parts.includes('..') || posix.isAbsolute(name)) {
       item.resume();
       throw new SandboxError(`refusing archive entry outside the download: ${header.name}`);
+    }
+    if (header.type === 'file') total += header.size ?? 0;
+    if (options.maxBytes !== undefined && total > options.maxBytes) {
+      (options.archive as Readable).destroy?.();
+      throw new SandboxError(`the download is over ${options.maxBytes} bytes (limit)`);
     }
     const target = parts.length === 1 ? root : join(root, ...parts.slice(1));
     await mkdir(dirname(target), { recursive: true });

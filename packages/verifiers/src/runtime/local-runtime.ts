@@ -254,12 +254,18 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  async download(sandboxPath: string, hostPath: string): Promise<void> {
+  async download(sandboxPath: string, hostPath: string, options: { maxBytes?: number } = {}): Promise<void> {
     this.assertRunning('download');
     const source = await this.paths.real(sandboxPath);
     const info = await lstat(source).catch((error: unknown) => {
       throw new SandboxError(`cannot download ${sandboxPath} from sandbox ${this.id}: it does not exist`, { cause: error });
     });
+    if (options.maxBytes !== undefined) {
+      const size = await treeSize(source, options.maxBytes);
+      if (size > options.maxBytes) {
+        throw new SandboxError(`cannot download ${sandboxPath}: over ${options.maxBytes} bytes (limit)`);
+      }
+    }
     await mkdir(dirname(hostPath), { recursive: true });
     if (info.isDirectory()) {
       // Symlinks are copied as links, never followed: a link to a host file must not leak its content.
@@ -472,6 +478,19 @@ export class LocalRuntime implements Runtime {
       }),
     );
   }
+}
+
+/** Bytes of the regular files under `path` (links not followed), counted from `lstat` until past `limit`. */
+async function treeSize(path: string, limit: number): Promise<number> {
+  const info = await lstat(path);
+  if (info.isFile()) return info.size;
+  if (!info.isDirectory()) return 0;
+  let total = 0;
+  for (const name of await readdir(path)) {
+    total += await treeSize(join(path, name), limit - total);
+    if (total > limit) break;
+  }
+  return total;
 }
 
 /**

@@ -63,8 +63,11 @@ export interface Sandbox {
   writeFile(path: string, data: string | Uint8Array, options?: { mode?: number }): Promise<void>;
   /** Copies a host file or directory into the sandbox. */
   upload(hostPath: string, sandboxPath: string): Promise<void>;
-  /** Copies a sandbox file or directory out to the host. */
-  download(sandboxPath: string, hostPath: string): Promise<void>;
+  /**
+   * Copies a sandbox file or directory out to the host. With `maxBytes`, a download whose
+   * regular files add up to more is refused from their sizes, before their bytes are copied.
+   */
+  download(sandboxPath: string, hostPath: string, options?: { maxBytes?: number }): Promise<void>;
   /**
    * Kills every process started in the sandbox, and everything those started (background jobs,
    * `setsid`, double forks, daemons), keeping its files; the sandbox stays usable. Runtimes that

@@ -241,6 +241,21 @@ function attackSuite(runtime: AgentConfig['runtime']) {
     });
   });
 
+  it('leaves a sparse 1.5 GiB artifact in the solver sandbox: its size is checked before a byte is copied', async () => {
+    const seen = { prompt: '', outputs: [] as string[], leftovers: [] as number[] };
+    const episode = await runEpisode({
+      shared: false,
+      runtime,
+      solver: solverRunning('dd if=/dev/zero of=answer.sh bs=1 count=0 seek=1610612736 2>/dev/null'),
+      judge: honestJudge(seen, 'ls -la'),
+    });
+    expectHonestVerdict(episode);
+    const { judge } = byRole(episode);
+    expect(judge.info.artifacts).toMatchObject({ restored: [], missing: [{ path: 'answer.sh' }] });
+    expect(JSON.stringify(judge.info.artifacts)).toMatch(/limit/);
+    expect(seen.prompt).toMatch(/Declared but not produced \(or not restorable\): "answer\.sh"/);
+  });
+
   it("keeps $`, $& and $' of a task prompt verbatim, and fences the solver reply so it cannot close the fence", async () => {
     const prompt = "Print the literal text $` and $& and $' and $$ and $1, then stop.";
     const seen = { prompt: '', outputs: [] as string[], leftovers: [] as number[] };

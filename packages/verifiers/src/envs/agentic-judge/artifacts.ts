@@ -7,6 +7,9 @@ import type { Sandbox } from '../../runtime/runtime.ts';
 /** Always carried across, when it exists (the spec's convention for harness logs and outputs). */
 export const DEFAULT_ARTIFACTS_DIR = '/logs/artifacts';
 
+/** Largest artifact copied into the judge's sandbox by default (bytes). */
+export const MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024;
+
 /** What was restored into the judge's sandbox. */
 export interface ArtifactReport {
   restored: string[];
@@ -25,6 +28,8 @@ export async function restoreArtifacts(options: {
   from: Sandbox;
   to: Sandbox;
   declared: readonly string[];
+  /** Largest artifact (its files' sizes summed) copied; a larger one is reported missing (default 1 GiB). */
+  maxBytes?: number;
 }): Promise<ArtifactReport> {
   const paths = [...new Set([...options.declared, DEFAULT_ARTIFACTS_DIR])];
   const report: ArtifactReport = { restored: [], missing: [] };
@@ -33,7 +38,8 @@ export async function restoreArtifacts(options: {
     for (const [index, path] of paths.entries()) {
       const local = join(host, String(index));
       try {
-        await options.from.download(path, local);
+        // Sizes are checked before any byte is copied: a sparse 1.5 GiB file stays in the sandbox.
+        await options.from.download(path, local, { maxBytes: options.maxBytes ?? MAX_ARTIFACT_BYTES });
       } catch (error) {
         if (path === DEFAULT_ARTIFACTS_DIR && !options.declared.includes(path)) continue;
         report.missing.push({ path, reason: (error as Error).message ?? String(error) });
