@@ -92,7 +92,8 @@ export function shardSlice(
   writeShardManifest(options.outDir, {
     ...shard,
     env: options.env.id,
-    primaryRole: options.env.roles[0] ?? null,
+    // As an unsharded run: the summary picks its top-level role itself (the one scored role, if any).
+    primaryRole: null,
     passThreshold: options.passThreshold ?? null,
     items,
   });
