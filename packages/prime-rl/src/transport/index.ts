@@ -6,3 +6,5 @@ export * from './zmq.ts';
 export * from './inference-admin.ts';
 export * from './inference-pool.ts';
 export * from './weight-relay.ts';
+export * from './config.ts';
+export * from './prime-rl-link.ts';

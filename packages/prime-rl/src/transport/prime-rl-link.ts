@@ -1,0 +1,102 @@
+import type { InferenceEndpoints, TransportConfig } from './config.ts';
+import { FilesystemRolloutSender } from './filesystem.ts';
+import { type AdminRetry, InferenceAdmin } from './inference-admin.ts';
+import { InferencePool } from './inference-pool.ts';
+import type { WireMicroBatch, WireSample } from './micro-batch.ts';
+import { type BinCost, prepareBatch } from './prepare-batch.ts';
+import { BroadcastWeightRelay } from './weight-relay.ts';
+import { ZmqRolloutSender } from './zmq.ts';
+
+/** What {@link RolloutLink.send} did with one step. */
+export interface SentStep {
+  step: number;
+  microBatchesPerRank: number;
+  /** Tokens sent, padding and fillers included. */
+  tokens: number;
+  /** Samples longer than `seqLen`, truncated. */
+  truncatedSamples: number;
+}
+
+/**
+ * The orchestrator's end of the rollout wire: packs a step's samples as prime-rl does and sends
+ * every rank its micro batches, over files or ZMQ as the `[transport]` table says.
+ */
+export class RolloutLink {
+  private constructor(
+    readonly config: Exclude<TransportConfig, { type: 'in-process' }>,
+    private readonly sender: {
+      send(options: { step: number; microBatches: readonly (readonly WireMicroBatch[])[] }): Promise<unknown>;
+      close(): Promise<void>;
+    },
+    private readonly cost: BinCost | undefined,
+  ) {}
+
+  static async open(options: { config: Exclude<TransportConfig, { type: 'in-process' }>; cost?: BinCost }): Promise<RolloutLink> {
+    const { config } = options;
+    const sender =
+      config.type === 'filesystem'
+        ? new FilesystemRolloutSender({ outputDir: config.outputDir, dataWorldSize: config.dataWorldSize })
+        : await ZmqRolloutSender.open({ host: config.host, port: config.port, dataWorldSize: config.dataWorldSize });
+    return new RolloutLink(config, sender, options.cost);
+  }
+
+  /** Packs and sends the batch of trainer step `step` (1-indexed). */
+  async send(options: { step: number; samples: readonly WireSample[] }): Promise<SentStep> {
+    if (!Number.isInteger(options.step) || options.step < 1)
+      throw new RangeError(`step: prime-rl steps are 1-indexed, got ${options.step}`);
+    const microBatches = prepareBatch({
+      samples: options.samples,
+      seqLen: this.config.seqLen,
+      dataWorldSize: this.config.dataWorldSize,
+      padToMultipleOf: this.config.padToMultipleOf,
+      ...(this.cost ? { cost: this.cost } : {}),
+    });
+    await this.sender.send({ step: options.step, microBatches });
+    let tokens = 0;
+    for (const rank of microBatches) for (const batch of rank) tokens += batch.inputIds.length;
+    return {
+      step: options.step,
+      microBatchesPerRank: microBatches[0]?.length ?? 0,
+      tokens,
+      truncatedSamples: options.samples.filter((sample) => sample.tokenIds.length > this.config.seqLen).length,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.sender.close();
+  }
+}
+
+/** The policy on external servers: routing, health, weight updates from the trainer's broadcasts. */
+export interface ExternalPolicy {
+  pool: InferencePool;
+  admin: InferenceAdmin;
+  relay: BroadcastWeightRelay;
+  /** Stops the health checks. */
+  close(): void;
+}
+
+/** Wires an {@link InferencePool}, its {@link InferenceAdmin} and a {@link BroadcastWeightRelay} from the run config. */
+export function openExternalPolicy(options: {
+  inference: InferenceEndpoints;
+  outputDir: string;
+  retry?: AdminRetry;
+  fetch?: typeof fetch;
+}): ExternalPolicy {
+  const { inference } = options;
+  const pool = new InferencePool({
+    baseUrls: inference.baseUrls,
+    model: inference.model,
+    ...(inference.apiKey ? { apiKey: inference.apiKey } : {}),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  const admin = new InferenceAdmin({
+    baseUrls: inference.baseUrls,
+    ...(inference.apiKey ? { headers: { authorization: `Bearer ${inference.apiKey}` } } : {}),
+    ...(options.retry ? { retry: options.retry } : {}),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  const relay = new BroadcastWeightRelay({ outputDir: options.outputDir, admin, inference: pool });
+  const stop = pool.startHealthChecks({ intervalMs: inference.healthIntervalSeconds * 1000 });
+  return { pool, admin, relay, close: stop };
+}
