@@ -74,13 +74,17 @@ export interface Evaluator {
  */
 export interface TrainingHooks<O = Record<string, unknown>> {
   /** Words the embedded tokenizer must know (messages the env writes at run time), in order. */
-  vocabulary?(options: O): readonly string[];
+  vocabulary?(options: O): readonly string[] | undefined;
   /** Restricts the embedded policy's reply head to these words (plus `<eos>` when replies are longer than one token). */
-  replyVocabulary?(options: O): readonly string[];
+  replyVocabulary?(options: O): readonly string[] | undefined;
   /** Longest conversation in tokens (prompt and reply), given a renderer of the embedded chat template. */
-  maxSequence?(context: { options: O; renderLength: (messages: readonly Message[]) => number; maxTokens: number }): number;
+  maxSequence?(context: {
+    options: O;
+    renderLength: (messages: readonly Message[]) => number;
+    maxTokens: number;
+  }): number | undefined;
   /** The source's evaluator, built once per run. */
-  evaluator?(options: O): Evaluator;
+  evaluator?(options: O): Evaluator | undefined;
 }
 
 /** One train or eval source: an env with its taskset, role bindings and algorithm. */

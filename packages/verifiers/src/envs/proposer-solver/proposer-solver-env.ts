@@ -4,6 +4,14 @@ import { EnvError } from '../../errors/troupe-error.ts';
 import { Task } from '../../task/task.ts';
 import { lastInteger } from '../../tasksets/arithmetic.ts';
 import type { Trace } from '../../trace/trace.ts';
+import {
+  compactRuleOf,
+  compactSeeds,
+  compactSolverPrompt,
+  compactTruth,
+  parseCompactProposal,
+  proposerSolverTraining,
+} from './compact-format.ts';
 import { type Proposal, parseProposal } from './proposal-parser.ts';
 import { proposerSolverSeeds } from './seed-topics.ts';
 
@@ -16,6 +24,12 @@ export const ProposerSolverOptionsSchema = z
     trainProposer: z.boolean().default(true),
     /** Whether the solvers' traces train. */
     trainSolver: z.boolean().default(true),
+    /**
+     * `json` (default): the seed's LLM format (a word problem and `{"problem", "answer"}`).
+     * `compact`: a rule over a digit sequence the proposer writes, then its claimed answer, one
+     * digit per token; solvers reply with one digit (for tiny trained policies).
+     */
+    format: z.enum(['json', 'compact']).default('json'),
   })
   .strict();
 export type ProposerSolverOptions = z.output<typeof ProposerSolverOptionsSchema>;
@@ -56,47 +70,76 @@ function failure(trace: Trace): string {
  * verifies it with code); `n` solvers attempt it concurrently. Solvers earn `correct`; the
  * proposer earns `learnability` = 4p(1−p) with p = `solve_rate`, peaking when half solve it.
  */
-export const proposerSolverEnv = defineEnv({
-  id: 'proposer-solver',
-  description: 'A proposer invents an integer-answer problem; n solvers attempt it; learnability = 4p(1-p).',
-  roles: { proposer: {}, solver: {} },
-  options: ProposerSolverOptionsSchema as unknown as z.ZodType<ProposerSolverOptions>,
-  // The proposer runs alone, then all n solvers at once.
-  maxConcurrentAgents: null,
-  taskset: () => proposerSolverSeeds(),
-  setup({ agents, options }) {
-    agents.proposer.trainable = options.trainProposer;
-    agents.solver.trainable = options.trainSolver;
-  },
-  async run({ task, agents, options, signal }) {
-    const proposing = task.with(
-      {},
-      {
-        finalize: async (context) => {
-          await task.finalize?.(context);
-          context.trace.info.proposal = parseProposal(context.trace.lastReply);
+export const proposerSolverEnv = Object.assign(
+  defineEnv({
+    id: 'proposer-solver',
+    description: 'A proposer invents an integer-answer problem; n solvers attempt it; learnability = 4p(1-p).',
+    roles: { proposer: {}, solver: {} },
+    options: ProposerSolverOptionsSchema as unknown as z.ZodType<ProposerSolverOptions>,
+    // The proposer runs alone, then all n solvers at once.
+    maxConcurrentAgents: null,
+    taskset: (options) => (options.format === 'compact' ? compactSeeds() : proposerSolverSeeds()),
+    setup({ agents, options }) {
+      agents.proposer.trainable = options.trainProposer;
+      agents.solver.trainable = options.trainSolver;
+    },
+    async run({ task, agents, options, signal }) {
+      if (options.format === 'compact') {
+        const rule = compactRuleOf(task);
+        const proposed = await agents.proposer.run(task, { signal });
+        if (!proposed.ok) throw new EnvError(`the proposer failed (${failure(proposed)}), so no problem was posed`);
+        const proposal = parseCompactProposal(proposed.lastReply);
+        proposed.info.proposal = proposal;
+        proposed.recordMetric('difficulty', proposal.digits.length);
+        proposed.recordMetric('valid', compactTruth(rule.name, proposal.digits) === proposal.answer ? 1 : 0);
+        const solving = new Task<SolveTaskData>(
+          {
+            name: `solve:${task.key}`,
+            prompt: compactSolverPrompt(rule, proposal.digits),
+            answer: proposal.answer,
+            info: { rule: rule.name, proposerTrace: proposed.id },
+          },
+          {
+            key: `solve:${task.key}`,
+            type: 'solve',
+            rewards: [
+              { name: 'correct', fn: ({ task: t, trace }) => (trace.lastReply.trim() === String(t.data.answer) ? 1 : 0) },
+            ],
+          },
+        );
+        await Promise.all(Array.from({ length: options.n }, () => agents.solver.run(solving, { signal })));
+        return;
+      }
+      const proposing = task.with(
+        {},
+        {
+          finalize: async (context) => {
+            await task.finalize?.(context);
+            context.trace.info.proposal = parseProposal(context.trace.lastReply);
+          },
         },
-      },
-    );
-    const proposed = await agents.proposer.run(proposing, { signal });
-    if (!proposed.ok) throw new EnvError(`the proposer failed (${failure(proposed)}), so no problem was posed`);
-    const proposal = proposed.info.proposal as Proposal;
-    const solving = solveTask({ proposal, from: task, proposerTrace: proposed.id });
-    await Promise.all(Array.from({ length: options.n }, () => agents.solver.run(solving, { signal })));
-  },
-  finalize({ episode }) {
-    const proposer = episode.traces.find((t) => t.agent.name === 'proposer');
-    if (!proposer) return;
-    const solvers = episode.traces.filter((t) => t.agent.name === 'solver');
-    const scores = solvers.map((t) => t.rewards.correct?.score);
-    if (solvers.length === 0 || solvers.some((t) => !t.ok) || scores.some((s) => s === undefined)) {
-      // A solver failed: the solve rate is unknown, not 0.
-      proposer.recordMetric('solve_rate', null);
-      proposer.rewards.learnability = null;
-      return;
-    }
-    const rate = (scores as number[]).reduce((a, b) => a + b, 0) / scores.length;
-    proposer.recordMetric('solve_rate', rate);
-    proposer.recordReward('learnability', 4 * rate * (1 - rate));
-  },
-});
+      );
+      const proposed = await agents.proposer.run(proposing, { signal });
+      if (!proposed.ok) throw new EnvError(`the proposer failed (${failure(proposed)}), so no problem was posed`);
+      const proposal = proposed.info.proposal as Proposal;
+      const solving = solveTask({ proposal, from: task, proposerTrace: proposed.id });
+      await Promise.all(Array.from({ length: options.n }, () => agents.solver.run(solving, { signal })));
+    },
+    finalize({ episode }) {
+      const proposer = episode.traces.find((t) => t.agent.name === 'proposer');
+      if (!proposer) return;
+      const solvers = episode.traces.filter((t) => t.agent.name === 'solver');
+      const scores = solvers.map((t) => t.rewards.correct?.score);
+      if (solvers.length === 0 || solvers.some((t) => !t.ok) || scores.some((s) => s === undefined)) {
+        // A solver failed: the solve rate is unknown, not 0.
+        proposer.recordMetric('solve_rate', null);
+        proposer.rewards.learnability = null;
+        return;
+      }
+      const rate = (scores as number[]).reduce((a, b) => a + b, 0) / scores.length;
+      proposer.recordMetric('solve_rate', rate);
+      proposer.recordReward('learnability', 4 * rate * (1 - rate));
+    },
+  }),
+  { training: proposerSolverTraining },
+);
