@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ModuleScorerSchema, RewardEntrySchema } from '../env/reward-modules.ts';
 import { SamplingSchema } from '../model/model-client.ts';
 
 /** How to reach a model server. The API key is named by an environment variable, resolved by the CLI. */
@@ -59,6 +60,12 @@ export const AgentConfigSchema = z
       .optional(),
     /** Whether this agent's traces train (envs set judges, users and frozen opponents false). */
     trainable: z.boolean().optional(),
+    /** Rewards plugged from config (`[[env.<role>.rewards]] module = "./r.ts", export = "f", weight = 0.5`, or `judge = "rubric"`). */
+    rewards: z.array(RewardEntrySchema).optional(),
+    /** Metrics plugged from config by module path. */
+    metrics: z.array(ModuleScorerSchema).optional(),
+    /** Stop conditions plugged from config by module path (checked before each model call). */
+    stops: z.array(ModuleScorerSchema).optional(),
   })
   .strict();
 export type AgentConfig = z.input<typeof AgentConfigSchema>;

@@ -1,3 +1,4 @@
+import { type PluggedScorers, withPluggedScorers } from '../env/reward-modules.ts';
 import { ConfigError, HarnessError, SandboxError, TroupeError } from '../errors/troupe-error.ts';
 import type { Harness, HarnessLaunchContext, HarnessSession, ModelEndpoint } from '../harness/harness.ts';
 import { RolloutSession } from '../interception/rollout-session.ts';
@@ -28,6 +29,8 @@ export interface AgentOptions {
   interception?: () => Promise<InterceptionHost>;
   trainable?: boolean;
   log?: (line: string) => void;
+  /** Rewards, metrics and stops plugged from config (`env/reward-modules.ts`). */
+  plugged?: PluggedScorers;
 }
 
 export interface RunOptions {
@@ -70,6 +73,7 @@ export class Agent {
   private readonly client: ModelClient;
   private readonly interception?: () => Promise<InterceptionHost>;
   private readonly log: (line: string) => void;
+  private readonly plugged?: PluggedScorers;
 
   constructor(options: AgentOptions) {
     this.name = options.name ?? 'agent';
@@ -81,6 +85,7 @@ export class Agent {
     this.trainable = options.trainable ?? options.config.trainable ?? true;
     if (options.interception) this.interception = options.interception;
     this.log = options.log ?? (() => {});
+    if (options.plugged) this.plugged = options.plugged;
     if (this.harness.capabilities.needsContainer && !this.runtime.capabilities.container) {
       throw new ConfigError(
         `harness ${this.harness.id} needs a container runtime, but ${this.name}.runtime is ${JSON.stringify(this.runtime.id)}; use e.g. runtime = "docker"`,
@@ -216,6 +221,7 @@ export class Agent {
       client: this.client,
       model: this.model,
       sampling: this.config.sampling ?? {},
+      ...(this.plugged?.stops.length ? { stops: this.plugged.stops } : {}),
       limits: {
         maxTurns: this.config.maxTurns ?? null,
         maxInputTokens: this.config.maxInputTokens ?? null,
@@ -313,13 +319,14 @@ export class Agent {
       }
       trace.timing.finalize = (Date.now() - finalizeStart) / 1000;
     }
+    const scored = withPluggedScorers(task, this.plugged);
     if (trace.ok) {
       const scoringStart = Date.now();
-      if (task.metrics.length || task.rewards.length) {
+      if (scored.metrics.length || scored.rewards.length) {
         try {
           await withTimeout(
             { seconds: this.config.timeout?.scoring ?? task.data.timeout?.scoring ?? null, stage: 'scoring' },
-            () => scoreTrace({ task, trace, ...(sandbox ? { sandbox } : {}) }),
+            () => scoreTrace({ task: scored, trace, ...(sandbox ? { sandbox } : {}) }),
           );
         } catch (error) {
           trace.recordError(error, 'scoring');

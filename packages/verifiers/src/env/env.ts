@@ -18,6 +18,7 @@ import type { Taskset } from '../task/taskset.ts';
 import { Episode } from '../trace/episode.ts';
 import type { Trace } from '../trace/trace.ts';
 import { Semaphore, sleep, withDeadline, withTimeout } from '../util/timeout.ts';
+import { loadPluggedScorers } from './reward-modules.ts';
 
 /** Fields every env config has, besides its roles and its own options. */
 export const EnvBaseConfigShape = {
@@ -233,6 +234,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
       const sampling = deepMerge(run.sampling ?? {}, config.sampling ?? {});
       const harness = await loadHarness(config.harness ?? 'bash');
       const runtime = await loadRuntime(config.runtime ?? 'local');
+      const plugged = await loadPluggedScorers(config, `env.${name}`, { client, model });
       const full: ResolvedAgentConfig = { ...config, model, sampling };
       resolved[name] = { harness, runtime, config: full };
       baseAgents[name] = new Agent({
@@ -244,6 +246,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
         runtime,
         ...(options.interception ? { interception: options.interception } : {}),
         ...(options.log ? { log: options.log } : {}),
+        ...(plugged ? { plugged } : {}),
       });
     }
     definition.validate?.({ options: envOptions, roles: resolved });
