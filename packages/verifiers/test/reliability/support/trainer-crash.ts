@@ -29,6 +29,30 @@ export function tinyTrainConfig(options: { maxSteps: number; checkpointEvery: nu
   };
 }
 
+/** A tiny proposer-solver run (compact format, Hierarchical GRPO), checkpointing every `checkpointEvery` steps. */
+export function tinyProposerSolverConfig(options: { maxSteps: number; checkpointEvery: number }): Record<string, unknown> {
+  return {
+    seed: 5,
+    maxSteps: options.maxSteps,
+    groupsPerStep: 3,
+    checkpointEvery: options.checkpointEvery,
+    train: {
+      evalEvery: 2,
+      source: [
+        {
+          env: 'proposer-solver',
+          groupSize: 2,
+          options: { n: 4, format: 'compact' },
+          algorithm: { type: 'hierarchical-grpo', episodeAgents: ['solver'] },
+          roles: { proposer: { sampling: { maxTokens: 9 } }, solver: { sampling: { maxTokens: 1 } } },
+        },
+      ],
+    },
+    policy: { dModel: 8, layers: 1, heads: 2, ffnMult: 1 },
+    trainer: { workerThread: false, lr: 3e-3, refKlTau: 0.05 },
+  };
+}
+
 function trainer(args: string[]): {
   child: ChildProcess;
   done: Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>;
@@ -71,7 +95,7 @@ function outcome(out: string): TrainOutcome {
       .split('\n')
       .filter((l) => l.trim())
       .map((l) => (JSON.parse(l) as { step: number }).step),
-    policyTable: readFileSync(join(out, 'policy-table.json'), 'utf8'),
+    policyTable: existsSync(join(out, 'policy-table.json')) ? readFileSync(join(out, 'policy-table.json'), 'utf8') : '',
   };
 }
 
