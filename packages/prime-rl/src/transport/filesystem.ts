@@ -46,12 +46,20 @@ export class FilesystemRolloutSender {
   /** Writes the batch of trainer step `step` (1-indexed); returns the rank file paths. */
   async send(options: { step: number; microBatches: readonly (readonly WireMicroBatch[])[] }): Promise<string[]> {
     checkGrid(options.microBatches, this.dataWorldSize);
+    return this.sendPayloads({ step: options.step, payloads: options.microBatches.map((rank) => encodeMicroBatches(rank)) });
+  }
+
+  /** Writes already-encoded rank payloads (e.g. from `packAndEncode`), rank 0 first. */
+  async sendPayloads(options: { step: number; payloads: readonly Uint8Array[] }): Promise<string[]> {
+    if (options.payloads.length !== this.dataWorldSize) {
+      throw new RangeError(`rollouts: ${options.payloads.length} rank payloads for a data world size of ${this.dataWorldSize}`);
+    }
     const dir = rolloutStepDir({ outputDir: this.outputDir, step: options.step });
     await mkdir(dir, { recursive: true });
     const paths: string[] = [];
     for (let rank = 0; rank < this.dataWorldSize; rank++) {
       const path = join(dir, `rank_${rank}.bin`);
-      await writeFile(`${path}.tmp`, encodeMicroBatches(options.microBatches[rank]!));
+      await writeFile(`${path}.tmp`, options.payloads[rank]!);
       await rename(`${path}.tmp`, path);
       paths.push(path);
     }

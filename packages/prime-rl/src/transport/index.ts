@@ -8,3 +8,4 @@ export * from './inference-pool.ts';
 export * from './weight-relay.ts';
 export * from './config.ts';
 export * from './prime-rl-link.ts';
+export * from './encode-planned.ts';

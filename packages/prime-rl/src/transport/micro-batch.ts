@@ -103,7 +103,7 @@ const FLOAT_FIELDS = new Set<number>([2, 3, 6, 9, 13, 14, 15]);
 export function encodeMicroBatches(microBatches: readonly WireMicroBatch[]): Uint8Array {
   let size = 5;
   for (const batch of microBatches) size += estimateSize(batch);
-  const writer = new Writer(size);
+  const writer = new MsgpackWriter(size);
   writer.arrayHeader(microBatches.length);
   for (const batch of microBatches) writeMicroBatch(writer, batch);
   return writer.result();
@@ -136,7 +136,7 @@ function estimateSize(batch: WireMicroBatch): number {
   return size;
 }
 
-function writeMicroBatch(writer: Writer, batch: WireMicroBatch): void {
+function writeMicroBatch(writer: MsgpackWriter, batch: WireMicroBatch): void {
   const count = presentCount(batch);
   writer.arrayHeader(count);
   for (let field = 0; field < count; field++) {
@@ -182,7 +182,8 @@ function writeMicroBatch(writer: Writer, batch: WireMicroBatch): void {
   }
 }
 
-class Writer {
+/** A growable msgpack writer for the wire's few types. @internal */
+export class MsgpackWriter {
   private buffer: Uint8Array;
   private view: DataView;
   offset = 0;

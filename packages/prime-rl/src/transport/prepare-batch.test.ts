@@ -1,5 +1,6 @@
 import { decode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
+import { packAndEncode } from './encode-planned.ts';
 import { decodeMicroBatches, encodeMicroBatches, type WireMicroBatch, type WireSample } from './micro-batch.ts';
 import { balancedPartition, binCost, prepareBatch } from './prepare-batch.ts';
 
@@ -155,5 +156,38 @@ describe('encodeMicroBatches', () => {
     expect(() => decodeMicroBatches({ bytes: encodeMicroBatches([broken]), source: 'rank_0.bin' })).toThrow(
       'rank_0.bin micro_batches[0].temperatures: has 2 entries, input_ids has 4',
     );
+  });
+});
+
+describe('packAndEncode', () => {
+  it('writes the same bytes as encoding the materialized micro batches, over random steps', () => {
+    let seed = 99;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let c = 0; c < 40; c++) {
+      const seqLen = [8, 16, 33][c % 3]!;
+      const samples: WireSample[] = Array.from({ length: Math.floor(random() * 30) }, (_, i) => {
+        const length = 1 + Math.floor(random() * seqLen * 1.3);
+        const base = sample(length, { env: ['a', 'bb', 'kuhn-poker'][i % 3]!, id: i, advantage: random() - 0.5 });
+        return {
+          ...base,
+          temperatures: i % 2 ? base.tokenIds.map(() => 0.5 + random()) : 1,
+          ...(i % 4 === 1 ? { refLogprobs: base.tokenIds.map(() => -random()) } : {}),
+          ...(i % 5 === 2 ? { rlWeights: base.tokenIds.map(() => random()) } : {}),
+          ...(i % 7 === 3 ? { refKlWeights: base.tokenIds.map(() => random()) } : {}),
+        };
+      });
+      const options = {
+        samples,
+        seqLen,
+        dataWorldSize: 1 + (c % 4),
+        padToMultipleOf: [1, 4, 3][c % 3]!,
+        cost: binCost({ linear: 2, quadratic: c % 2 }),
+      };
+      const expected = prepareBatch(options).map((rank) => Buffer.from(encodeMicroBatches(rank)).toString('hex'));
+      expect(packAndEncode(options).map((bytes) => Buffer.from(bytes).toString('hex'))).toEqual(expected);
+    }
   });
 });

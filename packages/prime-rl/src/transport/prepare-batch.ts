@@ -78,6 +78,26 @@ interface Bin {
  * gets the same number of micro batches. Deterministic: the same input gives the same bytes.
  */
 export function prepareBatch(options: PrepareBatchOptions): WireMicroBatch[][] {
+  return planBatch(options).map((rank) => rank.map(materializePlanned));
+}
+
+/**
+ * One micro batch of a {@link planBatch} plan, before its per-token lists exist: the packed
+ * samples (with their truncated lengths), the padding after them, and whether it is a zero-loss
+ * filler (a copy of the first bin with mask false, advantages 0 and no loss streams).
+ */
+export interface PlannedMicroBatch {
+  readonly members: readonly { readonly sample: WireSample; readonly length: number }[];
+  readonly padding: number;
+  readonly filler: boolean;
+}
+
+/**
+ * The decisions of {@link prepareBatch} without building the per-token lists: which samples go
+ * into which micro batch of which rank, and the padding. `encodePlannedMicroBatches` writes the
+ * same bytes as `encodeMicroBatches(prepareBatch(…)[rank])` straight from the samples.
+ */
+export function planBatch(options: PrepareBatchOptions): PlannedMicroBatch[][] {
   const { seqLen, dataWorldSize } = options;
   const padToMultipleOf = options.padToMultipleOf ?? 1;
   const cost = options.cost ?? binCost();
@@ -94,15 +114,35 @@ export function prepareBatch(options: PrepareBatchOptions): WireMicroBatch[][] {
     const target = Math.max(Math.ceil(bins.length / dataWorldSize) * dataWorldSize, dataWorldSize);
     expandBySplitting(bins, target, cost);
   }
-  const microBatches = bins.map((bin) => padMicroBatch(materialize(bin), padToMultipleOf));
-  const missing = (dataWorldSize - (microBatches.length % dataWorldSize)) % dataWorldSize;
-  if (missing > 0 && microBatches.length > 0) {
-    const filler = zeroLossCopy(microBatches[0]!);
-    for (let i = 0; i < missing; i++) microBatches.push(filler);
+  const planned: PlannedMicroBatch[] = bins.map((bin) => ({
+    members: bin.members,
+    padding: (padToMultipleOf - (bin.length % padToMultipleOf)) % padToMultipleOf,
+    filler: false,
+  }));
+  const missing = (dataWorldSize - (planned.length % dataWorldSize)) % dataWorldSize;
+  if (missing > 0 && planned.length > 0) {
+    const filler: PlannedMicroBatch = { ...planned[0]!, filler: true };
+    for (let i = 0; i < missing; i++) planned.push(filler);
   }
-  if (microBatches.length === 0) return Array.from({ length: dataWorldSize }, () => []);
-  const weights = microBatches.map((batch) => cost(batch.sequenceLengths));
-  return balancedPartition(weights, dataWorldSize).map((partition) => partition.map((index) => microBatches[index]!));
+  if (planned.length === 0) return Array.from({ length: dataWorldSize }, () => []);
+  const weights = planned.map((batch) => cost(plannedSequenceLengths(batch)));
+  return balancedPartition(weights, dataWorldSize).map((partition) => partition.map((index) => planned[index]!));
+}
+
+/** Sample lengths of a planned micro batch, the last including the padding (its `sequence_lengths`). */
+export function plannedSequenceLengths(batch: PlannedMicroBatch): number[] {
+  const lengths = batch.members.map((member) => member.length);
+  if (lengths.length > 0) lengths[lengths.length - 1]! += batch.padding;
+  return lengths;
+}
+
+function materializePlanned(batch: PlannedMicroBatch): WireMicroBatch {
+  const built = materialize({
+    members: batch.members as Prepared[],
+    length: batch.members.reduce((sum, m) => sum + m.length, 0),
+  });
+  const padded = padMicroBatch(built, batch.padding);
+  return batch.filler ? zeroLossCopy(padded) : padded;
 }
 
 function prepareSample(sample: WireSample, index: number, seqLen: number): Prepared {
@@ -239,9 +279,8 @@ function materialize(bin: Bin): WireMicroBatch {
   return batch;
 }
 
-function padMicroBatch(batch: WireMicroBatch, multiple: number): WireMicroBatch {
-  const padding = (multiple - (batch.inputIds.length % multiple)) % multiple;
-  if (multiple <= 1 || padding === 0) return batch;
+function padMicroBatch(batch: WireMicroBatch, padding: number): WireMicroBatch {
+  if (padding === 0) return batch;
   for (let p = 0; p < padding; p++) {
     batch.inputIds.push(1);
     batch.advantages.push(0);

@@ -1,9 +1,10 @@
 import type { InferenceEndpoints, TransportConfig } from './config.ts';
+import { encodePlannedMicroBatches } from './encode-planned.ts';
 import { FilesystemRolloutSender } from './filesystem.ts';
 import { type AdminRetry, InferenceAdmin } from './inference-admin.ts';
 import { InferencePool } from './inference-pool.ts';
-import type { WireMicroBatch, WireSample } from './micro-batch.ts';
-import { type BinCost, prepareBatch } from './prepare-batch.ts';
+import type { WireSample } from './micro-batch.ts';
+import { type BinCost, planBatch, plannedSequenceLengths } from './prepare-batch.ts';
 import { BroadcastWeightRelay } from './weight-relay.ts';
 import { ZmqRolloutSender } from './zmq.ts';
 
@@ -25,7 +26,7 @@ export class RolloutLink {
   private constructor(
     readonly config: Exclude<TransportConfig, { type: 'in-process' }>,
     private readonly sender: {
-      send(options: { step: number; microBatches: readonly (readonly WireMicroBatch[])[] }): Promise<unknown>;
+      sendPayloads(options: { step: number; payloads: readonly Uint8Array[] }): Promise<unknown>;
       close(): Promise<void>;
     },
     private readonly cost: BinCost | undefined,
@@ -44,19 +45,19 @@ export class RolloutLink {
   async send(options: { step: number; samples: readonly WireSample[] }): Promise<SentStep> {
     if (!Number.isInteger(options.step) || options.step < 1)
       throw new RangeError(`step: prime-rl steps are 1-indexed, got ${options.step}`);
-    const microBatches = prepareBatch({
+    const plan = planBatch({
       samples: options.samples,
       seqLen: this.config.seqLen,
       dataWorldSize: this.config.dataWorldSize,
       padToMultipleOf: this.config.padToMultipleOf,
       ...(this.cost ? { cost: this.cost } : {}),
     });
-    await this.sender.send({ step: options.step, microBatches });
+    await this.sender.sendPayloads({ step: options.step, payloads: plan.map(encodePlannedMicroBatches) });
     let tokens = 0;
-    for (const rank of microBatches) for (const batch of rank) tokens += batch.inputIds.length;
+    for (const rank of plan) for (const batch of rank) tokens += plannedSequenceLengths(batch).reduce((sum, n) => sum + n, 0);
     return {
       step: options.step,
-      microBatchesPerRank: microBatches[0]?.length ?? 0,
+      microBatchesPerRank: plan[0]?.length ?? 0,
       tokens,
       truncatedSamples: options.samples.filter((sample) => sample.tokenIds.length > this.config.seqLen).length,
     };

@@ -74,9 +74,13 @@ export class ZmqRolloutSender {
 
   /** Waits for the READY barrier (once), then publishes every rank's micro batches. */
   async send(options: { step: number; microBatches: readonly (readonly WireMicroBatch[])[] }): Promise<void> {
-    const grid = options.microBatches;
-    if (grid.length !== this.dataWorldSize) {
-      throw new RangeError(`rollouts: ${grid.length} rank lists for a data world size of ${this.dataWorldSize}`);
+    await this.sendPayloads({ step: options.step, payloads: options.microBatches.map((rank) => encodeMicroBatches(rank)) });
+  }
+
+  /** Waits for the READY barrier (once), then publishes already-encoded rank payloads. */
+  async sendPayloads(options: { step: number; payloads: readonly Uint8Array[] }): Promise<void> {
+    if (options.payloads.length !== this.dataWorldSize) {
+      throw new RangeError(`rollouts: ${options.payloads.length} rank payloads for a data world size of ${this.dataWorldSize}`);
     }
     if (!this.ready) {
       const ranks = new Set<number>();
@@ -88,7 +92,7 @@ export class ZmqRolloutSender {
       this.ready = true;
     }
     for (let rank = 0; rank < this.dataWorldSize; rank++) {
-      await this.publisher.send([zmqTopic(rank), encodeMicroBatches(grid[rank]!)]);
+      await this.publisher.send([zmqTopic(rank), options.payloads[rank]!]);
     }
   }
 

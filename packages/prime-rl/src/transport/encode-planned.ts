@@ -1,0 +1,130 @@
+import { MsgpackWriter } from './micro-batch.ts';
+import type { PlannedMicroBatch, PrepareBatchOptions } from './prepare-batch.ts';
+import { planBatch } from './prepare-batch.ts';
+
+/**
+ * Encodes one rank's planned micro batches straight from the samples: the same bytes as
+ * `encodeMicroBatches` of the materialized batches, without building the per-token lists.
+ */
+export function encodePlannedMicroBatches(microBatches: readonly PlannedMicroBatch[]): Uint8Array {
+  let size = 5;
+  for (const batch of microBatches) {
+    let tokens = batch.padding;
+    for (const member of batch.members) tokens += member.length;
+    size += 64 + tokens * 48 + batch.members.length * 32;
+  }
+  const writer = new MsgpackWriter(size);
+  writer.arrayHeader(microBatches.length);
+  for (const batch of microBatches) writePlanned(writer, batch);
+  return writer.result();
+}
+
+/** {@link planBatch} then {@link encodePlannedMicroBatches} per rank: one step's rank payloads. */
+export function packAndEncode(options: PrepareBatchOptions): Uint8Array[] {
+  return planBatch(options).map(encodePlannedMicroBatches);
+}
+
+type Stream = 'rlWeights' | 'ceWeights' | 'refKlWeights';
+const STREAMS: readonly [Stream, number, number][] = [
+  ['rlWeights', 13, 1],
+  ['ceWeights', 14, 0],
+  ['refKlWeights', 15, 0],
+];
+
+function writePlanned(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
+  const { members, padding, filler } = batch;
+  let total = padding;
+  for (const member of members) total += member.length;
+  const hasRef = members.some((m) => m.sample.refLogprobs != null);
+  const hasStream = STREAMS.map(([key]) => !filler && members.some((m) => m.sample[key] != null));
+  let count = 9;
+  if (hasRef) count = 10;
+  STREAMS.forEach(([, position], index) => {
+    if (hasStream[index]) count = position + 1;
+  });
+  writer.arrayHeader(count);
+
+  // 0 input_ids
+  writer.arrayHeader(total);
+  for (const { sample, length } of members) for (let t = 0; t < length; t++) writer.int(sample.tokenIds[t]!);
+  for (let p = 0; p < padding; p++) writer.int(1);
+  // 1 loss_mask
+  writer.arrayHeader(total);
+  for (const { sample, length } of members) for (let t = 0; t < length; t++) writer.bool(!filler && sample.mask[t]!);
+  for (let p = 0; p < padding; p++) writer.bool(false);
+  // 2 advantages
+  writer.arrayHeader(total);
+  for (const { sample, length } of members) {
+    const advantages = sample.advantages;
+    for (let t = 0; t < length; t++) writer.float64(filler || advantages == null ? 0 : advantages[t]!);
+  }
+  for (let p = 0; p < padding; p++) writer.float64(0);
+  // 3 inference_logprobs
+  writer.arrayHeader(total);
+  for (const { sample, length } of members) for (let t = 0; t < length; t++) writer.float64(sample.logprobs[t]!);
+  for (let p = 0; p < padding; p++) writer.float64(0);
+  // 4 position_ids
+  writer.arrayHeader(total);
+  for (const { length } of members) for (let t = 0; t < length; t++) writer.int(t);
+  for (let p = 0; p < padding; p++) writer.int(p);
+  // 5 sequence_lengths, then (below) 8 seq_lens: the same numbers
+  const writeLengths = () => {
+    writer.arrayHeader(members.length);
+    for (let index = 0; index < members.length; index++) {
+      const length = members[index]!.length;
+      writer.int(index === members.length - 1 ? length + padding : length);
+    }
+  };
+  writeLengths();
+  // 6 temperatures
+  writer.arrayHeader(total);
+  for (const { sample, length } of members) {
+    const temperatures = sample.temperatures;
+    if (typeof temperatures === 'number') for (let t = 0; t < length; t++) writer.float64(temperatures);
+    else for (let t = 0; t < length; t++) writer.float64(temperatures[t]!);
+  }
+  for (let p = 0; p < padding; p++) writer.float64(1);
+  // 7 env_names: each name written once per sample, then its bytes copied
+  writer.arrayHeader(total);
+  for (const { sample, length } of members) writeRepeated(writer, sample.envName, length);
+  writeRepeated(writer, '', padding);
+  // 8 seq_lens
+  writeLengths();
+  if (count <= 9) return;
+  // 9 ref_logprobs
+  if (hasRef) {
+    writer.arrayHeader(total);
+    for (const { sample, length } of members) {
+      const ref = sample.refLogprobs;
+      for (let t = 0; t < length; t++) writer.float64(ref == null ? 0 : ref[t]!);
+    }
+    for (let p = 0; p < padding; p++) writer.float64(0);
+  } else writer.nil();
+  if (count <= 10) return;
+  // 10–12 routed_experts, mm_kwargs, mm_token_type_ids: never produced
+  writer.nil();
+  writer.nil();
+  writer.nil();
+  // 13–15 loss-component streams
+  STREAMS.forEach(([key, position, fill], index) => {
+    if (position >= count) return;
+    if (!hasStream[index]) {
+      writer.nil();
+      return;
+    }
+    writer.arrayHeader(total);
+    for (const { sample, length } of members) {
+      const stream = sample[key];
+      for (let t = 0; t < length; t++) writer.float64(stream == null ? fill : stream[t]!);
+    }
+    for (let p = 0; p < padding; p++) writer.float64(0);
+  });
+}
+
+function writeRepeated(writer: MsgpackWriter, value: string, times: number): void {
+  if (times === 0) return;
+  const start = writer.offset;
+  writer.string(value);
+  const end = writer.offset;
+  for (let i = 1; i < times; i++) writer.copyWithin(start, end);
+}
