@@ -27,6 +27,8 @@ Usage:
                                    traces as JSONL for TRL (troupe export --help)
   troupe merge <run-dir>... --out DIR
                                    merge shard runs (eval --shard i/n) into one run
+  troupe replay <run-dir> [--config FILE] [--num-rescores K]
+                                   re-score saved traces with the same or new rewards and judges
 
 Eval options:
   -f, --config FILE      TOML or JSON config; CLI options override it
@@ -79,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'view') return viewCommand(rest);
   if (command === 'export') return (await import('./export-command.ts')).exportCommand(rest);
   if (command === 'merge') return (await import('./merge-command.ts')).mergeCommand(rest);
+  if (command === 'replay') return (await import('./replay-command.ts')).replayCommand(rest);
   process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
   return 2;
 }

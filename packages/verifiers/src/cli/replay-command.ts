@@ -1,0 +1,119 @@
+import { parseArgs } from 'node:util';
+import { type ClientConfig, ClientConfigSchema } from '../agent/agent-config.ts';
+import { loadTaskset } from '../envs/registry.ts';
+import { ConfigError } from '../errors/troupe-error.ts';
+import { PriceTableSchema } from '../eval/pricing.ts';
+import { formatReplayReport, replayRun } from '../eval/replay.ts';
+import { formatSummary } from '../eval/summary.ts';
+import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import type { Task } from '../task/task.ts';
+import { deepMerge, readConfigFile } from './eval-config.ts';
+
+const HELP = `troupe replay <run-dir> [options] — re-score a run's saved traces without re-running agents
+
+Options:
+  -f, --config FILE       TOML/JSON merged over the run's config.json: [[env.<role>.rewards]] entries
+                          (module = "./r.ts", export = "f", weight = 0.5, or judge = "rubric" | "reference")
+                          replace the saved lists; list the old ones too to add rather than replace
+  -k, --num-rescores K    run every reward and judge K times per trace (default 1); the report gives
+                          per criterion the mean, the spread and the agreement between rescores
+  -o, --out DIR           the new run directory (default <run-dir>--replay-<8 hex>)
+      --clean             replace --out when it exists
+  -m, --model NAME        judges' default model (default the run's model)
+  -b, --base-url URL      judges' endpoint (default the run's client)
+      --api-key-var NAME  environment variable holding the judges' API key
+  -h, --help
+`;
+
+/** `troupe replay <run> [--config f] [--num-rescores K]`: a new run directory naming its source. */
+export async function replayCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string', short: 'f' },
+      'num-rescores': { type: 'string', short: 'k' },
+      out: { type: 'string', short: 'o' },
+      clean: { type: 'boolean' },
+      model: { type: 'string', short: 'm' },
+      'base-url': { type: 'string', short: 'b' },
+      'api-key-var': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const sourceDir = positionals[0];
+  if (!sourceDir || positionals.length > 1) throw new ConfigError('troupe replay <run-dir>: name exactly one run directory');
+  const numRescores = values['num-rescores'] === undefined ? 1 : Number(values['num-rescores']);
+  if (!Number.isInteger(numRescores) || numRescores < 1)
+    throw new ConfigError(`--num-rescores must be a positive integer, got ${JSON.stringify(values['num-rescores'])}`);
+  let saved: Record<string, unknown> = {};
+  try {
+    saved = readConfigFile(`${sourceDir}/config.json`);
+  } catch {
+    // A run without config.json still replays with --config.
+  }
+  const override = values.config ? readConfigFile(values.config) : {};
+  const merged = deepMerge(saved, override) as Record<string, unknown>;
+  const model = values.model ?? (typeof merged.model === 'string' ? merged.model : undefined);
+  if (!model) throw new ConfigError('troupe replay: the run names no model; give the judges one with -m/--model');
+  const clientRaw = deepMerge((merged.client ?? { baseUrl: 'http://127.0.0.1:8000/v1' }) as Record<string, unknown>, {
+    ...(values['base-url'] ? { baseUrl: values['base-url'] } : {}),
+    ...(values['api-key-var'] ? { apiKeyVar: values['api-key-var'] } : {}),
+  });
+  const clientParsed = ClientConfigSchema.safeParse(clientRaw);
+  if (!clientParsed.success) throw new ConfigError(`invalid config: client: ${clientParsed.error.issues[0]?.message}`);
+  const prices = merged.prices === undefined ? undefined : PriceTableSchema.safeParse(merged.prices);
+  if (prices && !prices.success)
+    throw new ConfigError(`invalid config: prices.${prices.error.issues[0]?.path.join('.')}: ${prices.error.issues[0]?.message}`);
+  const result = await replayRun({
+    sourceDir,
+    ...(values.out ? { outDir: values.out } : {}),
+    ...(values.clean ? { clean: true } : {}),
+    ...(values.config ? { config: override } : {}),
+    numRescores,
+    client: makeClient(clientParsed.data, model),
+    model,
+    tasks: await tasksOf(merged),
+    ...(prices?.success ? { prices: prices.data } : {}),
+    ...(typeof merged.passThreshold === 'number' ? { passThreshold: merged.passThreshold } : {}),
+  });
+  process.stdout.write(`${formatSummary(result.summary)}\n${formatReplayReport(result.summary.replay)}\n`);
+  process.stdout.write(`\nrun directory: ${result.outDir}\n  source:  ${result.summary.replay.source}\n`);
+  return 0;
+}
+
+/** The API key is read here, at the CLI layer. */
+function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient {
+  return new OpenAICompatibleClient({
+    baseUrl: config.baseUrl,
+    apiKey: process.env[config.apiKeyVar ?? 'OPENAI_API_KEY'] ?? 'EMPTY',
+    model,
+    ...(config.headers ? { headers: config.headers } : {}),
+    retry: { maxRetries: config.maxRetries },
+    ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
+  });
+}
+
+/** The run's taskset by key (its own rewards score the replayed traces), when it can be loaded and is finite. */
+async function tasksOf(config: Record<string, unknown>): Promise<Map<string, Task>> {
+  const env = (config.env ?? {}) as { id?: string; taskset?: string | { id: string } };
+  const ref =
+    env.taskset ?? (env.id === undefined || env.id === 'single-agent' || env.id === 'best-of-n' ? 'arithmetic' : undefined);
+  const tasks = new Map<string, Task>();
+  if (ref === undefined) return tasks;
+  try {
+    const taskset = await loadTaskset(ref);
+    if (taskset.isInfinite) return tasks;
+    for (const task of taskset) tasks.set(task.key, task as Task);
+  } catch (error) {
+    process.stderr.write(
+      `warning: taskset ${JSON.stringify(ref)} not loaded (${(error as Error).message}); only config rewards re-score\n`,
+    );
+  }
+  return tasks;
+}
