@@ -98,7 +98,12 @@ export const RunConfigSchema = z
     train: z.object({ source: z.array(SourceConfigSchema).min(1), evalEvery: z.number().int().positive().default(1) }).strict(),
     /** Sources evaluated every `interval` steps, never trained on. */
     eval: z
-      .object({ interval: z.number().int().positive().default(10), source: z.array(SourceConfigSchema).default([]) })
+      .object({
+        interval: z.number().int().positive().default(10),
+        /** Groups (tasks × group_size episodes) per evaluation of each eval source: its first tasks, every time. */
+        groups: z.number().int().positive().default(8),
+        source: z.array(SourceConfigSchema).default([]),
+      })
       .strict()
       .optional(),
     policy: PolicySectionSchema.prefault({}),

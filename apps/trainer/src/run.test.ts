@@ -99,6 +99,7 @@ describe('a user env module trains', () => {
       train: {
         source: [{ env: './__fixtures__/say-color-env.ts', group_size: 8, algorithm: { type: 'grpo' } }],
       },
+      eval: { interval: 10, groups: 3, source: [{ env: './__fixtures__/say-color-env.ts', name: 'held-out', group_size: 4 }] },
       policy: { d_model: 16, heads: 2, layers: 1, ffn_mult: 2, max_tokens: 1 },
       trainer: { worker_thread: false, lr: 1e-2, betas: [0.9, 0.999] },
     };
@@ -108,6 +109,13 @@ describe('a user env module trains', () => {
     console.log(`say-color reward per step: ${rewards.map((r) => r.toFixed(2)).join(' ')}`);
     expect(result.steps).toBe(40);
     expect(mean(rewards.slice(-3))).toBeGreaterThan(mean(rewards.slice(0, 3)) + 0.5);
+    // The eval source is played every 10 steps by the new weights and never trained on.
+    const metrics = await readMetrics(out);
+    const evaluated = metrics.filter((m) => typeof m['eval/held-out/speaker/reward/mean'] === 'number');
+    expect(evaluated.map((m) => m.step)).toEqual([10, 20, 30, 40]);
+    expect(evaluated.map((m) => m['eval/held-out/episodes'])).toEqual([12, 12, 12, 12]);
+    expect(Number(evaluated.at(-1)?.['eval/held-out/speaker/reward/mean'])).toBeGreaterThan(0.8);
+    expect(result.episodes).toBe(40 * 6 * 8);
   });
 });
 

@@ -183,6 +183,21 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   for (const [i, source] of config.train.source.entries()) {
     built.push(await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main }));
   }
+  const evalSources: { built: BuiltSource; use: (client: ModelClient) => void }[] = [];
+  for (const [i, source] of (config.eval?.source ?? []).entries()) {
+    let evalClient: ModelClient | null = null;
+    const builtEval = await buildSource({
+      config: source,
+      field: `eval.source[${i}]`,
+      run: config,
+      baseDir,
+      main: () => {
+        if (!evalClient) throw new Error('no evaluation policy yet');
+        return evalClient;
+      },
+    });
+    evalSources.push({ built: builtEval, use: (client) => (evalClient = client) });
+  }
   const maxTokens = Math.max(
     config.policy.maxTokens,
     ...config.train.source.flatMap((s) =>
@@ -190,7 +205,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     ),
   );
   const shape = embeddedPolicy({
-    sources: built.map((b) => ({ ...(b.hooks ? { hooks: b.hooks as never } : {}), options: b.options, taskset: b.taskset })),
+    sources: [...built, ...evalSources.map((e) => e.built)].map((b) => ({
+      ...(b.hooks ? { hooks: b.hooks as never } : {}),
+      options: b.options,
+      taskset: b.taskset,
+    })),
     dModel: config.policy.dModel,
     layers: config.policy.layers,
     heads: config.policy.heads,
@@ -248,6 +267,12 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   });
   const orchestrator = new Orchestrator({
     sources: built.map((b) => b.source),
+    evalSources: evalSources.map((e) => ({
+      source: e.built.source,
+      interval: config.eval?.interval ?? 10,
+      groups: config.eval?.groups ?? 8,
+      useClient: e.use,
+    })),
     trainer,
     inference,
     maxSteps: config.maxSteps,

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Episode } from '@troupe/verifiers';
+import type { Episode, ModelClient } from '@troupe/verifiers';
 import type { JsonValue } from '../algorithms/algorithm.ts';
 import { GroupScorer } from '../algorithms/group-scorer.ts';
 import { flattenRoleMetrics, roleMetrics } from '../metrics/role-metrics.ts';
@@ -23,9 +23,22 @@ export interface OrchestratorState {
   episodes: number;
 }
 
+/**
+ * A source evaluated every `interval` steps (and at the last step), never trained on: its first
+ * `groups` tasks are played by a separate policy at the new weights, handed to `useClient`
+ * (the env's trainable roles must call that client); metrics go under `eval/<name>/…`.
+ */
+export interface EvalSource {
+  source: TrainSource;
+  interval: number;
+  groups: number;
+  useClient(client: ModelClient): void;
+}
+
 /** Options of {@link Orchestrator}. */
 export interface OrchestratorOptions {
   sources: readonly TrainSource[];
+  evalSources?: readonly EvalSource[];
   trainer: Trainer;
   inference: Inference;
   maxSteps: number;
@@ -279,6 +292,30 @@ export class Orchestrator {
             for (const [file, content] of Object.entries(result?.artifacts ?? {})) await writeFile(join(out, file), content);
           }
           line['time/eval'] = performance.now() - t3;
+        }
+        const dueEval = (options.evalSources ?? []).filter((e) => n % e.interval === 0 || n === options.maxSteps);
+        if (dueEval.length) {
+          const t4 = performance.now();
+          const policy = await inference.evaluationPolicy({ weights, version: n, seed: 2_000_003 + n });
+          for (const evaluation of dueEval) {
+            evaluation.useClient(policy.client);
+            const { source } = evaluation;
+            const played = await Promise.all(
+              Array.from({ length: evaluation.groups }, (_, index) => {
+                const size = source.taskset.isInfinite ? Number.POSITIVE_INFINITY : source.taskset.size;
+                const task = source.taskset.at(Number.isFinite(size) ? index % size : index);
+                return Promise.all(
+                  Array.from({ length: source.groupSize }, (_, i) =>
+                    source.env.runEpisode({ task, group: { id: `eval-${source.name}-${index}`, index: i } }),
+                  ),
+                );
+              }),
+            );
+            for (const [key, value] of Object.entries(sourceMetrics(source.name, played.flat()))) {
+              line[key.replace(/^train\//, 'eval/')] = value;
+            }
+          }
+          line['time/eval_sources'] = performance.now() - t4;
         }
         line['time/rollout'] = rollout.ms;
         line['time/train'] = trainMs;
