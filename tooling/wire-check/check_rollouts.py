@@ -2,6 +2,7 @@
 """Checks a run's rollout files against prime-rl's MicroBatch wire and the trainer's invariants.
 
 Usage: check_rollouts.py <output_dir> [--seq-len N] [--pad-to-multiple-of M] [--world-size W]
+                         [--samples STEP=troupe-batch.jsonl ...]
 
 Decodes every <output_dir>/rollouts/step_<N>/rank_<r>.bin with plain msgpack (as msgspec's
 array_like MicroBatch: a list of arrays, fields in declaration order, trailing defaults omitted)
@@ -17,6 +18,11 @@ and checks, per step:
   - no sample (sequence length minus padding) is longer than --seq-len;
   - temperatures are positive;
   - the token count of every micro batch is a multiple of --pad-to-multiple-of.
+With --samples, the step's samples as troupe exported them before packing (troupe.batch v1
+JSONL: a header line, then one sample per line) must be exactly the samples in the rank files:
+each exported sample (truncated to --seq-len) appears once with the same token ids, mask,
+logprobs and advantages, and every other packed sample is a zero-loss filler. This checks that
+the mask is on sampled tokens of trainable traces only, as troupe decided them.
 Prints one line per step and "ok: ..." at the end; exits 1 with every violation listed.
 Only the Python standard library and python3-msgpack are needed (Debian packages it).
 """
@@ -78,6 +84,61 @@ def as_struct(raw, where, errors):
             errors.append(f"{where}.{name}: required list, got {type(batch[name]).__name__}")
             return None
     return batch
+
+
+def packed_samples(batch):
+    """(tokens, mask, logprobs, advantages) of each packed sample, padding cut off."""
+    out = []
+    start = 0
+    lengths = batch["sequence_lengths"]
+    for index, length in enumerate(lengths):
+        end = start + length
+        if index == len(lengths) - 1:
+            positions = batch["position_ids"]
+            for t in range(start + 1, end):
+                if positions[t] == 0:
+                    end = t
+                    break
+        out.append(
+            (
+                tuple(batch["input_ids"][start:end]),
+                tuple(batch["loss_mask"][start:end]),
+                tuple(batch["inference_logprobs"][start:end]),
+                tuple(batch["advantages"][start:end]),
+            )
+        )
+        start += length
+    return out
+
+
+def check_against_export(step, packed, path, seq_len, errors):
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        lines = [line for line in f.read().split("\n") if line]
+    header = json.loads(lines[0])
+    if header.get("format") != "troupe.batch" or header.get("version") != 1:
+        errors.append(f"{path}: not a troupe.batch v1 file")
+        return
+    remaining = {}
+    for key in packed:
+        remaining[key] = remaining.get(key, 0) + 1
+    for number, line in enumerate(lines[1:], start=2):
+        sample = json.loads(line)
+        cut = len(sample["tokenIds"]) if seq_len is None else seq_len
+        key = (
+            tuple(sample["tokenIds"][:cut]),
+            tuple(sample["mask"][:cut]),
+            tuple(float(v) for v in sample["logprobs"][:cut]),
+            tuple(float(v) for v in sample["advantages"][:cut]),
+        )
+        if remaining.get(key, 0) == 0:
+            errors.append(f"step_{step}: {path} line {number} ({sample.get('role')}, trace {sample.get('traceId')}) is not in the rank files as exported")
+            continue
+        remaining[key] -= 1
+    for key, count in remaining.items():
+        if count and any(key[1]):
+            errors.append(f"step_{step}: a packed sample of {len(key[0])} tokens with trained tokens is not in {path}")
 
 
 def check_micro_batch(batch, where, args, errors):
@@ -166,7 +227,12 @@ def main() -> int:
     parser.add_argument("--seq-len", type=int, default=None)
     parser.add_argument("--pad-to-multiple-of", type=int, default=1)
     parser.add_argument("--world-size", type=int, default=None)
+    parser.add_argument("--samples", action="append", default=[], metavar="STEP=PATH")
     args = parser.parse_args()
+    exports = {}
+    for item in args.samples:
+        step_text, _, path = item.partition("=")
+        exports[int(step_text)] = path
 
     rollouts = os.path.join(args.output_dir, "rollouts")
     if not os.path.isdir(rollouts):
@@ -191,6 +257,7 @@ def main() -> int:
         if args.world_size is not None and len(ranks) != args.world_size:
             errors.append(f"step_{step}: {len(ranks)} rank files, expected {args.world_size}")
         counts = []
+        packed = []
         for rank in ranks:
             path = os.path.join(step_dir, f"rank_{rank}.bin")
             with open(path, "rb") as f:
@@ -209,14 +276,20 @@ def main() -> int:
                 if batch is None:
                     continue
                 check_micro_batch(batch, where, args, errors)
+                packed.extend(packed_samples(batch))
                 totals["micro_batches"] += 1
                 totals["tokens"] += len(batch["input_ids"])
                 totals["trained_tokens"] += sum(1 for b in batch["loss_mask"] if b)
                 totals["samples"] += len(batch["sequence_lengths"])
+        if step in exports:
+            check_against_export(step, packed, exports[step], args.seq_len, errors)
         if len(set(counts)) > 1:
             errors.append(f"step_{step}: ranks hold different numbers of micro batches {counts}")
         totals["steps"] += 1
         print(f"step_{step}: {len(ranks)} ranks x {counts[0] if counts else 0} micro batches")
+    for step in exports:
+        if step not in steps:
+            errors.append(f"--samples {step}=…: no rollouts/step_{step}")
     if errors:
         for error in errors[:200]:
             print(f"FAIL {error}", file=sys.stderr)

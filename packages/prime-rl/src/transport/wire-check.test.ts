@@ -3,9 +3,14 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeEpisode, makeTrace } from '../algorithms/__fixtures__/episodes.ts';
+import { assignAdvantages } from '../algorithms/assign-advantages.ts';
+import { writeBatch } from '../samples/batch-format.ts';
+import { episodesToSamples } from '../samples/trace-to-samples.ts';
 import { FilesystemRolloutSender, readRollouts, rolloutRankPath } from './filesystem.ts';
 import { encodeMicroBatches, type WireSample } from './micro-batch.ts';
 import { prepareBatch } from './prepare-batch.ts';
+import { toWireSample } from './wire-sample.ts';
 
 const PYTHON = '/usr/bin/python3';
 const CHECKER = resolve(import.meta.dirname, '../../../../tooling/wire-check/check_rollouts.py');
@@ -107,6 +112,74 @@ describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msg
     result = check(dir, ['--seq-len', '8']);
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/more than seq_len 8/);
+  });
+
+  it('matches the step troupe exported as troupe.batch v1: trainable traces only, masks on sampled tokens', async () => {
+    // Self-play episodes: two trainable seats with two turns each, an untrainable judge, and one errored seat.
+    const episodes = Array.from({ length: 6 }, (_, e) => {
+      const seat = (role: string, reward: number, ok = true) =>
+        makeTrace({
+          role,
+          reward,
+          ok,
+          turns: [
+            { prompt: [1, 2 + e, 3], completion: [10 + e, 11], logprobs: [-0.5, -0.25] },
+            { prompt: [4], completion: [12 + (e % 3)], logprobs: [-0.125] },
+          ],
+        });
+      const traces = [seat('player0', e % 2 ? 1 : -1), seat('player1', e % 2 ? -1 : 1, e !== 3)];
+      for (const trace of traces) if (trace.ok) assignAdvantages(trace, trace.reward / 2);
+      traces.push(makeTrace({ role: 'judge', trainable: false, turns: [{ prompt: [7, 7], completion: [8] }] }));
+      return makeEpisode({ traces, env: 'kuhn-poker' });
+    });
+    const samples = episodesToSamples({ episodes });
+    expect(samples.map((sample) => sample.role).sort()).toEqual([...Array(6).fill('player0'), ...Array(5).fill('player1')]);
+    const exported = join(dir, 'step_1.troupe-batch.jsonl');
+    await writeBatch({ path: exported, samples, step: 1 });
+    const microBatches = prepareBatch({
+      samples: samples.map((sample) => toWireSample(sample, { temperatures: 1 })),
+      seqLen: 16,
+      dataWorldSize: 2,
+      padToMultipleOf: 4,
+    });
+    await new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 2 }).send({ step: 1, microBatches });
+    const ok = check(dir, ['--seq-len', '16', '--world-size', '2', '--samples', `1=${exported}`]);
+    expect(ok.stderr).toBe('');
+    expect(ok.status).toBe(0);
+
+    // An export that also holds the judge's trace does not match: the judge never reaches the wire.
+    const judge = episodes[0]!.traces[2]!;
+    const withJudge = join(dir, 'with-judge.jsonl');
+    await writeBatch({
+      path: withJudge,
+      samples: [
+        ...samples,
+        {
+          ...samples[0]!,
+          tokenIds: [7, 7, 8],
+          mask: [false, false, true],
+          logprobs: [0, 0, -0.5],
+          advantages: [0, 0, 1],
+          role: 'judge',
+          traceId: judge.id,
+        },
+      ],
+      step: 1,
+    });
+    const extra = check(dir, ['--seq-len', '16', '--samples', `1=${withJudge}`]);
+    expect(extra.status).toBe(1);
+    expect(extra.stderr).toMatch(new RegExp(`line 13 \\(judge, trace ${judge.id}\\) is not in the rank files`));
+
+    // A mask moved off the sampled tokens is caught too.
+    const moved = samples.map((sample, i) =>
+      i === 2 ? { ...sample, mask: sample.mask.map((bit, t) => (t === 0 ? true : bit)) } : sample,
+    );
+    const movedPath = join(dir, 'moved.jsonl');
+    await writeBatch({ path: movedPath, samples: moved, step: 1 });
+    const wrong = check(dir, ['--seq-len', '16', '--samples', `1=${movedPath}`]);
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toMatch(/line 4 \(player0, trace .*\) is not in the rank files as exported/);
+    expect(wrong.stderr).toMatch(/a packed sample of \d+ tokens with trained tokens is not in/);
   });
 
   it('fails a step numbered from 0 and a leftover temporary file', async () => {
