@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
@@ -53,6 +53,9 @@ Eval options:
       --allow-failures   exit 0 even when episodes failed
       --shard I/N        run only shard I of N (1-based) of tasks × rollouts; troupe merge joins them
       --no-preflight     skip the endpoint check (GET <base-url>/models) made before a run
+      --dry-run          print the resolved config and the task count; call nothing, create nothing
+      --run-dir DIR      write the run to DIR instead of <outputs>/<env>--<model>--<harness>--<hex>
+      --clean            replace --run-dir DIR when it exists (refused with --resume)
   -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
   -h, --help
 
@@ -95,6 +98,9 @@ interface BuiltConfig {
   preflight: boolean;
   help: boolean;
   shard?: Shard;
+  dryRun?: boolean;
+  clean?: boolean;
+  runDir?: string;
 }
 
 function buildConfig(args: string[]): BuiltConfig {
@@ -126,6 +132,9 @@ function buildConfig(args: string[]): BuiltConfig {
       'allow-failures': { type: 'boolean' },
       shard: { type: 'string' },
       'no-preflight': { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
+      clean: { type: 'boolean' },
+      'run-dir': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       set: { type: 'string', short: 's', multiple: true },
     },
@@ -203,6 +212,19 @@ function buildConfig(args: string[]): BuiltConfig {
     preflight: values['no-preflight'] !== true,
     help: false,
     ...(values.shard !== undefined ? { shard: parseShard(values.shard) } : {}),
+    ...runHygiene(values),
+  };
+}
+
+/** `--dry-run`, `--run-dir`, `--clean` (issue 17 item 7); contradictory combinations are refused. */
+function runHygiene(values: { 'dry-run'?: boolean; clean?: boolean; 'run-dir'?: string; resume?: string }) {
+  if (values.clean && values.resume) throw new ConfigError('--clean replaces a run and --resume continues one: choose one');
+  if (values.clean && !values['run-dir']) throw new ConfigError('--clean replaces the directory named by --run-dir DIR');
+  if (values['run-dir'] && values.resume) throw new ConfigError('--run-dir names a new run; --resume DIR already names the run');
+  return {
+    dryRun: values['dry-run'] === true,
+    clean: values.clean === true,
+    ...(values['run-dir'] ? { runDir: values['run-dir'] } : {}),
   };
 }
 
@@ -221,7 +243,8 @@ function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient
 }
 
 async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
-  const { config, resumeDir, changesOnResume, allowFailures, preflight, help, shard } = buildConfig(args);
+  const { config, resumeDir, changesOnResume, allowFailures, preflight, help, shard, dryRun, clean, runDir } =
+    buildConfig(args);
   if (help) {
     process.stdout.write(HELP);
     return 0;
@@ -288,9 +311,28 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     );
     return 0;
   }
+  if (runDir && !clean && existsSync(runDir) && readdirSync(runDir).length > 0) {
+    throw new ConfigError(`--run-dir ${runDir} exists and is not empty (--clean replaces it; --resume ${runDir} continues it)`);
+  }
+  if (dryRun) {
+    const tasks = config.numTasks !== undefined ? Math.min(config.numTasks, taskset.size) : taskset.size;
+    if (!Number.isFinite(tasks)) throw new ConfigError(`taskset ${taskset.id} is infinite: set numTasks (-n)`);
+    process.stdout.write(
+      `${JSON.stringify({ ...cleanConfig, roles: env.describeRoles(), taskset: { id: taskset.id, size: taskset.size } }, null, 2)}
+`,
+    );
+    process.stdout.write(
+      `dry run: ${tasks} tasks × ${config.rollouts} rollouts = ${tasks * config.rollouts} episodes${shard ? ' (this shard runs its slice of them)' : ''}` +
+        `${runDir ? ` → ${runDir}${clean && existsSync(runDir) ? ' (would be replaced)' : ''}` : resumeDir ? ` → ${resumeDir} (resumed)` : ''}; nothing was called or created
+`,
+    );
+    return 0;
+  }
   if (preflight) await Promise.all(clients.map((client) => client.preflight()));
+  if (runDir && clean) rmSync(runDir, { recursive: true, force: true });
   const outDir =
     resumeDir ??
+    runDir ??
     join(
       config.outputs,
       runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
