@@ -2,7 +2,7 @@ import { decode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
 import { packAndEncode } from './encode-planned.ts';
 import { decodeMicroBatches, encodeMicroBatches, type WireMicroBatch, type WireSample } from './micro-batch.ts';
-import { balancedPartition, binCost, prepareBatch } from './prepare-batch.ts';
+import { balancedPartition, binCost, denseModelCostCoefficients, prepareBatch } from './prepare-batch.ts';
 
 function sample(length: number, options: { env?: string; prompt?: number; advantage?: number; id?: number } = {}): WireSample {
   const prompt = options.prompt ?? Math.floor(length / 2);
@@ -189,5 +189,31 @@ describe('packAndEncode', () => {
       const expected = prepareBatch(options).map((rank) => Buffer.from(encodeMicroBatches(rank)).toString('hex'));
       expect(packAndEncode(options).map((bytes) => Buffer.from(bytes).toString('hex'))).toEqual(expected);
     }
+  });
+});
+
+describe('denseModelCostCoefficients', () => {
+  it("gives prime-rl's (linear, quadratic) FLOP coefficients of a dense decoder", () => {
+    // Values printed by prime-rl's _packing_cost_coeffs (trainer/batch.py at 559b44772) for the same configs.
+    expect(
+      denseModelCostCoefficients({
+        hiddenSize: 1024,
+        intermediateSize: 3072,
+        numHiddenLayers: 28,
+        numAttentionHeads: 16,
+        numKeyValueHeads: 8,
+        headDim: 128,
+        vocabSize: 151936,
+      }),
+    ).toEqual({ linear: 1133248512, quadratic: 114688 });
+    expect(
+      denseModelCostCoefficients({
+        hiddenSize: 512,
+        intermediateSize: 1024,
+        numHiddenLayers: 4,
+        numAttentionHeads: 8,
+        vocabSize: 1000,
+      }),
+    ).toEqual({ linear: 21995520, quadratic: 4096 });
   });
 });
