@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KUHN_INFO_SETS } from '@troupe/verifiers';
+import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { readMetrics, train } from './run.ts';
@@ -84,6 +85,25 @@ describe('train (Kuhn poker, the default config, through the orchestrator)', () 
         expect(m['batch/traces']).toBe(4);
         expect(m['batch/samples']).toBe(4);
       }
+    }
+  });
+});
+
+describe('a role bound to a frozen OpenAI-compatible endpoint', () => {
+  it('plays through the endpoint and never reaches the trainer', async () => {
+    const server = await ScriptedModelServer.start({ script: () => '[pass]' });
+    try {
+      const out = await tempDir();
+      const binding = `train.source.0.roles.player1={"model":{"baseUrl":"${server.baseUrl}","name":"frozen-opponent"}}`;
+      await train({ config: await tinyKuhn([binding]), out });
+      expect(server.requests.length).toBeGreaterThan(0);
+      expect(server.requests.every((entry) => JSON.stringify(entry.body).includes('frozen-opponent'))).toBe(true);
+      for (const m of await readMetrics(out)) {
+        expect(m['train/kuhn-poker/player1/is_trainable/mean']).toBe(0);
+        expect(m['batch/traces']).toBe(4);
+      }
+    } finally {
+      await server.close();
     }
   });
 });

@@ -61,10 +61,10 @@ interface BuiltSource {
 async function frozenClient(binding: SourceConfig['roles'][string], field: string): Promise<ModelClient | null> {
   if (binding.model) {
     return new OpenAICompatibleClient({
-      baseURL: binding.model.baseUrl,
+      baseUrl: binding.model.baseUrl,
       apiKey: binding.model.apiKey ?? 'none',
       model: binding.model.name,
-    } as never);
+    });
   }
   if (binding.checkpoint) {
     if (!existsSync(join(binding.checkpoint, 'meta.json')))

@@ -18,6 +18,7 @@ export class ModelRouter implements ModelClient {
 
   complete(request: ModelRequest, options?: ModelCallOptions): Promise<ModelResponse> {
     const frozen = this.frozen.get(request.model);
-    return frozen ? frozen.complete(request, options) : this.main().complete(request, options);
+    // A frozen endpoint is asked for its own model name, not the routing name.
+    return frozen ? frozen.complete({ ...request, model: frozen.model }, options) : this.main().complete(request, options);
   }
 }
