@@ -5,7 +5,7 @@ import { ConfigError } from '../errors/troupe-error.ts';
 import { type JudgeModel, referenceJudge, rubricJudge } from '../judges/index.ts';
 import type { ModelClient, ModelRequest } from '../model/model-client.ts';
 import { SamplingSchema } from '../model/model-client.ts';
-import type { MetricFunction, RewardFunction, Task, TaskContext } from '../task/task.ts';
+import type { MetricFunction, RewardFunction, Task } from '../task/task.ts';
 import type { Trace } from '../trace/trace.ts';
 import type { StopCondition } from '../trace/trace-schema.ts';
 
@@ -257,6 +257,3 @@ export function withPluggedScorers<T extends Task>(task: T, plugged: PluggedScor
     },
   ) as T;
 }
-
-/** The context type plugged functions receive (re-exported for module authors). */
-export type { TaskContext };
