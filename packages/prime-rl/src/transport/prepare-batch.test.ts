@@ -217,3 +217,113 @@ describe('denseModelCostCoefficients', () => {
     ).toEqual({ linear: 21995520, quadratic: 4096 });
   });
 });
+
+describe("prepareBatch against prime-rl's prepare_batch", () => {
+  // Expected values printed by prime-rl's own prepare_batch (trainer/batch.py at 559b44772) for
+  // these inputs: per rank, per micro batch, [sequence_lengths, first token of each sample, trains?].
+  const samplesOf = (lengths: number[]): WireSample[] =>
+    lengths.map((n, i) => ({
+      tokenIds: [100 + i, ...Array(n - 1).fill(5)],
+      mask: [false, ...Array(n - 1).fill(true)],
+      logprobs: [0, ...Array(n - 1).fill(-0.5)],
+      temperatures: 1,
+      envName: 'e',
+      advantages: [0, ...Array(n - 1).fill(1)],
+    }));
+  const summary = (grid: WireMicroBatch[][]) =>
+    grid.map((rank) =>
+      rank.map((batch) => {
+        const starts = batch.sequenceLengths.map((_, k) => batch.sequenceLengths.slice(0, k).reduce((a, b) => a + b, 0));
+        return [batch.sequenceLengths, starts.map((start) => batch.inputIds[start]), batch.lossMask.some(Boolean)];
+      }),
+    );
+  const twelve = [5, 3, 9, 2, 2, 7, 4, 1, 6, 8, 3, 3];
+  it.each([
+    {
+      lengths: twelve,
+      seqLen: 12,
+      world: 3,
+      pad: 4,
+      linear: 1,
+      quadratic: 0,
+      expected: [
+        [
+          [[7, 5], [105, 100], true],
+          [[8], [108], true],
+        ],
+        [
+          [[8, 4], [109, 106], true],
+          [[2, 2, 4], [103, 104, 107], true],
+        ],
+        [
+          [[9, 3], [102, 101], true],
+          [[3, 5], [110, 111], true],
+        ],
+      ],
+    },
+    {
+      lengths: twelve,
+      seqLen: 12,
+      world: 4,
+      pad: 1,
+      linear: 3,
+      quadratic: 2,
+      expected: [
+        [
+          [[9], [102], true],
+          [[3], [101], true],
+        ],
+        [
+          [[6, 3, 3], [108, 110, 111], true],
+          [[4], [106], true],
+        ],
+        [
+          [[8], [109], true],
+          [[2, 2, 1], [103, 104, 107], true],
+        ],
+        [
+          [[7], [105], true],
+          [[5], [100], true],
+        ],
+      ],
+    },
+    {
+      lengths: [20, 11, 7, 7, 7, 3, 1, 1, 16, 9],
+      seqLen: 16,
+      world: 2,
+      pad: 8,
+      linear: 1,
+      quadratic: 0,
+      expected: [
+        [
+          [[16], [100], true],
+          [[16], [108], true],
+          [[16], [109], true],
+        ],
+        [
+          [[11, 3, 1, 1], [101, 105, 106, 107], true],
+          [[7, 9], [103, 104], true],
+          [[8], [102], true],
+        ],
+      ],
+    },
+    {
+      lengths: [4, 4, 4],
+      seqLen: 8,
+      world: 4,
+      pad: 1,
+      linear: 1,
+      quadratic: 0,
+      expected: [[[[4], [100], false]], [[[4], [101], true]], [[[4], [102], true]], [[[4], [100], true]]],
+    },
+  ])('W=$world pad=$pad cost=($linear, $quadratic)', ({ lengths, seqLen, world, pad, linear, quadratic, expected }) => {
+    const grid = prepareBatch({
+      samples: samplesOf(lengths),
+      seqLen,
+      dataWorldSize: world,
+      padToMultipleOf: pad,
+      cost: binCost({ linear, quadratic }),
+    });
+    expect(summary(grid)).toEqual(expected);
+  });
+});
