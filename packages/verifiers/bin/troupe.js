@@ -1,6 +1,3 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx's loader (the package ships its sources).
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../src/cli/main.ts');
+// The `troupe` command: the compiled CLI, run by plain node (no TypeScript loader).
+await import('../dist/cli/main.js');

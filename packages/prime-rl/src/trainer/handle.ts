@@ -50,8 +50,10 @@ type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false;
  * arguments, so under `tsx` it loads TypeScript the same way.
  */
 export async function workerTrainer(init: TrainerInit): Promise<TrainerHandle> {
-  // The bootstrap registers the TypeScript loader inside the worker thread.
-  const worker = new Worker(new URL('./worker-bootstrap.mjs', import.meta.url));
+  // From sources (tsx, vitest) the bootstrap registers the TypeScript loader inside the worker
+  // thread; built, the worker is plain JavaScript beside this module.
+  const entry = import.meta.url.endsWith('.ts') ? './worker-bootstrap.mjs' : './worker.js';
+  const worker = new Worker(new URL(entry, import.meta.url));
   let next = 0;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   worker.on('message', (reply: Reply) => {
