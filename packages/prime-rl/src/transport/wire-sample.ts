@@ -1,3 +1,5 @@
+import type { MessageNode, Trace } from '@troupe/verifiers';
+import { traceToSamples } from '../samples/trace-to-samples.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
 import type { WireSample } from './micro-batch.ts';
 
@@ -15,4 +17,70 @@ export function toWireSample(sample: TrainingSample, options: { temperatures: nu
     envName: sample.env,
     advantages: sample.advantages,
   };
+}
+
+/** Options of {@link traceToWireSamples}. */
+export interface TraceToWireSamplesOptions {
+  trace: Trace;
+  env: string;
+  episodeId: string;
+  /** Temperature of a call that recorded none (the server's default; 1 unless told). */
+  defaultTemperature?: number;
+}
+
+/**
+ * The samples of one scored trace (see `traceToSamples`) with per-token temperatures read from
+ * the trace's recorded calls: every token of a sampled node gets the temperature its call was
+ * made with (`trace.calls[].sampling.temperature`), which the trainer divides its logits by.
+ */
+export function traceToWireSamples(options: TraceToWireSamplesOptions): WireSample[] {
+  const { trace } = options;
+  const samples = traceToSamples({ trace: options.trace, env: options.env, episodeId: options.episodeId });
+  if (samples.length === 0) return [];
+  const fallback = options.defaultTemperature ?? 1;
+  const temperatureOf = new Map<number, number>();
+  for (const call of trace.calls) {
+    if (call.node !== undefined) temperatureOf.set(call.node, call.sampling.temperature ?? fallback);
+  }
+  const chains = tokenChains(trace);
+  if (chains.length !== samples.length) {
+    throw new RangeError(`trace ${trace.id}: ${samples.length} samples but ${chains.length} token branches`);
+  }
+  return samples.map((sample, index) => {
+    const temperatures: number[] = [];
+    for (const node of chains[index]!) {
+      const temperature = temperatureOf.get(node.id) ?? fallback;
+      for (let t = 0; t < node.tokenIds!.length; t++) temperatures.push(temperature);
+    }
+    if (temperatures.length !== sample.tokenIds.length) {
+      throw new RangeError(
+        `trace ${trace.id} branch ${index}: ${temperatures.length} temperatures for ${sample.tokenIds.length} tokens`,
+      );
+    }
+    return toWireSample(sample, { temperatures });
+  });
+}
+
+/** The token branches of a trace in the order `traceToSamples` emits them (chains ending at nodes nothing continues). */
+function tokenChains(trace: Trace): MessageNode[][] {
+  const nodes = trace.nodes;
+  const continued = new Uint8Array(nodes.length);
+  for (const node of nodes) {
+    const parent = node.tokenParent;
+    if (node.tokenIds !== undefined && parent !== null && parent !== undefined) continued[parent] = 1;
+  }
+  const chains: MessageNode[][] = [];
+  for (let i = 0; i < nodes.length; i++) {
+    const leaf = nodes[i]!;
+    if (leaf.tokenIds === undefined || continued[i]) continue;
+    const chain: MessageNode[] = [];
+    let current: MessageNode | undefined = leaf;
+    while (current !== undefined) {
+      chain.push(current);
+      const parent: number | null | undefined = current.tokenParent;
+      current = parent === null || parent === undefined ? undefined : trace.node(parent);
+    }
+    chains.push(chain.reverse());
+  }
+  return chains;
 }
