@@ -40,7 +40,8 @@ export function traceToWireSamples(options: TraceToWireSamplesOptions): WireSamp
   const fallback = options.defaultTemperature ?? 1;
   const temperatureOf = new Map<number, number>();
   for (const call of trace.calls) {
-    if (call.node !== undefined) temperatureOf.set(call.node, call.sampling.temperature ?? fallback);
+    const temperature = call.sampling.temperature;
+    if (call.node !== undefined) temperatureOf.set(call.node, typeof temperature === 'number' ? temperature : fallback);
   }
   const chains = tokenChains(trace);
   if (chains.length !== samples.length) {
