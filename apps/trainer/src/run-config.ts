@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { TrainerConfigSchema } from '@troupe/prime-rl';
+import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 

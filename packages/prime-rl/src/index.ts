@@ -1,17 +1,7 @@
+// @troupe/prime-rl: credit assignment (algorithms), training samples, batch formats and metrics.
+// Loads neither tfjs nor onnxruntime: the embedded engines live under `@troupe/prime-rl/policy`,
+// `/trainer` and `/inference`; the training loop under `/orchestrator`; the prime-rl wire under
+// `/transport`.
 export * from './algorithms/index.ts';
-export * from './samples/index.ts';
 export * from './metrics/index.ts';
-export * from './policy/backend.ts';
-export * from './policy/config.ts';
-export * from './policy/model.ts';
-export * from './policy/tokenizer.ts';
-export * from './inference/micro-batcher.ts';
-export * from './inference/onnx-export.ts';
-export * from './inference/onnx-policy.ts';
-export * from './inference/policy-model-client.ts';
-export * from './inference/rng.ts';
-export * from './inference/sampling.ts';
-export * from './trainer/checkpoint.ts';
-export * from './trainer/config.ts';
-export * from './trainer/handle.ts';
-export * from './trainer/trainer.ts';
+export * from './samples/index.ts';

@@ -2,12 +2,10 @@
 // recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
 // model at the same batch size and sequence length, in one run. Last line: JSON.
 import { Env, kuhnPokerEnv, kuhnTaskset, kuhnTraining, registerRuntime } from '@troupe/verifiers';
-import { GameRuntime } from '../../../apps/trainer/src/game-runtime.ts';
-import { exportOnnx } from '../src/inference/onnx-export.ts';
-import { OnnxPolicy } from '../src/inference/onnx-policy.ts';
-import { PolicyModelClient } from '../src/inference/policy-model-client.ts';
-import { embeddedPolicy } from '../src/orchestrator/embedded.ts';
-import { initWeights } from '../src/policy/config.ts';
+import { exportOnnx, OnnxPolicy, PolicyModelClient } from '@troupe/prime-rl/inference';
+import { embeddedPolicy } from '@troupe/prime-rl/orchestrator';
+import { initWeights } from '@troupe/prime-rl/policy';
+import { GameRuntime } from '../src/game-runtime.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const hands = Number(args.get('hands') ?? 8192);
