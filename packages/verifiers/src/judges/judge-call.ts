@@ -1,3 +1,4 @@
+import { parseStrictJson } from '../envs/agentic-judge/strict-json.ts';
 import { RewardError } from '../errors/troupe-error.ts';
 import type { JudgeCallRecord } from '../eval/pricing.ts';
 import { contentText } from '../model/messages.ts';
@@ -94,10 +95,14 @@ export function firstJsonObjectWith(reply: string, key: string): Record<string, 
       else if (ch === '{') depth++;
       else if (ch === '}' && --depth === 0) {
         try {
-          const value: unknown = JSON.parse(reply.slice(start, i + 1));
-          if (value && typeof value === 'object' && !Array.isArray(value) && key in value)
-            return value as Record<string, unknown>;
-        } catch {
+          const text = reply.slice(start, i + 1);
+          const value: unknown = JSON.parse(text);
+          if (value && typeof value === 'object' && !Array.isArray(value) && key in value) {
+            // The verdict object itself must be unambiguous: no duplicate keys, no invisible characters.
+            return parseStrictJson(text, 'the judge verdict') as Record<string, unknown>;
+          }
+        } catch (error) {
+          if ((error as Error)?.name === 'ParseError') throw error;
           // not JSON: try the next `{`
         }
         break;

@@ -74,9 +74,14 @@ describe('rubricJudge (issue 17 item 3)', () => {
       script: [
         '{"verdicts": [{"name": "correct", "verdict": "maybe"}, {"name": "style", "verdict": "ok"}]}',
         'I think it is fine.',
+        '{"verdicts": [{"name": "correct", "verdict": "no", "verdict": "yes"}, {"name": "style", "verdict": "ok"}]}',
       ],
     });
-    for (const expected of [/verdict "maybe" is not one of no, yes/, /no \{"verdicts": \[\.\.\.\]\} object/]) {
+    for (const expected of [
+      /verdict "maybe" is not one of no, yes/,
+      /no \{"verdicts": \[\.\.\.\]\} object/,
+      /the judge verdict.*"verdict"/,
+    ]) {
       const task = new Task({ prompt: 'What is 2+2?' }, { rewards: [rubricJudge({ criteria, model: scripted.client })] });
       const trace = answered(task, '4');
       await scoreTrace({ task, trace });
