@@ -8,6 +8,14 @@ import { NullHarness } from '../harness/null-harness.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { PluginRef } from './agent-config.ts';
 
+/**
+ * What a plugin factory may read besides its options: the environment variables the caller chose to
+ * pass (the CLI passes its process environment; below the CLI nothing reads `process.env`).
+ */
+export interface PluginContext {
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
 type Factory<T> = (options: Record<string, unknown>) => T | Promise<T>;
 
 const harnessFactories = new Map<string, Factory<Harness>>([
@@ -16,6 +24,12 @@ const harnessFactories = new Map<string, Factory<Harness>>([
 ]);
 const runtimeFactories = new Map<string, Factory<Runtime>>();
 let searchPaths: string[] = [];
+let pluginContext: PluginContext = {};
+
+/** Sets the environment plugins read credentials from (`createRuntime(options, { env })`). */
+export function setPluginEnvironment(env: Readonly<Record<string, string | undefined>>): void {
+  pluginContext = { env: { ...env } };
+}
 
 /**
  * Folders from which `@troupe/harness-<id>` / `@troupe/runtime-<id>` packages are resolved when
@@ -87,7 +101,7 @@ async function load<T>(kind: 'harness' | 'runtime', ref: PluginRef, factories: M
   const create = module[kind === 'harness' ? 'createHarness' : 'createRuntime'];
   if (typeof create !== 'function')
     throw new ConfigError(`${pkg} does not export create${kind === 'harness' ? 'Harness' : 'Runtime'}()`);
-  return (await create(options)) as T;
+  return (await create(options, pluginContext)) as T;
 }
 
 export function loadHarness(ref: PluginRef): Promise<Harness> {

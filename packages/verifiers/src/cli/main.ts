@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { ClientConfig } from '../agent/agent-config.ts';
-import { setPluginSearchPaths } from '../agent/plugins.ts';
+import { setPluginEnvironment, setPluginSearchPaths } from '../agent/plugins.ts';
 import { Env } from '../env/env.ts';
 import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
@@ -75,6 +75,7 @@ export const EXIT_CODES = { ok: 0, internal: 1, config: 2, someFailed: 3, allFai
 
 async function main(argv: string[]): Promise<number> {
   setPluginSearchPaths([process.cwd()]);
+  setPluginEnvironment(process.env);
   const [command, ...rest] = argv;
   if (!command || command === '-h' || command === '--help' || command === 'help') {
     process.stdout.write(HELP);

@@ -412,7 +412,7 @@ describe.skipIf(!dockerSocket)('judge integrity in Docker (TROUPE_DOCKER_HOST)',
     }
   };
   beforeAll(async () => {
-    const { DockerRuntime } = (await import('../../../runtimes/docker/src/index.ts')) as unknown as {
+    const { DockerRuntime } = (await import('@troupe/runtime-docker')) as unknown as {
       DockerRuntime: new (options: Record<string, unknown>) => Runtime;
     };
     registerRuntime('docker', () => new DockerRuntime({ socketPath: dockerSocket, image }));

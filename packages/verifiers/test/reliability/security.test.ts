@@ -290,7 +290,7 @@ describe.skipIf(!dockerSocket)('Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
   const image = process.env.TROUPE_DOCKER_IMAGE ?? 'troupe-busybox:latest';
 
   it('have no network interface but lo unless asked, and one more when asked', async () => {
-    const { DockerRuntime } = await import('../../../runtimes/docker/src/index.ts');
+    const { DockerRuntime } = await import('@troupe/runtime-docker');
     const { default: Docker } = await import('dockerode');
     const runtime = new DockerRuntime({ docker: new Docker({ socketPath: dockerSocket as string }), image });
     try {
@@ -306,7 +306,7 @@ describe.skipIf(!dockerSocket)('Docker sandboxes (TROUPE_DOCKER_HOST)', () => {
   });
 
   it('give a SandboxError on the trace when the container is removed mid-rollout, and the run goes on', async () => {
-    const { DockerRuntime } = await import('../../../runtimes/docker/src/index.ts');
+    const { DockerRuntime } = await import('@troupe/runtime-docker');
     const { default: Docker } = await import('dockerode');
     const { registerRuntime } = await import('../../src/agent/plugins.ts');
     const docker = new Docker({ socketPath: dockerSocket as string });
