@@ -1,4 +1,5 @@
-import { isAbsolute, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { ConfigError } from '../errors/troupe-error.ts';
@@ -92,8 +93,7 @@ export async function importUserModule(specifier: string, baseDir: string): Prom
     const code = (error as { code?: string }).code;
     if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(specifier)) {
       try {
-        const api = (await import('tsx/esm/api' as string)) as { register(): unknown };
-        api.register();
+        await registerTsx(baseDir);
       } catch {
         throw new ConfigError(
           `module ${specifier}: a .ts module needs a TypeScript loader; install tsx (or run node --import tsx), or use a .mjs file`,
@@ -104,6 +104,18 @@ export async function importUserModule(specifier: string, baseDir: string): Prom
     if (code === 'ERR_MODULE_NOT_FOUND') throw new ConfigError(`module ${specifier} not found (from ${baseDir})`);
     throw error;
   }
+}
+
+/** Registers tsx's ESM loader: the copy this package sees, else the user's project's (from `baseDir`). */
+async function registerTsx(baseDir: string): Promise<void> {
+  let api: { register(): unknown };
+  try {
+    api = (await import('tsx/esm/api' as string)) as { register(): unknown };
+  } catch {
+    const resolved = createRequire(join(baseDir, 'package.json')).resolve('tsx/esm/api');
+    api = (await import(pathToFileURL(resolved).href)) as { register(): unknown };
+  }
+  api.register();
 }
 
 type ScoreFn = RewardFunction['fn'];
