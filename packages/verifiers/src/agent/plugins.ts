@@ -39,7 +39,11 @@ export function setPluginSearchPaths(paths: string[]): void {
   searchPaths = [...paths];
 }
 
-async function importPlugin(pkg: string): Promise<Record<string, unknown>> {
+/**
+ * Imports a plugin package by name: from where this package is installed, else from the plugin
+ * search paths (the user's project).
+ */
+export async function importPluginPackage(pkg: string): Promise<Record<string, unknown>> {
   try {
     return (await import(pkg)) as Record<string, unknown>;
   } catch (error) {
@@ -88,7 +92,7 @@ async function load<T>(kind: 'harness' | 'runtime', ref: PluginRef, factories: M
   const pkg = `@troupe/${kind}-${id.replace(/_/g, '-')}`;
   let module: Record<string, unknown>;
   try {
-    module = await importPlugin(pkg);
+    module = await importPluginPackage(pkg);
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg)) {

@@ -1,4 +1,7 @@
 import { existsSync } from 'node:fs';
+import { extname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { importPluginPackage } from '../agent/plugins.ts';
 import type { EnvDefinition } from '../env/env.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { Taskset } from '../task/taskset.ts';
@@ -36,10 +39,68 @@ export function envIds(): string[] {
   return [...envs.keys()];
 }
 
+/** True when an `--env` value names a module file (`./my-env.ts`, `/abs/env.mjs`) rather than an id. */
+export function isEnvModulePath(ref: string): boolean {
+  return /^(\.{1,2}[\\/]|[\\/])/.test(ref) || /\.(m|c)?(t|j)s$/.test(ref);
+}
+
+function definitionFrom(module: Record<string, unknown>, where: string): EnvDefinition<string, Record<string, unknown>> {
+  let candidate = (module.default ?? module.env) as (Partial<EnvDefinition> & Record<string, unknown>) | undefined;
+  // A .ts file outside a `"type": "module"` package loads as CommonJS: its exports sit under `default`.
+  if (candidate && typeof candidate.run !== 'function' && (candidate.default ?? candidate.env))
+    candidate = (candidate.default ?? candidate.env) as typeof candidate;
+  if (
+    !candidate ||
+    typeof candidate !== 'object' ||
+    typeof candidate.id !== 'string' ||
+    typeof candidate.run !== 'function' ||
+    typeof candidate.roles !== 'object'
+  ) {
+    throw new ConfigError(
+      `env ${where}: expected a default export (or an \`env\` export) made with defineEnv({ id, roles, run })`,
+    );
+  }
+  return candidate as EnvDefinition<string, Record<string, unknown>>;
+}
+
+/**
+ * Loads a user's env module: `.mjs` / `.js` with plain `import()`, `.ts` / `.mts` through tsx's
+ * `tsImport` (the TypeScript loader is loaded only for a `.ts` file, and only for that import).
+ */
+export async function loadEnvModule(path: string): Promise<EnvDefinition<string, Record<string, unknown>>> {
+  const file = resolve(path);
+  if (!existsSync(file)) throw new ConfigError(`env ${path}: file ${file} does not exist`);
+  const url = pathToFileURL(file).href;
+  let module: Record<string, unknown>;
+  if (/\.(m|c)?ts$/.test(file)) {
+    const { tsImport } = await import('tsx/esm/api');
+    module = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  } else {
+    module = (await import(url)) as Record<string, unknown>;
+  }
+  return definitionFrom(module, path);
+}
+
+/**
+ * An env by id: built in (`single-agent`, `kuhn-poker`, …), registered with `registerEnv`, a module
+ * path (`./my-env.ts`, `./my-env.mjs`), or an installed `@troupe/env-<id>` package.
+ */
 export async function loadEnvDefinition(id: string): Promise<EnvDefinition<string, Record<string, unknown>>> {
   const loader = envs.get(id);
-  if (!loader) throw new ConfigError(`env.id ${JSON.stringify(id)} is unknown; known envs: ${envIds().join(', ')}`);
-  return loader();
+  if (loader) return loader();
+  if (isEnvModulePath(id)) return loadEnvModule(id);
+  const pkg = `@troupe/env-${id.replace(/_/g, '-')}`;
+  let module: Record<string, unknown>;
+  try {
+    module = await importPluginPackage(pkg);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg))
+      throw new ConfigError(
+        `env.id ${JSON.stringify(id)} is unknown; known envs: ${envIds().join(', ')} (or a module path, or an installed ${pkg})`,
+      );
+    throw error;
+  }
+  return definitionFrom(module, pkg);
 }
 
 /**
