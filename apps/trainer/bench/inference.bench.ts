@@ -1,10 +1,11 @@
 // Inference throughput: decisions per second of the full Kuhn self-play loop (Env, seats, interception
 // recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
 // model at the same batch size and sequence length, in one run. Last line: JSON.
-import { Env, kuhnPokerEnv, kuhnTaskset, kuhnTraining, registerRuntime } from '@troupe/verifiers';
+
 import { exportOnnx, OnnxPolicy, PolicyModelClient } from '@troupe/prime-rl/inference';
 import { embeddedPolicy } from '@troupe/prime-rl/orchestrator';
 import { initWeights } from '@troupe/prime-rl/policy';
+import { Env, kuhnPokerEnv, kuhnTaskset, kuhnTraining, registerRuntime } from '@troupe/verifiers';
 import { GameRuntime } from '../src/game-runtime.ts';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));

@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
     for (const assignment of values.set) applySet(raw, assignment);
     const config = parseRunConfig(camelKeys(raw));
     if (values.algorithm) {
-      config.train.source.forEach((_, i) => applySet(raw, `train.source.${i}.algorithm.type=${values.algorithm}`));
+      for (const i of config.train.source.keys()) applySet(raw, `train.source.${i}.algorithm.type=${values.algorithm}`);
       config.train.source.forEach((source, i) => {
         try {
           createAlgorithm({ ...source.algorithm, type: values.algorithm });

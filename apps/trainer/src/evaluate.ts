@@ -1,4 +1,4 @@
-import { exportOnnx, loadCheckpoint, PolicyConfigSchema, PolicyModelClient, WordTokenizer } from '@troupe/prime-rl';
+import { frozenCheckpointClient, loadEmbeddedCheckpoint } from '@troupe/prime-rl/orchestrator';
 import { Env, kuhnEquilibrium, kuhnPokerEnv, kuhnTaskset, type ModelClient, uniformKuhnPolicy } from '@troupe/verifiers';
 import { registerGameRuntime } from './game-runtime.ts';
 import type { RunConfig } from './run-config.ts';
@@ -32,10 +32,9 @@ function summarize(values: number[]): SeatResult {
  */
 export async function evaluateCheckpoint(options: { checkpoint: string; hands: number; seed: number }): Promise<MatchResult[]> {
   registerGameRuntime();
-  const ckpt = await loadCheckpoint({ dir: options.checkpoint });
-  const run = ckpt.state.run as { config: RunConfig; tokenizer: unknown; policy: unknown };
-  const tokenizer = WordTokenizer.fromJSON(run.tokenizer);
-  const policy = PolicyConfigSchema.parse(run.policy);
+  const loaded = await loadEmbeddedCheckpoint(options.checkpoint);
+  if (!loaded) throw new Error(`${options.checkpoint}: no checkpoint`);
+  const run = loaded.run as { config: RunConfig };
   const source = run.config.train.source.find((s) => s.env === 'kuhn-poker');
   if (!source) throw new Error(`${options.checkpoint}: not a Kuhn poker run`);
   const kuhn = source.options as { prompts?: 'rules' | 'compact' | 'pass-bet'; invalidRetries?: number };
@@ -44,10 +43,8 @@ export async function evaluateCheckpoint(options: { checkpoint: string; hands: n
     invalidRetries: kuhn.invalidRetries ?? 1,
     sampling: { temperature: run.config.policy.temperature, maxTokens: run.config.policy.maxTokens },
   };
-  const trained = await PolicyModelClient.create({
-    tokenizer,
-    config: policy,
-    onnx: exportOnnx({ config: policy, weights: ckpt.weights }),
+  const trained = await frozenCheckpointClient({
+    dir: options.checkpoint,
     maxTokens: config.sampling.maxTokens,
     seed: options.seed,
   });

@@ -1,20 +1,14 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  createAlgorithm,
-  exportOnnx,
-  initTfBackend,
-  initWeights,
-  loadCheckpoint,
-  PolicyConfigSchema,
-  PolicyModelClient,
-  WordTokenizer,
-} from '@troupe/prime-rl';
+import { createAlgorithm } from '@troupe/prime-rl';
 import {
   embeddedInference,
   embeddedPolicy,
   embeddedTrainer,
+  frozenCheckpointClient,
+  initWeights,
+  loadEmbeddedCheckpoint,
   ModelRouter,
   Orchestrator,
   type StepMetrics,
@@ -69,17 +63,8 @@ async function frozenClient(binding: SourceConfig['roles'][string], field: strin
   if (binding.checkpoint) {
     if (!existsSync(join(binding.checkpoint, 'meta.json')))
       throw new RunConfigError(`${field}.checkpoint: no checkpoint in ${binding.checkpoint}`);
-    const ckpt = await loadCheckpoint({ dir: binding.checkpoint });
-    const run = ckpt.state.run as { tokenizer: unknown; policy: unknown; config?: RunConfig };
-    const tokenizer = WordTokenizer.fromJSON(run.tokenizer);
-    const policy = PolicyConfigSchema.parse(run.policy);
-    return PolicyModelClient.create({
-      tokenizer,
-      config: policy,
-      onnx: exportOnnx({ config: policy, weights: ckpt.weights }),
-      maxTokens: run.config?.policy.maxTokens ?? 1,
-      seed: 17,
-    });
+    const maxTokens = Number((binding as { sampling?: { maxTokens?: number } }).sampling?.maxTokens ?? 1);
+    return frozenCheckpointClient({ dir: binding.checkpoint, maxTokens, seed: 17 });
   }
   return null;
 }
@@ -168,10 +153,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   registerGameRuntime();
   const log = options.log ?? (() => {});
   const checkpointDir = join(options.out, 'checkpoint');
-  const resumed =
-    options.resume && existsSync(join(checkpointDir, 'meta.json')) ? await loadCheckpoint({ dir: checkpointDir }) : null;
+  const restored = options.resume ? await loadEmbeddedCheckpoint(checkpointDir) : null;
+  const resumed = restored?.checkpoint ?? null;
   const requested = parseRunConfig(options.config);
-  const runState = resumed?.state.run as { config: RunConfig; tokenizer: unknown; policy: unknown } | undefined;
+  const runState = restored?.run as { config: RunConfig } | undefined;
   const config: RunConfig = runState ? { ...runState.config, maxSteps: requested.maxSteps } : requested;
   const baseDir = options.baseDir ?? process.cwd();
   let mainClient: ModelClient | null = null;
@@ -221,12 +206,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     vocabulary: config.policy.vocabulary,
     ...(config.policy.contextLength !== undefined ? { contextLength: config.policy.contextLength } : {}),
   });
-  const tokenizer = runState ? WordTokenizer.fromJSON(runState.tokenizer) : shape.tokenizer;
-  const policy = runState ? PolicyConfigSchema.parse(runState.policy) : shape.policy;
+  const tokenizer = restored?.tokenizer ?? shape.tokenizer;
+  const policy = restored?.policy ?? shape.policy;
   const weights = resumed?.weights ?? initWeights(policy);
   const { workerThread, lrFinalFraction, lrDecayFraction, momentumAtFloor, refKlTauStart, refKlDecayFraction, ...trainerConfig } =
     config.trainer;
-  const backend = initTfBackend();
   const trainer = await embeddedTrainer({
     policy,
     weights,
@@ -245,7 +229,6 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     workerThread,
     log,
   });
-  await backend;
   const inference = await embeddedInference({
     tokenizer,
     policy,

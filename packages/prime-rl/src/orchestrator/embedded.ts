@@ -1,8 +1,11 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Message, Task, Taskset } from '@troupe/verifiers';
 import { exportOnnx } from '../inference/onnx-export.ts';
 import { PolicyModelClient } from '../inference/policy-model-client.ts';
 import { type NamedWeight, type PolicyConfig, PolicyConfigSchema } from '../policy/config.ts';
 import { WordTokenizer } from '../policy/tokenizer.ts';
+import { type Checkpoint, loadCheckpoint } from '../trainer/checkpoint.ts';
 import type { TrainerConfigInput } from '../trainer/config.ts';
 import { localTrainer, type TrainerHandle, workerTrainer } from '../trainer/handle.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
@@ -234,3 +237,44 @@ export async function embeddedInference(options: {
     },
   };
 }
+
+/** A run checkpoint of the embedded engines, with the tokenizer and policy shape it was trained with. */
+export interface EmbeddedRunCheckpoint {
+  checkpoint: Checkpoint;
+  tokenizer: WordTokenizer;
+  policy: PolicyConfig;
+  /** The caller's run state (`runState` of the orchestrator), e.g. its config. */
+  run: Record<string, unknown>;
+}
+
+/** Loads `<dir>/meta.json` written by the orchestrator for the embedded engines; null when absent. */
+export async function loadEmbeddedCheckpoint(dir: string): Promise<EmbeddedRunCheckpoint | null> {
+  if (!existsSync(join(dir, 'meta.json'))) return null;
+  const checkpoint = await loadCheckpoint({ dir });
+  const run = (checkpoint.state.run ?? {}) as { tokenizer?: unknown; policy?: unknown };
+  return {
+    checkpoint,
+    tokenizer: WordTokenizer.fromJSON(run.tokenizer),
+    policy: PolicyConfigSchema.parse(run.policy),
+    run: run as Record<string, unknown>,
+  };
+}
+
+/** A frozen copy of an embedded policy from a run checkpoint, as a model client (for roles bound to `checkpoint = <dir>`). */
+export async function frozenCheckpointClient(options: {
+  dir: string;
+  maxTokens: number;
+  seed: number;
+}): Promise<PolicyModelClient> {
+  const loaded = await loadEmbeddedCheckpoint(options.dir);
+  if (!loaded) throw new RangeError(`checkpoint: no checkpoint in ${options.dir}`);
+  return PolicyModelClient.create({
+    tokenizer: loaded.tokenizer,
+    config: loaded.policy,
+    onnx: exportOnnx({ config: loaded.policy, weights: loaded.checkpoint.weights }),
+    maxTokens: options.maxTokens,
+    seed: options.seed,
+  });
+}
+
+export { initWeights } from '../policy/config.ts';
