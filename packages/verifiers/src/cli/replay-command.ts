@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ClientConfig, ClientConfigSchema } from '../agent/agent-config.ts';
 import { loadTaskset } from '../envs/registry.ts';
@@ -48,12 +50,14 @@ export async function replayCommand(args: string[]): Promise<number> {
   }
   const sourceDir = positionals[0];
   if (!sourceDir || positionals.length > 1) throw new ConfigError('troupe replay <run-dir>: name exactly one run directory');
+  if (!existsSync(join(sourceDir, 'traces.jsonl')))
+    throw new ConfigError(`troupe replay ${sourceDir}: no traces.jsonl there (is it a run directory?)`);
   const numRescores = values['num-rescores'] === undefined ? 1 : Number(values['num-rescores']);
   if (!Number.isInteger(numRescores) || numRescores < 1)
     throw new ConfigError(`--num-rescores must be a positive integer, got ${JSON.stringify(values['num-rescores'])}`);
   let saved: Record<string, unknown> = {};
   try {
-    saved = readConfigFile(`${sourceDir}/config.json`);
+    saved = readConfigFile(join(sourceDir, 'config.json'));
   } catch {
     // A run without config.json still replays with --config.
   }
