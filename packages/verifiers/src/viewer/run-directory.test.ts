@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixtureEpisodes, judgeEpisode, toJsonl, writeFixtureRun } from './fixture-run.ts';
+import { fixtureEpisodes, judgeEpisode, toJsonl, writeFixtureRun } from './__fixtures__/fixture-run.ts';
 import { loadViewerRun, parseTracesJsonl } from './run-directory.ts';
 
 const dirs: string[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Episode } from '../trace/episode.ts';
-import { errorEpisodes, fixtureEpisodes, judgeEpisode, kuhnEpisode, toJsonl } from './fixture-run.ts';
+import { errorEpisodes, fixtureEpisodes, judgeEpisode, kuhnEpisode, toJsonl } from './__fixtures__/fixture-run.ts';
 import { parseTracesJsonl, type ViewerRun } from './run-directory.ts';
 import { buildRunIndex, histogram, ViewerIndexSchema } from './run-index.ts';
 

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixtureEpisodes, judgeEpisode, toJsonl, writeFixtureRun } from './fixture-run.ts';
+import { fixtureEpisodes, judgeEpisode, toJsonl, writeFixtureRun } from './__fixtures__/fixture-run.ts';
 import { type ServedRun, serveRun } from './serve-run.ts';
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissing, launchChromium } from './chromium.ts';
-import { largeRunJsonl, longEpisode, writeFixtureRun } from './fixture-run.ts';
-import { measureReportOpen } from './open-timing.ts';
+import { chromiumMissing, launchChromium } from '../../test/support/chromium.ts';
+import { measureReportOpen } from '../../test/support/open-timing.ts';
+import { largeRunJsonl, longEpisode, writeFixtureRun } from './__fixtures__/fixture-run.ts';
 import { serveRun } from './serve-run.ts';
 import { writeHtmlReport } from './write-html-report.ts';
 

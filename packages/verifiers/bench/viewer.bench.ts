@@ -6,11 +6,11 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CHROMIUM_PATH, chromiumMissing, launchChromium } from './chromium.ts';
-import { largeRunJsonl, longEpisode, writeFixtureRun } from './fixture-run.ts';
-import { measureReportOpen, type OpenTiming } from './open-timing.ts';
-import { serveRun } from './serve-run.ts';
-import { writeHtmlReport } from './write-html-report.ts';
+import { largeRunJsonl, longEpisode, writeFixtureRun } from '../src/viewer/__fixtures__/fixture-run.ts';
+import { serveRun } from '../src/viewer/serve-run.ts';
+import { writeHtmlReport } from '../src/viewer/write-html-report.ts';
+import { CHROMIUM_PATH, chromiumMissing, launchChromium } from '../test/support/chromium.ts';
+import { measureReportOpen, type OpenTiming } from '../test/support/open-timing.ts';
 
 const EPISODES = 10_000;
 const MESSAGES = 2_000;

@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AssistantMessage, Message, ToolCall } from '../model/messages.ts';
-import type { ModelResponse, Usage } from '../model/model-client.ts';
-import { Episode } from '../trace/episode.ts';
-import { Trace } from '../trace/trace.ts';
+import type { AssistantMessage, Message, ToolCall } from '../../model/messages.ts';
+import type { ModelResponse, Usage } from '../../model/model-client.ts';
+import { Episode } from '../../trace/episode.ts';
+import { Trace } from '../../trace/trace.ts';
 
 /**
  * Builds realistic run directories for the viewer's tests and benchmark, with the real Trace and
