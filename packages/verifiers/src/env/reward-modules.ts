@@ -1,5 +1,5 @@
-import { createRequire } from 'node:module';
-import { isAbsolute, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { ConfigError } from '../errors/troupe-error.ts';
@@ -83,39 +83,30 @@ export interface PluggedScorers {
   stops: ((trace: Trace, request: ModelRequest) => StopCondition | null | undefined)[];
 }
 
-/** Imports a user module by path or package name; `.ts` needs a TypeScript loader (tsx), tried when present. */
+/**
+ * Imports a user module by path or package name: `.mjs` / `.js` with plain `import()`, a `.ts` /
+ * `.mts` file through tsx's `tsImport` (the same loader `--env ./my-env.ts` uses; scoped to that
+ * import). A `.ts` file outside a `"type": "module"` package loads as CommonJS, its exports under
+ * `default`: they are lifted.
+ */
 export async function importUserModule(specifier: string, baseDir: string): Promise<Record<string, unknown>> {
   const isPath = specifier.startsWith('.') || isAbsolute(specifier);
-  const target = isPath ? pathToFileURL(resolve(baseDir, specifier)).href : specifier;
+  const file = isPath ? resolve(baseDir, specifier) : undefined;
+  if (file && !existsSync(file)) throw new ConfigError(`module ${specifier} not found (no file ${file})`);
+  const target = file ? pathToFileURL(file).href : specifier;
   try {
+    if (file && /\.(m|c)?ts$/.test(file)) {
+      const { tsImport } = await import('tsx/esm/api');
+      const module = (await tsImport(target, import.meta.url)) as Record<string, unknown>;
+      const inner = module.default;
+      return inner && typeof inner === 'object' ? { ...(inner as Record<string, unknown>), ...module } : module;
+    }
     return (await import(target)) as Record<string, unknown>;
   } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(specifier)) {
-      try {
-        await registerTsx(baseDir);
-      } catch {
-        throw new ConfigError(
-          `module ${specifier}: a .ts module needs a TypeScript loader; install tsx (or run node --import tsx), or use a .mjs file`,
-        );
-      }
-      return (await import(target)) as Record<string, unknown>;
-    }
-    if (code === 'ERR_MODULE_NOT_FOUND') throw new ConfigError(`module ${specifier} not found (from ${baseDir})`);
+    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && !file)
+      throw new ConfigError(`module ${specifier} not found (from ${baseDir})`);
     throw error;
   }
-}
-
-/** Registers tsx's ESM loader: the copy this package sees, else the user's project's (from `baseDir`). */
-async function registerTsx(baseDir: string): Promise<void> {
-  let api: { register(): unknown };
-  try {
-    api = (await import('tsx/esm/api' as string)) as { register(): unknown };
-  } catch {
-    const resolved = createRequire(join(baseDir, 'package.json')).resolve('tsx/esm/api');
-    api = (await import(pathToFileURL(resolved).href)) as { register(): unknown };
-  }
-  api.register();
 }
 
 type ScoreFn = RewardFunction['fn'];
