@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 const cli = resolve(import.meta.dirname, 'cli.ts');
 
 function trainer(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+  const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], {
     cwd: resolve(import.meta.dirname, '..'),
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -57,7 +57,7 @@ function trainer(args: string[]): {
   child: ChildProcess;
   done: Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>;
 } {
-  const child = spawn(process.execPath, ['--import', 'tsx', trainerCli, 'train', ...args], {
+  const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', trainerCli, 'train', ...args], {
     cwd: repositoryRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
