@@ -4,7 +4,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ConfigError, type PluginContext } from '@troupe/verifiers';
-import { KubernetesRuntime } from './kubernetes-runtime.ts';
+import { KubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes-runtime.ts';
 
 /**
  * Plugin entry: `runtime = { id = "kubernetes", namespace = "…", image = "…", kubeconfig = "…" }` in a
@@ -30,5 +30,5 @@ export function createRuntime(options: unknown = {}, context: PluginContext = {}
     throw new ConfigError(`runtime (kubernetes): cannot read the kubeconfig ${file}: ${(error as Error).message}`);
   }
   if (kubeContext) kubeConfig.setCurrentContext(kubeContext);
-  return new KubernetesRuntime({ ...(rest as never), kubeConfig });
+  return new KubernetesRuntime({ ...(rest as KubernetesRuntimeOptions), kubeConfig });
 }
