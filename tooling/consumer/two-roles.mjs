@@ -24,12 +24,12 @@ try {
   const outDir = join(process.cwd(), 'out-two-roles');
   await runEval({ env, taskset, outDir, model: 'm' });
   const episode = JSON.parse(readFileSync(join(outDir, 'traces.jsonl'), 'utf8').trim().split('\n')[0]);
-  const roles = episode.traces.map((trace) => trace.role).sort();
+  const roles = episode.traces.map((trace) => trace.agent.name).sort();
   if (roles.join(',') !== 'critic,writer') throw new Error(`expected writer and critic traces, got ${roles}`);
-  const writer = episode.traces.find((trace) => trace.role === 'writer');
-  const critic = episode.traces.find((trace) => trace.role === 'critic');
+  const writer = episode.traces.find((trace) => trace.agent.name === 'writer');
+  const critic = episode.traces.find((trace) => trace.agent.name === 'critic');
   if (!JSON.stringify(writer).includes('The answer is 4')) throw new Error('the writer trace lacks its reply');
-  if (critic.trainable !== false) throw new Error('the critic trace should be trainable=false');
+  if (critic.agent.trainable !== false) throw new Error('the critic trace should be trainable=false');
   console.log(`(a) ok: episode with roles ${roles.join(' + ')}`);
 } finally {
   await server.close();

@@ -1,6 +1,6 @@
 // Consumer check (c): the public types, type-checked with tsc --strict under nodenext and bundler.
 import { type Algorithm, createAlgorithm } from '@troupe/prime-rl';
-import { defineEnv, Episode, type EnvDefinition, Task, Taskset, type Trace } from '@troupe/verifiers';
+import { defineEnv, type EnvDefinition, Episode, Task, Taskset, type Trace } from '@troupe/verifiers';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
 
 const definition: EnvDefinition<'solver' | 'judge'> = defineEnv({

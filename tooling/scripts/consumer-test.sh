@@ -31,23 +31,7 @@ cp "$repo"/tooling/consumer/* .
 node two-roles.mjs
 
 # (b) the troupe bin on a user's env module, .mjs and .ts, against the scripted model server
-node --input-type=module -e "
-import { ScriptedModelServer } from '@troupe/verifiers/testing';
-import { spawnSync } from 'node:child_process';
-import { readdirSync, existsSync } from 'node:fs';
-const server = await ScriptedModelServer.start({ script: () => 'The answer is 4' });
-try {
-  for (const file of ['./my-env.mjs', './my-env.ts']) {
-    const out = 'outputs-' + file.slice(2).replace('.', '-');
-    const run = spawnSync('npx', ['troupe', 'eval', '--env', file, '-m', 'm', '-b', server.baseUrl, '-n', '2', '--harness', 'null', '-o', out],
-      { encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: 'x' } });
-    if (run.status !== 0) throw new Error('troupe eval --env ' + file + ' exited ' + run.status + ':\n' + run.stderr);
-    const dirs = existsSync(out) ? readdirSync(out) : [];
-    if (dirs.length !== 1 || !existsSync(out + '/' + dirs[0] + '/traces.jsonl')) throw new Error('no run directory in ' + out);
-    console.log('(b) ok: troupe eval --env ' + file + ' wrote ' + out + '/' + dirs[0]);
-  }
-} finally { await server.close(); }
-"
+node eval-env-modules.mjs
 
 # (c) the public types under the user's compiler options
 npx tsc -p tsconfig.nodenext.json

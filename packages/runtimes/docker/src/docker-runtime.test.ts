@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describeSandboxConformance } from '@troupe/verifiers/testing';
+import { describeSandboxConformance } from '@troupe/verifiers/conformance';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerRuntime, RUN_LABEL, SANDBOX_LABEL } from './docker-runtime.ts';

@@ -4,5 +4,4 @@ export * from './intercepted-rollout.ts';
 export * from './process-alive.ts';
 export * from './scripted-model-server.ts';
 export * from './scripted-tokens.ts';
-export * from './sandbox-conformance.ts';
 export * from './harness-conformance.ts';
