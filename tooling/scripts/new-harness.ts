@@ -3,7 +3,7 @@
  * with a harness class built on `@troupe/harness-kit`, `createHarness`, and a recorded
  * conformance test. Then run `pnpm install` and fill in the install script and launch plan.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,15 +30,30 @@ const files: Record<string, string> = {
       type: 'module',
       sideEffects: false,
       license: 'Apache-2.0',
-      exports: { '.': { types: './src/index.ts', import: './src/index.ts', default: './src/index.ts' } },
-      scripts: { typecheck: 'tsc -p tsconfig.json', test: 'vitest run' },
-      dependencies: { '@troupe/harness-kit': 'workspace:*', '@troupe/verifiers': 'workspace:*', zod: '^4.1.0' },
-      devDependencies: { '@troupe/tsconfig': 'workspace:*' },
+      engines: { node: '>=20.19' },
+      exports: {
+        '.': {
+          '@troupe/source': './src/index.ts',
+          types: './dist/index.d.ts',
+          import: './dist/index.js',
+          default: './dist/index.js',
+        },
+        './package.json': './package.json',
+      },
+      files: ['dist', 'src', '!src/**/*.test.ts', '!src/**/__fixtures__', 'README.md', 'LICENSE'],
+      scripts: { build: 'tsc -p tsconfig.build.json', typecheck: 'tsc -p tsconfig.json', test: 'vitest run --project unit' },
+      dependencies: { '@troupe/harness-kit': 'workspace:*', '@troupe/verifiers': 'workspace:*' },
+      peerDependencies: { zod: '^4.1.0' },
+      devDependencies: { '@troupe/tsconfig': 'workspace:*', zod: '^4.1.0' },
+      publishConfig: { access: 'public' },
     },
     null,
     2,
   )}\n`,
-  'tsconfig.json': '{ "extends": "../../../tooling/tsconfig/base.json", "include": ["src", "test"] }\n',
+  'tsconfig.json':
+    '{ "extends": "../../../tooling/tsconfig/base.json", "compilerOptions": { "noEmit": true }, "include": ["src", "test"] }\n',
+  'tsconfig.build.json': '{ "extends": "../../../tooling/tsconfig/build.json" }\n',
+  'README.md': `# @troupe/harness-${kebab}\n\nThe ${id} harness for troupe.\n\n## Install\n\n\`\`\`sh\nnpm install @troupe/harness-${kebab} @troupe/verifiers zod\n\`\`\`\n\n## Example\n\n\`\`\`toml\n[env.solver]\nharness = "${id}"\n\`\`\`\n`,
   'src/index.ts': `export * from './${kebab}-harness.ts';\n`,
   [`src/${kebab}-harness.ts`]: `import {
   CliHarnessOptionsSchema,
@@ -101,6 +116,7 @@ describe('${id}', () => {
 `,
 };
 for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
+copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'));
 process.stdout.write(
   `created ${dir} (@troupe/harness-${kebab}); now run pnpm install and fill in the TODOs (docs/contributing-a-harness.md)\n`,
 );
