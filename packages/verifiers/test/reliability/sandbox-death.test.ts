@@ -43,10 +43,11 @@ class DoomedProgramHarness implements Harness {
     return sandbox.exec(['sh', '-c', 'echo $$; exec sleep 30'], {
       timeoutMs: 20_000,
       onStdout: (chunk) => {
-        const group = Number(chunk.trim());
-        if (!Number.isInteger(group) || group <= 0) return;
+        // `$$` is a pid inside the sandbox's PID namespace (when root), not a host pid: kill the
+        // program through the sandbox, which reaches every process it started.
+        if (!Number.isInteger(Number(chunk.trim()))) return;
         rmSync(sandbox.root, { recursive: true, force: true });
-        process.kill(-group, 'SIGKILL');
+        void sandbox.killAll();
       },
     });
   }
