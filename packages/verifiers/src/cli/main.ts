@@ -336,7 +336,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     runDir ??
     join(
       config.outputs,
-      runDirName({ env: config.env.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
+      runDirName({ env: definition.id, model: config.model, harness: harnessName(envConfig, definition.roles) }),
     );
   if (!resumeDir) {
     // The run directory is born with its config, so a kill at any point leaves a resumable run.
