@@ -1,0 +1,109 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { z } from 'zod';
+
+/** A tool a taskset or env declares: a zod object input schema and a handler returning text. */
+export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: S;
+  readonly handler: (args: z.infer<S>) => Promise<string> | string;
+}
+
+/** One served tool call, as recorded for the trace. */
+export interface ToolCallRecord {
+  readonly name: string;
+  readonly args: unknown;
+  readonly result: string;
+  readonly isError: boolean;
+}
+
+/** Declares a tool (identity helper that keeps the handler's argument type). */
+export function defineTool<S extends z.ZodObject>(tool: ToolDefinition<S>): ToolDefinition<S> {
+  return tool;
+}
+
+function buildServer(tools: readonly ToolDefinition[], onCall: (r: ToolCallRecord) => void): McpServer {
+  const server = new McpServer({ name: 'troupe-tools', version: '0.0.0' });
+  for (const tool of tools) {
+    server.registerTool(tool.name, { description: tool.description, inputSchema: tool.input.shape }, async (args: unknown) => {
+      try {
+        const result = await tool.handler(args as never);
+        onCall({ name: tool.name, args, result, isError: false });
+        return { content: [{ type: 'text' as const, text: result }] };
+      } catch (err) {
+        const result = err instanceof Error ? err.message : String(err);
+        onCall({ name: tool.name, args, result, isError: true });
+        return { content: [{ type: 'text' as const, text: result }], isError: true };
+      }
+    });
+  }
+  return server;
+}
+
+/** A running loopback MCP endpoint. */
+export interface ServedTools {
+  /** Streamable-HTTP URL, e.g. `http://127.0.0.1:PORT/mcp`. */
+  readonly url: string;
+  /** Every tool call served so far, with its result. */
+  readonly calls: readonly ToolCallRecord[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `tools` over MCP streamable HTTP (stateless) on 127.0.0.1, for harnesses that declare
+ * `supportsMcp`. Each call and its result is kept in `calls` and passed to `onCall`.
+ */
+export async function serveToolsHttp(
+  tools: readonly ToolDefinition[],
+  opts: { onCall?: (r: ToolCallRecord) => void } = {},
+): Promise<ServedTools> {
+  const calls: ToolCallRecord[] = [];
+  const record = (r: ToolCallRecord): void => {
+    calls.push(r);
+    opts.onCall?.(r);
+  };
+  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (!req.url?.startsWith('/mcp')) {
+      res.writeHead(404).end();
+      return;
+    }
+    const server = buildServer(tools, record);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    server
+      .connect(transport)
+      .then(() => transport.handleRequest(req, res))
+      .catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500).end(String(err));
+      });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
+/** Refuses, at the door, a harness without MCP support for a task that needs tools. */
+export function assertHarnessSupportsTools(
+  harness: { readonly name: string; readonly capabilities: { readonly supportsMcp: boolean } },
+  task: { readonly id: string; readonly tools?: readonly unknown[] },
+): void {
+  if ((task.tools?.length ?? 0) > 0 && !harness.capabilities.supportsMcp) {
+    throw new Error(
+      `harness "${harness.name}" does not support MCP, but task "${task.id}" needs tools (${task.tools?.length}); pick a harness with capabilities.supportsMcp`,
+    );
+  }
+}
