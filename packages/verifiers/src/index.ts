@@ -85,3 +85,12 @@ export {
   type WriteHtmlReportOptions,
   writeHtmlReport,
 } from './viewer/index.ts';
+/** MCP tools: zod tools served to MCP-capable harnesses (issue 17 item 2). */
+export {
+  assertHarnessSupportsTools,
+  defineTool,
+  serveToolsHttp,
+  type ServedTools,
+  type ToolCallRecord,
+  type ToolDefinition,
+} from './tools/mcp-server.ts';

@@ -31,6 +31,16 @@ export const ClaudeCodeHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
   disallowedTools: z.array(z.string().min(1)).optional(),
   /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
   allowLocal: z.boolean().optional(),
+  /** MCP servers handed over with `--mcp-config` (+ `--strict-mcp-config`): name → streamable-HTTP url or stdio command. */
+  mcpServers: z
+    .record(
+      z.string().min(1),
+      z.union([
+        z.object({ url: z.string().url() }).strict(),
+        z.object({ command: z.string().min(1), args: z.array(z.string()).optional() }).strict(),
+      ]),
+    )
+    .optional(),
 }).strict();
 export type ClaudeCodeHarnessOptions = z.infer<typeof ClaudeCodeHarnessOptionsSchema>;
 
@@ -42,6 +52,7 @@ export type ClaudeCodeHarnessOptions = z.infer<typeof ClaudeCodeHarnessOptionsSc
 export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOptions> {
   constructor(options: ClaudeCodeHarnessOptions = {}) {
     super({ program: CLAUDE_CODE_PROGRAM, options, dialect: 'messages', appendsSystemPrompt: true });
+    Object.assign(this, { capabilities: { ...this.capabilities, supportsMcp: true } });
   }
 
   protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
@@ -57,6 +68,7 @@ export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOption
     if (this.options.bare) argv.push('--bare');
     if (prompt.system) argv.push('--append-system-prompt', prompt.system);
     if (this.options.disallowedTools?.length) argv.push('--disallowedTools', this.options.disallowedTools.join(','));
+    if (this.options.mcpServers) argv.push('--mcp-config', claudeMcpConfig(this.options.mcpServers), '--strict-mcp-config');
     argv.push('--', prompt.prompt);
     return {
       argv,
@@ -102,4 +114,13 @@ export function createHarness(options: unknown = {}): ClaudeCodeHarness {
   return new ClaudeCodeHarness(
     parseHarnessOptions({ harnessId: 'claude_code', schema: ClaudeCodeHarnessOptionsSchema, value: options }),
   );
+}
+
+/** The `--mcp-config` JSON for `servers` (`type: "http"` for urls, `stdio` for commands). */
+export function claudeMcpConfig(servers: NonNullable<ClaudeCodeHarnessOptions['mcpServers']>): string {
+  const mcpServers: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(servers)) {
+    mcpServers[name] = 'url' in s ? { type: 'http', url: s.url } : { type: 'stdio', command: s.command, args: s.args ?? [] };
+  }
+  return JSON.stringify({ mcpServers });
 }
