@@ -32,6 +32,16 @@ export const CodexHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
   config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
   allowLocal: z.boolean().optional(),
+  /** MCP servers written as `[mcp_servers.<name>]` in config.toml: a streamable-HTTP url or a stdio command. */
+  mcpServers: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9_-]+$/),
+      z.union([
+        z.object({ url: z.string().url() }).strict(),
+        z.object({ command: z.string().min(1), args: z.array(z.string()).optional() }).strict(),
+      ]),
+    )
+    .optional(),
 }).strict();
 export type CodexHarnessOptions = z.infer<typeof CodexHarnessOptionsSchema>;
 
@@ -76,6 +86,7 @@ export function codexConfigToml(options: { baseUrl: string; model: string }): st
 export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
   constructor(options: CodexHarnessOptions = {}) {
     super({ program: CODEX_PROGRAM, options, dialect: 'responses', appendsSystemPrompt: false });
+    Object.assign(this, { capabilities: { ...this.capabilities, supportsMcp: true } });
   }
 
   protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
@@ -91,7 +102,9 @@ export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
       files: [
         {
           path: `${codexHome}/config.toml`,
-          content: codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }),
+          content:
+            codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }) +
+            codexMcpToml(this.options.mcpServers ?? {}),
         },
       ],
       ...provisionedPathDirs(install),
@@ -102,4 +115,16 @@ export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
 /** Builds the harness from untyped options (validated; errors name the field). */
 export function createHarness(options: unknown = {}): CodexHarness {
   return new CodexHarness(parseHarnessOptions({ harnessId: 'codex', schema: CodexHarnessOptionsSchema, value: options }));
+}
+
+/** `[mcp_servers.<name>]` tables for config.toml (`url` for streamable HTTP, `command`/`args` for stdio). */
+export function codexMcpToml(servers: NonNullable<CodexHarnessOptions['mcpServers']>): string {
+  const lines: string[] = [];
+  for (const [name, s] of Object.entries(servers)) {
+    lines.push(`[mcp_servers.${name}]`);
+    if ('url' in s) lines.push(`url = ${tomlString(s.url)}`);
+    else lines.push(`command = ${tomlString(s.command)}`, `args = [${(s.args ?? []).map(tomlString).join(', ')}]`);
+    lines.push('');
+  }
+  return lines.join('\n');
 }
