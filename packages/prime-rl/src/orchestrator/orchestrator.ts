@@ -226,6 +226,8 @@ export class Orchestrator {
       for (let n = start + 1; n <= options.maxSteps; n++) {
         const stepStart = performance.now();
         const rollout = await (ready[n] as Deferred<Rollout>).promise;
+        // Release the step's episodes once consumed (a 700-step run held them all and ran out of heap).
+        ready[n] = undefined as unknown as Deferred<Rollout>;
         const builder = new BatchBuilder({
           batchSize: Number.MAX_SAFE_INTEGER,
           filterZeroAdvantages: options.filterZeroAdvantages ?? true,
