@@ -1,8 +1,22 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { z } from 'zod';
+import { ConfigError } from '../errors/troupe-error.ts';
+
+// The MCP SDK is loaded when tools are first served, so importing `@troupe/verifiers` stays light.
+type McpModules = {
+  McpServer: typeof import('@modelcontextprotocol/sdk/server/mcp.js').McpServer;
+  StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+};
+let mcpModules: Promise<McpModules> | undefined;
+function loadMcp(): Promise<McpModules> {
+  mcpModules ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+  ]).then(([mcp, http]) => ({ McpServer: mcp.McpServer, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport }));
+  return mcpModules;
+}
 
 /** A tool a taskset or env declares: a zod object input schema and a handler returning text. */
 export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
@@ -25,8 +39,8 @@ export function defineTool<S extends z.ZodObject>(tool: ToolDefinition<S>): Tool
   return tool;
 }
 
-function buildServer(tools: readonly ToolDefinition[], onCall: (r: ToolCallRecord) => void): McpServer {
-  const server = new McpServer({ name: 'troupe-tools', version: '0.0.0' });
+function buildServer(modules: McpModules, tools: readonly ToolDefinition[], onCall: (r: ToolCallRecord) => void): McpServer {
+  const server = new modules.McpServer({ name: 'troupe-tools', version: '0.0.0' });
   for (const tool of tools) {
     server.registerTool(tool.name, { description: tool.description, inputSchema: tool.input.shape }, async (args: unknown) => {
       try {
@@ -60,6 +74,7 @@ export async function serveToolsHttp(
   tools: readonly ToolDefinition[],
   opts: { onCall?: (r: ToolCallRecord) => void } = {},
 ): Promise<ServedTools> {
+  const modules = await loadMcp();
   const calls: ToolCallRecord[] = [];
   const record = (r: ToolCallRecord): void => {
     calls.push(r);
@@ -70,8 +85,8 @@ export async function serveToolsHttp(
       res.writeHead(404).end();
       return;
     }
-    const server = buildServer(tools, record);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const server = buildServer(modules, tools, record);
+    const transport = new modules.StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();
       void server.close();
@@ -102,7 +117,7 @@ export function assertHarnessSupportsTools(
   task: { readonly id: string; readonly tools?: readonly unknown[] },
 ): void {
   if ((task.tools?.length ?? 0) > 0 && !harness.capabilities.supportsMcp) {
-    throw new Error(
+    throw new ConfigError(
       `harness "${harness.name}" does not support MCP, but task "${task.id}" needs tools (${task.tools?.length}); pick a harness with capabilities.supportsMcp`,
     );
   }
