@@ -11,7 +11,6 @@ import { runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { parseShard, type Shard } from '../eval/shard.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
-import type { ModelClient } from '../model/model-client.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
 import { progressReporter } from './progress.ts';
@@ -244,8 +243,7 @@ function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient
 }
 
 async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
-  const { config, resumeDir, changesOnResume, allowFailures, preflight, help, shard, dryRun, clean, runDir } =
-    buildConfig(args);
+  const { config, resumeDir, changesOnResume, allowFailures, preflight, help, shard, dryRun, clean, runDir } = buildConfig(args);
   if (help) {
     process.stdout.write(HELP);
     return 0;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { extname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { importPluginPackage } from '../agent/plugins.ts';
 import type { EnvDefinition } from '../env/env.ts';

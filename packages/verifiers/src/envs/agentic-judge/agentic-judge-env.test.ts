@@ -242,7 +242,7 @@ describe('agentic-judge on the local runtime', () => {
     const episode = await runEpisode({
       task: answerTask(),
       solver: solverRunning('echo 42 > answer.txt'),
-      judge: (request, turn) =>
+      judge: (_request, turn) =>
         turn === 0
           ? bash(`ln -s ${target} "\${SANDBOX_ROOT:-}/tmp/verdict.json" && cp ${target} answer-verdict.json`)
           : 'Verdict written.',

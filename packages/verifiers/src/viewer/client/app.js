@@ -1297,7 +1297,7 @@
     // trace carries a copy of the verdict naming the judge's trace (`judgeTrace`): that copy is
     // about this trace, not written by it.
     const verdictInfo = trace.info?.verdict && Array.isArray(trace.info.verdict.verdicts) ? trace.info.verdict : null;
-    const aboutThis = verdictInfo && verdictInfo.judgeTrace && verdictInfo.judgeTrace !== trace.id;
+    const aboutThis = verdictInfo?.judgeTrace && verdictInfo.judgeTrace !== trace.id;
     if (verdictInfo && aboutThis) {
       const judge = episode.traces.find((t) => t.id === verdictInfo.judgeTrace);
       card.append(
