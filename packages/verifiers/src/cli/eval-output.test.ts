@@ -1,26 +1,14 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { troupe } from '../../test/support/troupe-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
-const cli = join(root, 'packages/verifiers/src/cli/main.ts');
+const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
 /** Runs the CLI with stdout and stderr both piped (as a script or CI log would). */
-function troupe(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
-}
 
 describe('troupe eval output at high concurrency (issue 22 item 9)', () => {
   let server: ScriptedModelServer;

@@ -1,27 +1,14 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { troupe } from '../../test/support/troupe-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 import { firstDifference } from './main.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
-const cli = join(root, 'packages/verifiers/src/cli/main.ts');
-
-function troupe(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
-}
+const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
 /** A server that lists models but answers every chat call with `status` (or a malformed body). */
 async function brokenServer(mode: { status: number } | 'malformed'): Promise<{ url: string; server: Server }> {

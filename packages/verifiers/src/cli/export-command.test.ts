@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { troupe } from '../../test/support/troupe-process.ts';
 import { defineEnv, Env } from '../env/env.ts';
 import { runEval } from '../eval/eval-runner.ts';
 import { readEpisodes } from '../eval/traces-file.ts';
@@ -14,20 +14,7 @@ import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 import { exportRecords, parseFilter } from './export-command.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
-const cli = join(root, 'packages/verifiers/src/cli/main.ts');
-
-function troupe(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })));
-}
+const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
 /** A writer (bash harness, trainable) and a frozen critic (null harness, trainable = false). */
 const writerCritic = defineEnv({

@@ -1,26 +1,13 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { troupe } from '../../test/support/troupe-process.ts';
 import { inShard, parseShard } from '../eval/shard.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
-const cli = join(root, 'packages/verifiers/src/cli/main.ts');
-
-function troupe(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })));
-}
+const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
 const VOLATILE = new Set(['id', 'startedAt', 'endedAt', 'timestamp', 'durationMs', 'timing', 'wallSeconds']);
 
