@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
-import { processAlive } from '../testing/process-alive.ts';
+import { hostPidsWith, processAlive } from '../testing/process-alive.ts';
 import { describeSandboxConformance } from '../testing/sandbox-conformance.ts';
 import { createRuntime, LocalRuntime } from './local-runtime.ts';
 
@@ -159,18 +159,3 @@ describe('LocalRuntime', () => {
     expect(createRuntime({ root }).id).toBe('local');
   });
 });
-
-/** Host pids of live processes whose command line contains `marker`. */
-function hostPidsWith(marker: string): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number)
-    .filter((pid) => processAlive(pid));
-}

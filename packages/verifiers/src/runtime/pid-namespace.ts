@@ -145,7 +145,11 @@ function waitForInit(unsharePid: number): void {
   }
 }
 
-function liveNotZombie(pid: number): boolean {
+/**
+ * True when `/proc/<pid>` exists and its state is not `Z`. A killed process whose parent has not
+ * reaped it yet (or whose new parent, PID 1 of a container, never does) is a zombie: dead here.
+ */
+export function liveNotZombie(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.split(') ')[1]?.[0] !== 'Z';

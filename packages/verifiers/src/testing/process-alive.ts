@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { liveNotZombie } from '../runtime/pid-namespace.ts';
 
 /**
  * True when a process exists and is not a zombie. A killed process whose parent has not reaped it
@@ -11,10 +12,23 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  return liveNotZombie(pid);
+}
+
+/**
+ * Host pids of live (non-zombie) processes, other than this one, whose command line contains
+ * `marker` — containers' processes too (one kernel). Tests that check "nothing was left running".
+ */
+export function hostPidsWith(marker: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
+    .filter((entry) => {
+      try {
+        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number)
+    .filter((pid) => processAlive(pid));
 }
