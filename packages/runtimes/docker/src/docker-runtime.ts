@@ -87,7 +87,7 @@ export class DockerRuntime implements Runtime {
     const { docker, logger, ...rest } = options;
     this.options = parseRuntimeOptions({ schema: DockerRuntimeOptionsSchema, value: rest, what: 'docker' });
     this.docker = docker ?? new Docker({ socketPath: this.options.socketPath ?? '/var/run/docker.sock' });
-    this.limiter = new CreationLimiter(this.options);
+    this.limiter = new CreationLimiter(this.options, this.id);
     this.logger = logger;
   }
 

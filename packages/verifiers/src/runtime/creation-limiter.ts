@@ -1,5 +1,8 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
-import { SandboxError } from '../errors/troupe-error.ts';
+import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
+import { SharedLimits } from './shared-limits.ts';
 
 /** Limits on sandbox creation shared by every runtime: a concurrency cap and a creation rate. */
 export const CreationLimitsSchema = z.object({
@@ -9,6 +12,15 @@ export const CreationLimitsSchema = z.object({
   createsPerSecond: z.number().positive().optional(),
   /** Longest a create may wait for a slot before it fails with a `SandboxError`. */
   acquireTimeoutMs: z.number().int().positive().optional(),
+  /**
+   * Hold `maxConcurrent` and `createsPerSecond` across every process on this machine with the same
+   * scope (several `troupe eval` runs against one Docker engine or one cloud quota): `true` scopes
+   * them by the runtime's id, a string names the scope. Enforced with lock files under
+   * `sharedLimitsDir`; a slot of a process that died is reclaimed.
+   */
+  shared: z.union([z.boolean(), z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"')]).optional(),
+  /** Where shared limits keep their lock files (default `<tmpdir>/troupe-limits`). */
+  sharedLimitsDir: z.string().optional(),
 });
 export type CreationLimits = z.infer<typeof CreationLimitsSchema>;
 
@@ -18,8 +30,9 @@ export interface CreationSlot {
 }
 
 /**
- * Enforces a runtime's {@link CreationLimits} inside one process: `acquire()` resolves once a
- * concurrency slot is free and the rate allows another creation, in arrival order.
+ * Enforces a runtime's {@link CreationLimits}: `acquire()` resolves once a concurrency slot is
+ * free and the rate allows another creation, in arrival order within the process; with `shared`,
+ * the same limits also hold across processes (see {@link SharedLimits}).
  */
 export class CreationLimiter {
   private readonly maxConcurrent: number;
@@ -28,12 +41,24 @@ export class CreationLimiter {
   private live = 0;
   private nextStartAt = 0;
   private readonly waiting: Array<() => void> = [];
+  private readonly shared: SharedLimits | undefined;
 
-  constructor(limits: CreationLimits = {}) {
-    const parsed = CreationLimitsSchema.parse(limits);
-    this.maxConcurrent = parsed.maxConcurrent ?? Number.POSITIVE_INFINITY;
-    this.intervalMs = parsed.createsPerSecond ? 1000 / parsed.createsPerSecond : 0;
-    this.acquireTimeoutMs = parsed.acquireTimeoutMs;
+  /** `runtimeId` names the scope of `shared = true`. */
+  constructor(limits: CreationLimits = {}, runtimeId = 'runtime') {
+    const parsed = CreationLimitsSchema.safeParse(limits);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ConfigError(`runtime limits: ${issue?.path.join('.') || 'value'}: ${issue?.message}`);
+    }
+    const { maxConcurrent, createsPerSecond, acquireTimeoutMs, shared, sharedLimitsDir } = parsed.data;
+    this.maxConcurrent = maxConcurrent ?? Number.POSITIVE_INFINITY;
+    this.intervalMs = createsPerSecond ? 1000 / createsPerSecond : 0;
+    this.acquireTimeoutMs = acquireTimeoutMs;
+    if (shared) {
+      const scope = shared === true ? runtimeId : shared;
+      const dir = join(sharedLimitsDir ?? join(tmpdir(), 'troupe-limits'), scope);
+      this.shared = new SharedLimits(dir, this.maxConcurrent, this.intervalMs);
+    }
   }
 
   /** Sandboxes currently holding a slot. */
@@ -43,19 +68,27 @@ export class CreationLimiter {
 
   /** Waits for a concurrency slot and the creation rate; the caller releases the slot when the sandbox stops. */
   async acquire(options: { signal?: AbortSignal } = {}): Promise<CreationSlot> {
+    const deadline = this.acquireTimeoutMs === undefined ? undefined : Date.now() + this.acquireTimeoutMs;
     await this.waitForSlot(options.signal);
     this.live++;
     let released = false;
+    let freeShared: (() => void) | undefined;
     const slot: CreationSlot = {
       release: () => {
         if (released) return;
         released = true;
+        freeShared?.();
         this.live--;
         this.waiting.shift()?.();
       },
     };
     try {
-      await this.waitForRate(options.signal);
+      if (this.shared) {
+        freeShared = await this.shared.acquireSlot(deadline, options.signal);
+        await this.shared.waitForRate(deadline, options.signal);
+      } else {
+        await this.waitForRate(options.signal);
+      }
     } catch (error) {
       slot.release();
       throw error;

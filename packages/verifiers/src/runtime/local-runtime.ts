@@ -350,7 +350,7 @@ export class LocalRuntime implements Runtime {
     const { logger, ...rest } = options;
     this.options = parseRuntimeOptions({ schema: LocalRuntimeOptionsSchema, value: rest, what: 'local' });
     this.rootDir = this.options.root ?? join(tmpdir(), 'troupe-sandboxes');
-    this.limiter = new CreationLimiter(this.options);
+    this.limiter = new CreationLimiter(this.options, this.id);
     this.logger = logger;
   }
 
