@@ -24,7 +24,7 @@ describe('codex with MCP tools (real CLI)', () => {
   }, 660_000);
   afterAll(async () => served?.close());
 
-  it('declares supportsMcp and offers the MCP server tool to the model', async (context) => {
+  it('declares supportsMcp; the scripted model calls mcp__troupe__add and the call reaches the served tool', async (context) => {
     if (unavailable) context.skip(unavailable);
     expect(harness.capabilities.supportsMcp).toBe(true);
     const outcome = await runShellToolScenario({
@@ -35,15 +35,12 @@ describe('codex with MCP tools (real CLI)', () => {
       prompt: 'Add 2 and 40 with the add tool.',
     });
     expect(outcome.run.result.exitCode).toBe(0);
-    // The real codex read [mcp_servers.troupe] from config.toml, listed the server's tools and
-    // offers the MCP resource tools (the server's own tools go in a `namespace` tool entry that the
-    // responses dialect drops today).
-    const trace = JSON.stringify(outcome.run.trace.toJSON());
-    expect(trace).toContain('"name":"list_mcp_resources"');
-    // Known gap (codex 0.171): the scripted plain function_call named `mcp__troupe__add` is
-    // answered "unsupported call" — codex routes MCP calls by a namespace field that the
-    // responses dialect does not emit yet — so no call reaches the server.
-    expect(outcome.toolResult).toBe('unsupported call: mcp__troupe__add');
-    expect(served.calls).toEqual([]);
+    // codex read [mcp_servers.troupe] from config.toml and sent the server's tools in a
+    // `namespace` entry; the responses dialect offered it to the model as `mcp__troupe__add` and
+    // answered the call with `name: "add", namespace: "mcp__troupe"`, which codex routed to the server.
+    expect(outcome.run.trace.tools.map((t) => t.name)).toContain('mcp__troupe__add');
+    expect(served.calls).toEqual([{ name: 'add', args: { a: 2, b: 40 }, result: '42', isError: false }]);
+    // The MCP result codex sent back is on the trace as the tool message of the next call.
+    expect(outcome.toolResult).toMatch(/(^|\n)42$/);
   }, 300_000);
 });

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type InterceptedRollout, startInterceptedRollout } from '../../testing/intercepted-rollout.ts';
+import { responsesDialect } from './responses.ts';
 
 let rollout: InterceptedRollout | undefined;
 afterEach(async () => {
@@ -138,5 +140,76 @@ describe('OpenAI responses dialect through interception', () => {
     const reply = await program.responses.create({ model: 'm', input: 'write an essay' });
     expect(reply.status).toBe('incomplete');
     expect(reply.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+  });
+});
+
+// The real codex 0.171.0 with `[mcp_servers.troupe]` (one `add` tool) sends the server's tools in a
+// `namespace` tool entry and echoes a namespaced function_call back (captured on loopback).
+const captured = JSON.parse(readFileSync(new URL('./__fixtures__/codex-mcp-request.json', import.meta.url), 'utf8')) as {
+  body: { tools: { type: string; name?: string }[]; input: { type: string }[] } & Record<string, unknown>;
+};
+
+describe('responses dialect: codex namespace (MCP) tools', () => {
+  it('offers the functions of each namespace entry flattened to <namespace>__<name> (captured codex request)', () => {
+    const { body } = captured;
+    expect(body.tools.filter((t) => t.type === 'namespace').map((t) => t.name)).toEqual(['multi_agent_v1', 'mcp__troupe']);
+    const { request } = responsesDialect.parseRequest(body);
+    const names = request.tools?.map((t) => t.name) ?? [];
+    expect(names).toContain('exec_command');
+    expect(names).toContain('multi_agent_v1__spawn_agent');
+    expect(request.tools?.find((t) => t.name === 'mcp__troupe__add')).toEqual({
+      name: 'mcp__troupe__add',
+      description: 'adds two numbers',
+      parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+    });
+    // Hosted tools (web_search) are still not offered.
+    expect(names.some((n) => n.includes('web_search'))).toBe(false);
+    // The echoed namespaced call and its MCP output read as one neutral call and result.
+    const tail = request.messages.slice(-2);
+    expect(tail[0]).toMatchObject({
+      role: 'assistant',
+      toolCalls: [{ id: 'call_1', name: 'mcp__troupe__add', arguments: '{"a":2,"b":40}' }],
+    });
+    expect(tail[1]).toMatchObject({ role: 'tool', toolCallId: 'call_1' });
+    expect(String(tail[1]?.content)).toMatch(/\n\n42$/);
+  });
+
+  it('answers a call to a namespaced tool with name + namespace, streamed and not (what codex routes to the MCP server)', async () => {
+    const call = { id: 'call_mcp', name: 'mcp__troupe__add', arguments: '{"a":2,"b":40}' };
+    const { rollout } = await start({ script: [{ toolCalls: [call] }, { toolCalls: [call] }] });
+    // The first request of the captured turn: everything before the model's call.
+    const firstTurn = { ...captured.body, input: captured.body.input.slice(0, -2) };
+    const post = (body: unknown) =>
+      fetch(`${rollout.baseUrl}/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${rollout.session.secret}` },
+        body: JSON.stringify(body),
+      });
+    const streamed = await (await post(firstTurn)).text();
+    const done = streamed
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)) as { type: string; item?: Record<string, unknown> })
+      .filter((event) => event.type === 'response.output_item.done');
+    expect(done.map((event) => event.item)).toEqual([
+      expect.objectContaining({ type: 'function_call', call_id: 'call_mcp', name: 'add', namespace: 'mcp__troupe' }),
+    ]);
+    // The model was offered the flattened name.
+    expect(rollout.model.requests[0]?.request?.tools?.map((t) => t.name)).toContain('mcp__troupe__add');
+    const plain = (await (await post({ ...firstTurn, stream: false })).json()) as { output: Record<string, unknown>[] };
+    expect(plain.output).toEqual([
+      expect.objectContaining({ type: 'function_call', name: 'add', namespace: 'mcp__troupe', arguments: '{"a":2,"b":40}' }),
+    ]);
+  });
+
+  it('leaves a plain function whose name contains __ as it is', async () => {
+    const { program } = await start({ script: [{ toolCalls: [{ id: 'c1', name: 'mcp__x__y', arguments: '{}' }] }] });
+    const reply = await program.responses.create({
+      model: 'm',
+      input: 'go',
+      tools: [{ ...execTool, name: 'mcp__x__y' }],
+    });
+    expect(reply.output[0]).toMatchObject({ type: 'function_call', name: 'mcp__x__y' });
+    expect(reply.output[0]).not.toHaveProperty('namespace');
   });
 });

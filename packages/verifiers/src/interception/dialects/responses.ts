@@ -27,6 +27,8 @@ const FunctionCallItemSchema = z.looseObject({
   type: z.literal('function_call'),
   call_id: z.string(),
   name: z.string(),
+  /** Set when the function belongs to a `namespace` tool entry (codex: MCP servers, sub-agents). */
+  namespace: z.string().nullish(),
   arguments: z.string(),
 });
 const CustomToolCallItemSchema = z.looseObject({
@@ -70,6 +72,27 @@ export const ResponsesRequestSchema = z.looseObject({
 export type ResponsesRequest = z.infer<typeof ResponsesRequestSchema>;
 
 // ---- wire request -> neutral --------------------------------------------------------------------
+
+/**
+ * The neutral name of a function inside a `namespace` tool entry: `<namespace>__<name>`. Codex
+ * sends each MCP server as `{type: "namespace", name: "mcp__<server>", tools: [...]}`, so a
+ * server tool reads `mcp__<server>__<tool>` to the model — the name Claude Code gives it too.
+ */
+export function namespacedToolName(namespace: string, name: string): string {
+  return `${namespace}__${name}`;
+}
+
+/** Where a neutral tool name came from in the wire request, so a reply can name it the same way. */
+interface WireToolName {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * Per parsed request (keyed by its neutral `request`, which survives a copy of the parsed
+ * object): the neutral names that stand for a namespaced function, read when the reply renders.
+ */
+const namespacedCalls = new WeakMap<ModelRequest, ReadonlyMap<string, WireToolName>>();
 
 type Part = { type: string; [key: string]: unknown };
 
@@ -136,9 +159,10 @@ export function responsesInputToNeutral(body: ResponsesRequest): Message[] {
       else out.push({ role: 'system', content: partsText(content) });
     } else if (type === 'function_call' || type === 'custom_tool_call') {
       const message = openAssistant();
+      const namespace = type === 'function_call' && typeof item.namespace === 'string' ? item.namespace : '';
       const call = {
         id: item.call_id as string,
-        name: item.name as string,
+        name: namespace ? namespacedToolName(namespace, item.name as string) : (item.name as string),
         arguments: (type === 'function_call' ? item.arguments : item.input) as string,
       };
       message.toolCalls = [...(message.toolCalls ?? []), call];
@@ -161,19 +185,47 @@ export function responsesInputToNeutral(body: ResponsesRequest): Message[] {
   return out;
 }
 
-function responsesTools(tools: ResponsesRequest['tools']): ToolDefinition[] | undefined {
+function functionDefinition(tool: Part, name: string): ToolDefinition {
+  const definition: ToolDefinition = {
+    name,
+    parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {} },
+  };
+  if (typeof tool.description === 'string' && tool.description) definition.description = tool.description;
+  return definition;
+}
+
+/**
+ * The request's `function` tools, and the functions of its `namespace` entries flattened to
+ * `<namespace>__<name>` (recorded in `namespaced` so the reply can split them again). Hosted tools
+ * (`web_search`, …) and freeform `custom` tools are not offered to the model.
+ */
+function responsesTools(tools: ResponsesRequest['tools'], namespaced: Map<string, WireToolName>): ToolDefinition[] | undefined {
   if (!tools?.length) return undefined;
   const out: ToolDefinition[] = [];
-  for (const tool of tools) {
-    if (tool.type !== 'function' || typeof tool.name !== 'string') continue;
-    const definition: ToolDefinition = {
-      name: tool.name,
-      parameters: (tool.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {} },
-    };
-    if (typeof tool.description === 'string' && tool.description) definition.description = tool.description;
-    out.push(definition);
+  for (const tool of tools as Part[]) {
+    if (tool.type === 'function' && typeof tool.name === 'string') out.push(functionDefinition(tool, tool.name));
+    else if (tool.type === 'namespace' && typeof tool.name === 'string' && Array.isArray(tool.tools)) {
+      for (const inner of tool.tools as Part[]) {
+        if (inner?.type !== 'function' || typeof inner.name !== 'string') continue;
+        const name = namespacedToolName(tool.name, inner.name);
+        namespaced.set(name, { namespace: tool.name, name: inner.name });
+        out.push(functionDefinition(inner, name));
+      }
+    }
   }
   return out.length ? out : undefined;
+}
+
+/** Namespaced functions the conversation already called (their tool entry may be gone since). */
+function namespacedInputCalls(input: ResponsesRequest['input'], namespaced: Map<string, WireToolName>): void {
+  if (!Array.isArray(input)) return;
+  for (const raw of input) {
+    const item = raw as Part;
+    if (item.type === 'function_call' && typeof item.namespace === 'string' && item.namespace && typeof item.name === 'string') {
+      const name = namespacedToolName(item.namespace, item.name);
+      if (!namespaced.has(name)) namespaced.set(name, { namespace: item.namespace, name: item.name });
+    }
+  }
 }
 
 function responsesToolChoice(choice: ResponsesRequest['tool_choice']): ToolChoice | undefined {
@@ -204,7 +256,8 @@ function responseId(response: ModelResponse): string {
   return response.id.startsWith('resp_') ? response.id : `resp_${response.id || wireId('')}`;
 }
 
-function outputItems(response: ModelResponse): OutputPlan {
+function outputItems(response: ModelResponse, parsed?: ParsedWireRequest): OutputPlan {
+  const namespaced = parsed ? namespacedCalls.get(parsed.request) : undefined;
   const id = responseId(response);
   const items: Record<string, unknown>[] = [];
   const message = response.message;
@@ -221,11 +274,13 @@ function outputItems(response: ModelResponse): OutputPlan {
     });
   }
   for (const call of message.toolCalls ?? []) {
+    const wire = namespaced?.get(call.name);
     items.push({
       type: 'function_call',
       id: wireId('fc_'),
       call_id: call.id,
-      name: call.name,
+      name: wire ? wire.name : call.name,
+      ...(wire ? { namespace: wire.namespace } : {}),
       arguments: call.arguments,
       status: 'completed',
     });
@@ -259,8 +314,8 @@ function finalStatus(response: ModelResponse): 'completed' | 'incomplete' {
   return response.finishReason === 'length' ? 'incomplete' : 'completed';
 }
 
-function renderResponsesStream(response: ModelResponse): string[] {
-  const plan = outputItems(response);
+function renderResponsesStream(response: ModelResponse, parsed?: ParsedWireRequest): string[] {
+  const plan = outputItems(response, parsed);
   const frames: string[] = [];
   let sequence = 0;
   const emit = (type: string, data: Record<string, unknown>) =>
@@ -332,14 +387,17 @@ export const responsesDialect: WireDialect = {
     const effort = mapEffort(wire.reasoning?.effort);
     if (effort) sampling.reasoningEffort = effort;
     const request: ModelRequest = { model: wire.model, messages: responsesInputToNeutral(wire), sampling };
-    const tools = responsesTools(wire.tools);
+    const namespaced = new Map<string, WireToolName>();
+    const tools = responsesTools(wire.tools, namespaced);
     if (tools) request.tools = tools;
+    namespacedInputCalls(wire.input, namespaced);
     const toolChoice = responsesToolChoice(wire.tool_choice);
     if (toolChoice) request.toolChoice = toolChoice;
+    if (namespaced.size) namespacedCalls.set(request, namespaced);
     return { request, stream: wire.stream === true, includeUsage: true, logprobs: false, returnTokenIds: false };
   },
-  renderResponse(response: ModelResponse): unknown {
-    const plan = outputItems(response);
+  renderResponse(response: ModelResponse, parsed: ParsedWireRequest): unknown {
+    const plan = outputItems(response, parsed);
     const body = responseObject(response, plan, finalStatus(response), plan.items);
     const text = plan.items
       .filter((item) => item.type === 'message')
