@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../interception/dialects/chat.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
+import { postJson } from './json-post.ts';
 import {
   type ModelCallOptions,
   type ModelClient,
@@ -53,6 +54,9 @@ export class OpenAICompatibleClient implements ModelClient {
   private readonly options: z.output<typeof OpenAICompatibleClientOptionsSchema>;
   private readonly retry: z.output<typeof RetryOptionsSchema>;
   private readonly sdk: OpenAI;
+  /** Where the lean transport posts (null when a `fetch` was injected: the SDK's path then). */
+  private readonly completionsUrl: URL | null;
+  private readonly postHeaders: Record<string, string>;
 
   constructor(options: OpenAICompatibleClientOptions) {
     const parsed = OpenAICompatibleClientOptionsSchema.safeParse(options);
@@ -74,6 +78,14 @@ export class OpenAICompatibleClient implements ModelClient {
       fetch: parsed.data.fetch ?? defaultFetch(),
       ...(parsed.data.headers ? { defaultHeaders: parsed.data.headers } : {}),
     });
+    const base = parsed.data.baseUrl.replace(/\/+$/, '');
+    this.completionsUrl = parsed.data.fetch || base.includes('?') ? null : new URL(`${base}/chat/completions`);
+    this.postHeaders = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      authorization: `Bearer ${parsed.data.apiKey}`,
+      ...parsed.data.headers,
+    };
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
@@ -87,10 +99,16 @@ export class OpenAICompatibleClient implements ModelClient {
       return await withRetry(
         async () => {
           attempts++;
-          const reply: unknown = await this.sdk.chat.completions.create(
-            body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
-            options.signal ? { signal: options.signal } : {},
-          );
+          const reply: unknown = this.completionsUrl
+            ? await postJson(this.completionsUrl, JSON.stringify(body), {
+                headers: this.postHeaders,
+                signal: options.signal,
+                timeoutMs: this.options.timeoutMs ?? 600_000,
+              })
+            : await this.sdk.chat.completions.create(
+                body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
+                options.signal ? { signal: options.signal } : {},
+              );
           const checked = ChatCompletionSchema.safeParse(reply);
           if (!checked.success) {
             const issue = checked.error.issues[0];
