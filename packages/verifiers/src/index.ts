@@ -74,6 +74,7 @@ export * from './envs/user-sim/persona.ts';
 export * from './runtime/sandbox-file-tree.ts';
 export * from './runtime/exec-pid-wrapper.ts';
 export * from './runtime/remote-sandbox.ts';
+export * from './runtime/remote-runtime.ts';
 export {
   loadViewerRun,
   type RenderRunHtmlOptions,

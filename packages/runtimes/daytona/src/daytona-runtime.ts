@@ -1,20 +1,15 @@
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
 import {
-  CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
-  OpenSandboxes,
-  parseRuntimeOptions,
+  RemoteRuntime,
   RemoteSandbox,
-  type Runtime,
   type RuntimeCapabilities,
   remoteSandboxError,
-  type Sandbox,
   type SandboxError,
   type SandboxOptions,
-  SandboxOptionsSchema,
   shellJoin,
   shellQuote,
   withoutSecrets,
@@ -151,56 +146,40 @@ export class DaytonaSandbox extends RemoteSandbox {
 }
 
 /** Sandboxes on Daytona (`@daytonaio/sdk`): labelled, network blocked unless allowed, deleted on stop. */
-export class DaytonaRuntime implements Runtime {
-  readonly id = 'daytona';
+export class DaytonaRuntime extends RemoteRuntime<DaytonaRuntimeOptions, DaytonaSandbox> {
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
-  private readonly options: DaytonaRuntimeOptions;
   private readonly client: Daytona;
-  private readonly limiter: CreationLimiter;
-  private readonly sandboxes = new OpenSandboxes<DaytonaSandbox>();
 
   constructor(options: DaytonaRuntimeOptions) {
-    this.options = parseRuntimeOptions({ schema: DaytonaRuntimeOptionsSchema, value: options, what: 'daytona' });
+    super({ id: 'daytona', schema: DaytonaRuntimeOptionsSchema, options });
     this.client = new Daytona({
       apiKey: this.options.apiKey,
       apiUrl: this.options.apiUrl ?? 'https://app.daytona.io/api',
       ...(this.options.target && { target: this.options.target }),
     });
-    this.limiter = new CreationLimiter(this.options);
   }
 
-  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
-    const slot = await this.limiter.acquire();
-    try {
-      const common = {
-        envVars: withoutSecrets(sandboxOptions.env),
-        labels: { 'troupe.sandbox': '1', ...sandboxOptions.labels },
-        networkBlockAll: !(sandboxOptions.network ?? false),
-        autoStopInterval: this.options.autoStopMinutes ?? 15,
-      };
-      const resources =
-        sandboxOptions.cpu !== undefined || sandboxOptions.memoryMb !== undefined
-          ? {
-              resources: {
-                ...(sandboxOptions.cpu !== undefined && { cpu: Math.ceil(sandboxOptions.cpu) }),
-                ...(sandboxOptions.memoryMb !== undefined && { memory: Math.ceil(sandboxOptions.memoryMb / 1024) }),
-              },
-            }
-          : {};
-      const params = sandboxOptions.image
-        ? { ...common, image: sandboxOptions.image, ...resources }
-        : { ...common, ...(this.options.snapshot && { snapshot: this.options.snapshot }) };
-      const client = await this.client.create(params, { timeout: this.options.createTimeoutSeconds ?? 120 });
-      const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/home/daytona';
-      return this.sandboxes.add(slot, (held) => new DaytonaSandbox(client, workdir, held));
-    } catch (error) {
-      slot.release();
-      throw sandboxError('create', 'new', error);
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.sandboxes.stopAll();
+  protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => DaytonaSandbox> {
+    const common = {
+      envVars: withoutSecrets(options.env),
+      labels: { 'troupe.sandbox': '1', ...options.labels },
+      networkBlockAll: !(options.network ?? false),
+      autoStopInterval: this.options.autoStopMinutes ?? 15,
+    };
+    const resources =
+      options.cpu !== undefined || options.memoryMb !== undefined
+        ? {
+            resources: {
+              ...(options.cpu !== undefined && { cpu: Math.ceil(options.cpu) }),
+              ...(options.memoryMb !== undefined && { memory: Math.ceil(options.memoryMb / 1024) }),
+            },
+          }
+        : {};
+    const params = options.image
+      ? { ...common, image: options.image, ...resources }
+      : { ...common, ...(this.options.snapshot && { snapshot: this.options.snapshot }) };
+    const client = await this.client.create(params, { timeout: this.options.createTimeoutSeconds ?? 120 });
+    const workdir = options.workdir ?? this.options.workdir ?? '/home/daytona';
+    return (slot) => new DaytonaSandbox(client, workdir, slot);
   }
 }

@@ -1,20 +1,15 @@
 import {
-  CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
   guardExec,
-  OpenSandboxes,
-  parseRuntimeOptions,
+  RemoteRuntime,
   RemoteSandbox,
-  type Runtime,
   type RuntimeCapabilities,
   remoteSandboxError,
-  type Sandbox,
   SandboxError,
   type SandboxOptions,
-  SandboxOptionsSchema,
   shellJoin,
   withoutSecrets,
 } from '@troupe/verifiers';
@@ -150,16 +145,11 @@ export class E2BSandbox extends RemoteSandbox {
 }
 
 /** Sandboxes on E2B (`e2b` SDK): create from a template, commands and files over envd, killed on stop. */
-export class E2BRuntime implements Runtime {
-  readonly id = 'e2b';
+export class E2BRuntime extends RemoteRuntime<E2BRuntimeOptions, E2BSandbox> {
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
-  private readonly options: E2BRuntimeOptions;
-  private readonly limiter: CreationLimiter;
-  private readonly sandboxes = new OpenSandboxes<E2BSandbox>();
 
   constructor(options: E2BRuntimeOptions) {
-    this.options = parseRuntimeOptions({ schema: E2BRuntimeOptionsSchema, value: options, what: 'e2b' });
-    this.limiter = new CreationLimiter(this.options);
+    super({ id: 'e2b', schema: E2BRuntimeOptionsSchema, options });
   }
 
   private connection() {
@@ -173,26 +163,15 @@ export class E2BRuntime implements Runtime {
     };
   }
 
-  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
-    const slot = await this.limiter.acquire();
-    try {
-      const client = await E2BSandboxClient.create(sandboxOptions.image ?? this.options.template ?? 'base', {
-        ...this.connection(),
-        metadata: { 'troupe.sandbox': '1', ...sandboxOptions.labels },
-        envs: withoutSecrets(sandboxOptions.env),
-        allowInternetAccess: sandboxOptions.network ?? false,
-        timeoutMs: this.options.lifetimeMs ?? 3_600_000,
-      });
-      const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/home/user';
-      return this.sandboxes.add(slot, (held) => new E2BSandbox(client, workdir, this.options.user, held));
-    } catch (error) {
-      slot.release();
-      throw sandboxError('create', 'new', error);
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.sandboxes.stopAll();
+  protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => E2BSandbox> {
+    const client = await E2BSandboxClient.create(options.image ?? this.options.template ?? 'base', {
+      ...this.connection(),
+      metadata: { 'troupe.sandbox': '1', ...options.labels },
+      envs: withoutSecrets(options.env),
+      allowInternetAccess: options.network ?? false,
+      timeoutMs: this.options.lifetimeMs ?? 3_600_000,
+    });
+    const workdir = options.workdir ?? this.options.workdir ?? '/home/user';
+    return (slot) => new E2BSandbox(client, workdir, this.options.user, slot);
   }
 }

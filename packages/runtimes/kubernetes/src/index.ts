@@ -3,7 +3,7 @@ export * from './kubernetes-runtime.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ConfigError, type PluginContext } from '@troupe/verifiers';
+import { ConfigError, type PluginContext, runtimeOptionsTable } from '@troupe/verifiers';
 import { KubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes-runtime.ts';
 
 /**
@@ -12,12 +12,7 @@ import { KubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes-r
  * the environment the caller passes (the CLI passes its own), else from `~/.kube/config`.
  */
 export function createRuntime(options: unknown = {}, context: PluginContext = {}): KubernetesRuntime {
-  if (options === null || typeof options !== 'object') throw new ConfigError('runtime (kubernetes): options must be a table');
-  const {
-    kubeconfig,
-    context: kubeContext,
-    ...rest
-  } = options as { kubeconfig?: unknown; context?: unknown } & Record<string, unknown>;
+  const { kubeconfig, context: kubeContext, ...rest } = runtimeOptionsTable(options, 'kubernetes');
   if (kubeconfig !== undefined && typeof kubeconfig !== 'string')
     throw new ConfigError('runtime (kubernetes).kubeconfig: expected a file path');
   if (kubeContext !== undefined && typeof kubeContext !== 'string')

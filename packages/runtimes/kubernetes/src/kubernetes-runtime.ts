@@ -5,7 +5,6 @@ import { PassThrough, Readable } from 'node:stream';
 import { CoreV1Api, Exec, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { extractToHost, packFile, packHostPath } from '@troupe/runtime-docker';
 import {
-  CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
   EXEC_PID_DIR,
@@ -14,15 +13,12 @@ import {
   type ExecResult,
   guardExec,
   killCommand,
-  OpenSandboxes,
-  parseRuntimeOptions,
-  type Runtime,
+  RemoteRuntime,
   type RuntimeCapabilities,
   type RuntimeLogger,
   type Sandbox,
   SandboxError,
   type SandboxOptions,
-  SandboxOptionsSchema,
   withoutSecrets,
   wrapWithPidFile,
 } from '@troupe/verifiers';
@@ -260,23 +256,18 @@ export class KubernetesSandbox implements Sandbox {
  * protocol), files as tar over exec, pods deleted on stop and swept by label with `sweep()`.
  * Network isolation needs a NetworkPolicy in the namespace (not created here).
  */
-export class KubernetesRuntime implements Runtime {
-  readonly id = 'kubernetes';
+export class KubernetesRuntime extends RemoteRuntime<KubernetesRuntimeOptions, KubernetesSandbox> {
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: false };
   readonly runId = randomBytes(6).toString('hex');
-  private readonly options: KubernetesRuntimeOptions;
   private readonly core: CoreV1Api;
   private readonly execApi: Exec;
-  private readonly limiter: CreationLimiter;
   private readonly logger: RuntimeLogger | undefined;
-  private readonly sandboxes = new OpenSandboxes<KubernetesSandbox>();
 
   constructor(options: KubernetesRuntimeOptions & { kubeConfig: KubeConfig; logger?: RuntimeLogger }) {
     const { kubeConfig, logger, ...rest } = options;
-    this.options = parseRuntimeOptions({ schema: KubernetesRuntimeOptionsSchema, value: rest, what: 'kubernetes' });
+    super({ id: 'kubernetes', schema: KubernetesRuntimeOptionsSchema, options: rest });
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.execApi = new Exec(kubeConfig);
-    this.limiter = new CreationLimiter(this.options);
     this.logger = logger;
   }
 
@@ -284,13 +275,12 @@ export class KubernetesRuntime implements Runtime {
     return this.options.namespace ?? 'default';
   }
 
-  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
+  /** A pod that does not come to run is deleted before the error is passed on. */
+  protected async provision(sandboxOptions: SandboxOptions): Promise<(slot: CreationSlot) => KubernetesSandbox> {
     if (sandboxOptions.network === false)
       this.logger?.warn('kubernetes runtime: network isolation needs a NetworkPolicy in the namespace');
     const image = sandboxOptions.image ?? this.options.image;
     if (!image) throw new SandboxError('kubernetes runtime needs an image (runtime option `image` or sandbox option `image`)');
-    const slot = await this.limiter.acquire();
     const podName = `troupe-${randomBytes(6).toString('hex')}`;
     const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/work';
     const limits: Record<string, string> = {};
@@ -323,7 +313,6 @@ export class KubernetesRuntime implements Runtime {
       await this.core.createNamespacedPod({ namespace: this.namespace, body: pod });
       await this.waitRunning(podName);
     } catch (error) {
-      slot.release();
       await this.core
         .deleteNamespacedPod({ name: podName, namespace: this.namespace, gracePeriodSeconds: 0 })
         .catch(() => undefined);
@@ -332,20 +321,17 @@ export class KubernetesRuntime implements Runtime {
         cause: error,
       });
     }
-    return this.sandboxes.add(
-      slot,
-      (held) =>
-        new KubernetesSandbox({
-          core: this.core,
-          exec: this.execApi,
-          namespace: this.namespace,
-          podName,
-          workdir,
-          env: { ...withoutSecrets(sandboxOptions.env) },
-          maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
-          slot: held,
-        }),
-    );
+    return (slot) =>
+      new KubernetesSandbox({
+        core: this.core,
+        exec: this.execApi,
+        namespace: this.namespace,
+        podName,
+        workdir,
+        env: { ...withoutSecrets(sandboxOptions.env) },
+        maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
+        slot,
+      });
   }
 
   private async waitRunning(podName: string): Promise<void> {
@@ -384,9 +370,5 @@ export class KubernetesRuntime implements Runtime {
       ),
     );
     return names;
-  }
-
-  async close(): Promise<void> {
-    await this.sandboxes.stopAll();
   }
 }

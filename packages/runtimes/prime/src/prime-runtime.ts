@@ -1,19 +1,14 @@
 import { posix } from 'node:path';
 import {
-  CreationLimiter,
   CreationLimitsSchema,
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
-  OpenSandboxes,
-  parseRuntimeOptions,
+  RemoteRuntime,
   RemoteSandbox,
-  type Runtime,
   type RuntimeCapabilities,
-  type Sandbox,
   SandboxError,
   type SandboxOptions,
-  SandboxOptionsSchema,
   shellJoin,
   shellQuote,
   withoutSecrets,
@@ -199,61 +194,49 @@ export class PrimeSandbox extends RemoteSandbox {
 }
 
 /** Sandboxes on Prime Intellect over its REST API: created, polled until RUNNING, deleted on stop. */
-export class PrimeRuntime implements Runtime {
-  readonly id = 'prime';
+export class PrimeRuntime extends RemoteRuntime<PrimeRuntimeOptions, PrimeSandbox> {
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: false };
-  private readonly options: PrimeRuntimeOptions;
   private readonly api: PrimeSandboxApi;
-  private readonly limiter: CreationLimiter;
-  private readonly sandboxes = new OpenSandboxes<PrimeSandbox>();
 
   constructor(options: PrimeRuntimeOptions & { fetch?: typeof fetch }) {
     const { fetch: injectedFetch, ...rest } = options;
-    this.options = parseRuntimeOptions({ schema: PrimeRuntimeOptionsSchema, value: rest, what: 'prime' });
+    super({ id: 'prime', schema: PrimeRuntimeOptionsSchema, options: rest });
     this.api = new PrimeSandboxApi({
       apiKey: this.options.apiKey,
       baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1',
       ...(injectedFetch && { fetch: injectedFetch }),
     });
-    this.limiter = new CreationLimiter(this.options);
   }
 
-  async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-    const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
-    const slot = await this.limiter.acquire();
-    let id: string | undefined;
+  /** A sandbox created but not RUNNING is deleted before the error is passed on. */
+  protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => PrimeSandbox> {
+    const labels = Object.entries({ 'troupe.sandbox': '1', ...options.labels }).map(([name, value]) => `${name}=${value}`);
+    const created = await this.api.request({
+      method: 'POST',
+      path: '/sandbox',
+      body: {
+        name: `troupe-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+        docker_image: options.image ?? this.options.image ?? 'python:3.11-slim',
+        start_command: 'tail -f /dev/null',
+        cpu_cores: Math.max(1, Math.ceil(options.cpu ?? 1)),
+        memory_gb: Math.max(1, Math.ceil((options.memoryMb ?? 2048) / 1024)),
+        disk_size_gb: this.options.diskSizeGb ?? 10,
+        gpu_count: 0,
+        timeout_minutes: this.options.timeoutMinutes ?? 60,
+        environment_vars: withoutSecrets(options.env),
+        labels,
+        ...(this.options.teamId && { team_id: this.options.teamId }),
+      },
+      schema: PrimeSandboxSchema,
+    });
     try {
-      const labels = Object.entries({ 'troupe.sandbox': '1', ...sandboxOptions.labels }).map(
-        ([name, value]) => `${name}=${value}`,
-      );
-      const created = await this.api.request({
-        method: 'POST',
-        path: '/sandbox',
-        body: {
-          name: `troupe-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
-          docker_image: sandboxOptions.image ?? this.options.image ?? 'python:3.11-slim',
-          start_command: 'tail -f /dev/null',
-          cpu_cores: Math.max(1, Math.ceil(sandboxOptions.cpu ?? 1)),
-          memory_gb: Math.max(1, Math.ceil((sandboxOptions.memoryMb ?? 2048) / 1024)),
-          disk_size_gb: this.options.diskSizeGb ?? 10,
-          gpu_count: 0,
-          timeout_minutes: this.options.timeoutMinutes ?? 60,
-          environment_vars: withoutSecrets(sandboxOptions.env),
-          labels,
-          ...(this.options.teamId && { team_id: this.options.teamId }),
-        },
-        schema: PrimeSandboxSchema,
-      });
-      id = created.id;
       await this.waitRunning(created.id, created.status);
-      const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/';
-      return this.sandboxes.add(slot, (held) => new PrimeSandbox(this.api, created.id, workdir, held));
     } catch (error) {
-      slot.release();
-      if (id) await this.api.request({ method: 'DELETE', path: `/sandbox/${id}`, schema: z.unknown() }).catch(() => undefined);
-      if (error instanceof SandboxError) throw error;
-      throw new SandboxError(`prime sandbox could not be created: ${(error as Error).message}`, { cause: error });
+      await this.api.request({ method: 'DELETE', path: `/sandbox/${created.id}`, schema: z.unknown() }).catch(() => undefined);
+      throw error;
     }
+    const workdir = options.workdir ?? this.options.workdir ?? '/';
+    return (slot) => new PrimeSandbox(this.api, created.id, workdir, slot);
   }
 
   private async waitRunning(id: string, initialStatus: string): Promise<void> {
@@ -272,9 +255,5 @@ export class PrimeRuntime implements Runtime {
       status = (await this.api.request({ method: 'GET', path: `/sandbox/${id}`, schema: PrimeSandboxSchema })).status;
     }
     throw new SandboxError(`prime sandbox ${id} was not RUNNING after ${polls} polls (status ${status})`);
-  }
-
-  async close(): Promise<void> {
-    await this.sandboxes.stopAll();
   }
 }
