@@ -9,3 +9,4 @@ export * from './weight-relay.ts';
 export * from './config.ts';
 export * from './prime-rl-link.ts';
 export * from './encode-planned.ts';
+export * from './loopback.ts';
