@@ -7,12 +7,17 @@ import { DEFAULT_CONFIG } from './default-config.ts';
 import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './run.ts';
 import { applySet, camelKeys, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
+import { serveCommand } from './serve-command.ts';
 
 const USAGE = `usage: pnpm trainer <command>
   train [--config run.toml|run.json|'{…}'] [--set a.b=value]... [--dry-run] [--out DIR] [--seed N] [--max-steps N]
         [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
         (no --config: Kuhn poker self-play, configs/kuhn-poker.toml)
   eval --checkpoint DIR [--hands N] [--seed N]     (Kuhn poker checkpoints: vs uniform, equilibrium, itself)
+  serve-inference --checkpoint DIR [--port 8000] [--host 127.0.0.1] [--model policy] [--seed N] [--max-tokens N]
+        (a checkpoint or broadcasts/step_N as an OpenAI-compatible server with /pause /update_weights /resume /liveness)
+  serve-trainer --output-dir DIR [--zmq host:port] [--data-world-size W] [--max-steps N] [--forever] [--no-worker-thread]
+        (reads rollouts/step_N/rank_r.bin or ZMQ, trains, writes broadcasts/step_N/ + STABLE; docs/scale-out.md)
 exit codes: 0 ok, 2 bad config or flag (named by field path; nothing was written), 1 internal error`;
 
 /** `--config '{…}'`: an inline JSON run config. */
@@ -130,6 +135,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(JSON.stringify(report));
     return 0;
   }
+  if (command === 'serve-inference' || command === 'serve-trainer') return serveCommand(command, rest);
   console.error(USAGE);
   return command ? 2 : 0;
 }

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
+import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
 
 /** A config field error that names the field path (`train.source[0].ratio: …`). */
 export class RunConfigError extends Error {
@@ -108,8 +109,16 @@ export const RunConfigSchema = z
       .optional(),
     policy: PolicySectionSchema.prefault({}),
     trainer: TrainerSectionSchema.prefault({}),
+    /** `[transport]`: in-process (default), or prime-rl's wire to a trainer process (transport-config.ts). */
+    transport: TransportSectionSchema,
+    /** `[inference]`: external OpenAI-compatible policy servers (with a trainer process). */
+    inference: InferenceSectionSchema,
   })
-  .strict();
+  .strict()
+  .superRefine((config, context) => {
+    const problem = checkTransportSections(config);
+    if (problem) context.addIssue({ code: 'custom', path: ['inference'], message: problem });
+  });
 export type RunConfig = z.infer<typeof RunConfigSchema>;
 
 const camel = (key: string) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());

@@ -20,6 +20,7 @@ import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
 import { parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
+import { wireInference, wireTrainer } from './wire-engines.ts';
 
 export type { StepMetrics };
 
@@ -211,25 +212,39 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const weights = resumed?.weights ?? initWeights(policy);
   const { workerThread, lrFinalFraction, lrDecayFraction, momentumAtFloor, refKlTauStart, refKlDecayFraction, ...trainerConfig } =
     config.trainer;
-  const trainer = await embeddedTrainer({
-    policy,
-    weights,
-    ...(resumed ? { optimizer: resumed.optimizer } : {}),
-    trainer: trainerConfig,
-    schedule: {
-      maxSteps: config.maxSteps,
-      lr: trainerConfig.lr,
-      lrFinalFraction,
-      lrDecayFraction,
-      momentumAtFloor,
-      refKlTauStart,
-      refKlTau: trainerConfig.refKlTau,
-      refKlDecayFraction,
-    },
-    workerThread,
-    log,
-  });
-  const inference = await embeddedInference({
+  const schedule = {
+    maxSteps: config.maxSteps,
+    lr: trainerConfig.lr,
+    lrFinalFraction,
+    lrDecayFraction,
+    momentumAtFloor,
+    refKlTauStart,
+    refKlTau: trainerConfig.refKlTau,
+    refKlDecayFraction,
+  };
+  const transport = config.transport.type === 'in-process' ? null : config.transport;
+  if (transport && resumed) throw new RunConfigError('transport: --resume continues in-process runs only');
+  const trainer = transport
+    ? await wireTrainer({
+        transport,
+        tokenizer,
+        policy,
+        trainer: trainerConfig,
+        schedule,
+        temperature: config.policy.temperature,
+        startTimeoutMs: (config.inference?.startTimeoutSeconds ?? 600) * 1000,
+        log,
+      })
+    : await embeddedTrainer({
+        policy,
+        weights,
+        ...(resumed ? { optimizer: resumed.optimizer } : {}),
+        trainer: trainerConfig,
+        schedule,
+        workerThread,
+        log,
+      });
+  const embedded = await embeddedInference({
     tokenizer,
     policy,
     weights,
@@ -239,9 +254,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     maxBatch: config.policy.maxBatch,
     maxWaitMs: config.policy.maxWaitMs,
   });
+  const inference =
+    transport && config.inference
+      ? await wireInference({ inference: config.inference, outputDir: transport.outputDir, local: embedded, log })
+      : embedded;
   mainClient = inference.client;
   log(
-    `trainer: ${trainer.description}; inference: onnxruntime-node (1 thread); policy: vocabulary ${tokenizer.size}, context ${policy.contextLength}, head ${policy.outputTokens?.length ?? tokenizer.size} tokens`,
+    `trainer: ${trainer.description}; inference: ${inference === embedded ? 'onnxruntime-node (1 thread)' : config.inference?.baseUrls.join(', ')}; policy: vocabulary ${tokenizer.size}, context ${policy.contextLength}, head ${policy.outputTokens?.length ?? tokenizer.size} tokens`,
   );
   await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`).catch(async () => {
     const { mkdir } = await import('node:fs/promises');
@@ -284,6 +303,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     };
   } finally {
     await trainer.close();
+    await inference.close?.();
   }
 }
 
