@@ -87,11 +87,22 @@ export {
   writeHtmlReport,
 } from './viewer/index.ts';
 /** MCP tools: zod tools served to MCP-capable harnesses (issue 17 item 2). */
+export { connectMcpServers, type McpConnection, type McpLoopTool, mcpResultText } from './tools/mcp-client.ts';
 export {
   assertHarnessSupportsTools,
   defineTool,
-  serveToolsHttp,
   type ServedTools,
+  serveTaskTools,
+  serveToolsHttp,
   type ToolCallRecord,
   type ToolDefinition,
 } from './tools/mcp-server.ts';
+export {
+  assertHarnessSupportsMcpServers,
+  type McpServerSpec,
+  McpServerSpecSchema,
+  type McpServers,
+  McpServersSchema,
+  mcpToolName,
+  mergeMcpServers,
+} from './tools/mcp-servers.ts';

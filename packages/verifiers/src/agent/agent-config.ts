@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ModuleScorerSchema, RewardEntrySchema } from '../env/reward-modules.ts';
 import { SamplingSchema } from '../model/model-client.ts';
+import { McpServersSchema } from '../tools/mcp-servers.ts';
 
 /** How to reach a model server. The API key is named by an environment variable, resolved by the CLI. */
 export const ClientConfigSchema = z
@@ -66,6 +67,12 @@ export const AgentConfigSchema = z
     metrics: z.array(ModuleScorerSchema).optional(),
     /** Stop conditions plugged from config by module path (checked before each model call). */
     stops: z.array(ModuleScorerSchema).optional(),
+    /**
+     * MCP servers every run of this agent gets (`[env.<role>.mcpServers.<name>] url = "…"` or
+     * `command` / `args` / `env`): passed to any harness with `supportsMcp`; any other harness is
+     * refused when the agent is built.
+     */
+    mcpServers: McpServersSchema.optional(),
   })
   .strict();
 export type AgentConfig = z.input<typeof AgentConfigSchema>;

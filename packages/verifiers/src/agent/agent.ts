@@ -7,6 +7,8 @@ import type { ModelClient } from '../model/model-client.ts';
 import type { Runtime, Sandbox } from '../runtime/runtime.ts';
 import { scoreTrace } from '../task/scoring.ts';
 import type { Task } from '../task/task.ts';
+import { assertHarnessSupportsTools, serveTaskTools } from '../tools/mcp-server.ts';
+import { assertHarnessSupportsMcpServers, type McpServerSpec, mergeMcpServers } from '../tools/mcp-servers.ts';
 import { Trace } from '../trace/trace.ts';
 import { sleep, withDeadline, withTimeout } from '../util/timeout.ts';
 import type { ResolvedAgentConfig } from './agent-config.ts';
@@ -91,6 +93,7 @@ export class Agent {
         `harness ${this.harness.id} needs a container runtime, but ${this.name}.runtime is ${JSON.stringify(this.runtime.id)}; use e.g. runtime = "docker"`,
       );
     }
+    assertHarnessSupportsMcpServers(this.harness, this.config.mcpServers, `${this.name}.mcpServers`);
   }
 
   /** A fresh sandbox for `task` (the caller stops it). */
@@ -109,6 +112,8 @@ export class Agent {
 
   /** Runs the task to program exit. Retried whole while an error matches `retries`. */
   async run(task: Task, options: RunOptions = {}): Promise<Trace> {
+    // A task with tools on a harness without MCP is a pairing error: refused before any sandbox.
+    assertHarnessSupportsTools(this.harness, task);
     const retries = this.config.retries;
     const earlier: Trace['errors'] = [];
     for (let attempt = 0; ; attempt++) {
@@ -245,17 +250,61 @@ export class Agent {
         return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : { dialect: 'direct' });
       },
     };
+    let mcp: Awaited<ReturnType<Agent['mcpServersFor']>>;
+    try {
+      mcp = await this.mcpServersFor(task, trace, sandbox);
+    } catch (error) {
+      host?.unregister(session);
+      trace.recordError(error, 'setup');
+      if (!options.sandbox) await sandbox.stop().catch(() => {});
+      return null;
+    }
     return {
       sandbox,
       session,
-      context: { task, trace, sandbox, endpoint, messages: this.promptMessages(task), log: this.log },
+      context: {
+        task,
+        trace,
+        sandbox,
+        endpoint,
+        messages: this.promptMessages(task),
+        log: this.log,
+        ...(mcp.servers ? { mcpServers: mcp.servers } : {}),
+      },
       async release() {
         Agent.redactErrors(trace, session.secret);
         await session.drain();
         session.conclude(trace.stopCondition ?? 'agent_completed');
         host?.unregister(session);
+        await mcp.close();
       },
     };
+  }
+
+  /**
+   * The run's MCP servers: the agent's `mcpServers` plus, when the task declares tools, a
+   * loopback server `troupe` serving them (each call and result lands on `trace.info.toolCalls`).
+   * URLs are rewritten so that an external program in the sandbox reaches them.
+   */
+  private async mcpServersFor(
+    task: Task,
+    trace: Trace,
+    sandbox: Sandbox,
+  ): Promise<{ servers?: Record<string, McpServerSpec>; close: () => Promise<void> }> {
+    const served = await serveTaskTools(this.harness, task, trace);
+    const merged = mergeMcpServers(this.config.mcpServers, served ? { troupe: { url: served.url } } : undefined);
+    if (Object.keys(merged).length === 0) return { close: async () => {} };
+    const inProcess = (this.harness as { inProcess?: boolean }).inProcess === true;
+    try {
+      const servers: Record<string, McpServerSpec> = {};
+      for (const [name, spec] of Object.entries(merged)) {
+        servers[name] = 'url' in spec && !inProcess ? { url: await sandbox.reachHost(spec.url) } : spec;
+      }
+      return { servers, close: async () => served?.close() };
+    } catch (error) {
+      await served?.close();
+      throw error;
+    }
   }
 
   /** The opening messages; the system prompt is folded into the prompt when the harness cannot take one. */
@@ -348,6 +397,7 @@ export class Agent {
     if (!this.harness.capabilities.supportsResume || !this.harness.session) {
       throw new ConfigError(`harness ${this.harness.id} cannot resume, so ${this.name}.interaction() is not available`);
     }
+    assertHarnessSupportsTools(this.harness, task);
     const trace = this.newTrace(task);
     options.onTrace?.(trace);
     const prepared = await this.prepare(task, trace, options);

@@ -16,13 +16,16 @@ export const BashHarnessOptionsSchema = z
   .strict();
 export type BashHarnessOptions = z.input<typeof BashHarnessOptionsSchema>;
 
-/** `bash`: our own tool loop with a `bash` tool and an `edit` tool, running in the sandbox. */
+/**
+ * `bash`: our own tool loop with a `bash` tool and an `edit` tool, running in the sandbox, plus
+ * the tools of the run's MCP servers (`mcp__<server>__<tool>`, through the official MCP client).
+ */
 export class BashHarness extends LoopHarness {
   readonly id = 'bash';
   readonly capabilities: HarnessCapabilities = {
     executesCode: true,
     needsContainer: false,
-    supportsMcp: false,
+    supportsMcp: true,
     supportsResume: true,
     supportsSkills: false,
     appendsSystemPrompt: true,

@@ -2,6 +2,7 @@ import type { Message } from '../model/messages.ts';
 import type { ModelRequest, ModelResponse } from '../model/model-client.ts';
 import type { Sandbox } from '../runtime/runtime.ts';
 import type { Task } from '../task/task.ts';
+import type { McpServers } from '../tools/mcp-servers.ts';
 import type { Trace } from '../trace/trace.ts';
 
 /** What a harness can do; checked when an agent is built (pairing errors fail fast). */
@@ -46,6 +47,11 @@ export interface HarnessLaunchContext {
   signal: AbortSignal;
   /** Log lines for the run's log (stderr / log file). */
   log: (line: string) => void;
+  /**
+   * MCP servers for this run (the agent's `mcpServers` and the task's served tools), URLs already
+   * rewritten so that the program reaches them; given only to harnesses with `supportsMcp`.
+   */
+  mcpServers?: McpServers;
 }
 
 export interface HarnessResult {

@@ -1,4 +1,5 @@
 import type { Message } from '../model/messages.ts';
+import { connectMcpServers, type McpConnection } from '../tools/mcp-client.ts';
 import type { Harness, HarnessCapabilities, HarnessLaunchContext, HarnessResult, HarnessSession } from './harness.ts';
 import { type LoopTool, runToolLoop } from './tool-loop.ts';
 
@@ -15,21 +16,33 @@ export abstract class LoopHarness implements Harness {
 
   protected abstract tools(context: HarnessLaunchContext): LoopTool[];
 
+  /** The MCP servers' tools (`mcp__<server>__<tool>`), for loops with `supportsMcp`. */
+  private async mcp(context: HarnessLaunchContext): Promise<McpConnection> {
+    if (!this.capabilities.supportsMcp || !context.mcpServers) return { tools: [], close: async () => {} };
+    return connectMcpServers(context.mcpServers);
+  }
+
   async launch(context: HarnessLaunchContext): Promise<HarnessResult> {
     const messages = [...context.messages];
-    const result = await runToolLoop({
-      endpoint: context.endpoint,
-      messages,
-      tools: this.tools(context),
-      signal: context.signal,
-    });
-    const last = result.added.findLast((m) => m.role === 'assistant');
-    return { exitCode: 0, stdout: last?.role === 'assistant' ? (last.content ?? '') : '', stderr: '' };
+    const mcp = await this.mcp(context);
+    try {
+      const result = await runToolLoop({
+        endpoint: context.endpoint,
+        messages,
+        tools: [...this.tools(context), ...mcp.tools],
+        signal: context.signal,
+      });
+      const last = result.added.findLast((m) => m.role === 'assistant');
+      return { exitCode: 0, stdout: last?.role === 'assistant' ? (last.content ?? '') : '', stderr: '' };
+    } finally {
+      await mcp.close();
+    }
   }
 
   async session(context: HarnessLaunchContext): Promise<HarnessSession> {
     const messages: Message[] = [...context.messages];
-    const tools = this.tools(context);
+    const mcp = await this.mcp(context);
+    const tools = [...this.tools(context), ...mcp.tools];
     let terminated = false;
     return {
       async turn(incoming?: Message[]) {
@@ -44,6 +57,7 @@ export abstract class LoopHarness implements Harness {
       },
       async close() {
         terminated = true;
+        await mcp.close();
       },
     };
   }

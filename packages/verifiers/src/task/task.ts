@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { contentText, type Message, MessageSchema } from '../model/messages.ts';
 import type { Sandbox } from '../runtime/runtime.ts';
+import type { ToolDefinition } from '../tools/mcp-server.ts';
 import type { Trace } from '../trace/trace.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
 
@@ -66,6 +67,11 @@ export interface TaskOptions<D extends TaskData> {
   needsContainer?: boolean;
   /** Type name recorded on traces. */
   type?: string;
+  /**
+   * Tools the agent serves over MCP (server `troupe`, so the model sees `mcp__troupe__<name>`)
+   * to a harness with `supportsMcp`; any other harness is refused, naming both.
+   */
+  tools?: readonly ToolDefinition[];
 }
 
 /** A task: frozen data plus the rewards, metrics and hooks that score a run on it. */
@@ -79,6 +85,7 @@ export class Task<D extends TaskData = TaskData> {
   setup?(context: TaskContext<D>): Promise<void> | void;
   finalize?(context: TaskContext<D>): Promise<void> | void;
   readonly needsContainer: boolean;
+  readonly tools: readonly ToolDefinition[];
 
   constructor(data: D, options: TaskOptions<D> = {}) {
     const parsed = TaskDataSchema.safeParse(data);
@@ -95,6 +102,7 @@ export class Task<D extends TaskData = TaskData> {
     if (options.setup) this.setup = options.setup;
     if (options.finalize) this.finalize = options.finalize;
     this.needsContainer = options.needsContainer ?? false;
+    this.tools = options.tools ?? [];
   }
 
   /** The prompt as text: the string, or the text parts joined by blank lines. */
@@ -133,6 +141,7 @@ export class Task<D extends TaskData = TaskData> {
       ...((options.finalize ?? this.finalize) ? { finalize: options.finalize ?? this.finalize } : {}),
       needsContainer: options.needsContainer ?? this.needsContainer,
       type: options.type ?? this.type,
+      tools: options.tools ?? this.tools,
     });
   }
 

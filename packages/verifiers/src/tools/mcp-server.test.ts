@@ -32,8 +32,8 @@ describe('serveToolsHttp', () => {
   });
 
   it('refuses a harness without supportsMcp for a task with tools, naming both', () => {
-    const harness = { name: 'null', capabilities: { supportsMcp: false } };
-    expect(() => assertHarnessSupportsTools(harness, { id: 't1', tools: [add] })).toThrow(/"null".*"t1"/);
-    expect(() => assertHarnessSupportsTools(harness, { id: 't2' })).not.toThrow();
+    const harness = { id: 'null', capabilities: { supportsMcp: false } };
+    expect(() => assertHarnessSupportsTools(harness, { key: 't1', tools: [add] })).toThrow(/"null".*"t1"/);
+    expect(() => assertHarnessSupportsTools(harness, { key: 't2' })).not.toThrow();
   });
 });

@@ -111,14 +111,30 @@ export async function serveToolsHttp(
   };
 }
 
-/** Refuses, at the door, a harness without MCP support for a task that needs tools. */
+/** Refuses, at the door, a harness without MCP support for a task that needs tools, naming both. */
 export function assertHarnessSupportsTools(
-  harness: { readonly name: string; readonly capabilities: { readonly supportsMcp: boolean } },
-  task: { readonly id: string; readonly tools?: readonly unknown[] },
+  harness: { readonly id: string; readonly capabilities: { readonly supportsMcp: boolean } },
+  task: { readonly key: string; readonly tools?: readonly unknown[] },
 ): void {
   if ((task.tools?.length ?? 0) > 0 && !harness.capabilities.supportsMcp) {
     throw new ConfigError(
-      `harness "${harness.name}" does not support MCP, but task "${task.id}" needs tools (${task.tools?.length}); pick a harness with capabilities.supportsMcp`,
+      `harness "${harness.id}" does not support MCP, but task "${task.key}" needs tools (${task.tools?.length}); pick a harness with capabilities.supportsMcp (bash, claude_code, codex)`,
     );
   }
+}
+
+/**
+ * Serves a task's tools for one run (after the door check): each call and result is appended
+ * to `trace.info.toolCalls`. Undefined when the task has no tools.
+ */
+export async function serveTaskTools(
+  harness: { readonly id: string; readonly capabilities: { readonly supportsMcp: boolean } },
+  task: { readonly key: string; readonly tools?: readonly ToolDefinition[] },
+  trace: { info: Record<string, unknown> },
+): Promise<ServedTools | undefined> {
+  if (!task.tools?.length) return undefined;
+  assertHarnessSupportsTools(harness, task);
+  const calls: ToolCallRecord[] = [];
+  trace.info.toolCalls = calls;
+  return serveToolsHttp(task.tools, { onCall: (r) => calls.push(r) });
 }
