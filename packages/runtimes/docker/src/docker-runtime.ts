@@ -17,6 +17,7 @@ import {
 import Docker from 'dockerode';
 import { z } from 'zod';
 import { DockerSandbox } from './docker-sandbox.ts';
+import { type EgressRoute, EgressSchema, egressHosts, egressRoutes } from './egress.ts';
 
 /** Label on every container this runtime creates. */
 export const SANDBOX_LABEL = 'troupe.sandbox';
@@ -50,6 +51,11 @@ export const DockerRuntimeOptionsSchema = z
     sweep: z.boolean().optional(),
     /** Bytes of stdout and of stderr kept per command (default 64 MiB). */
     maxOutputBytes: z.number().int().positive().optional(),
+    /**
+     * Outbound network as an allow list (`{ allow = ["host:port", …] }`): the container has no
+     * network and only these destinations are forwarded into it. Excludes `network: true`.
+     */
+    egress: EgressSchema.optional(),
     /** Node binary used to forward host ports into no-network containers (default: this process's). */
     nodePath: z.string().min(1).optional(),
     ...CreationLimitsSchema.shape,
@@ -79,6 +85,7 @@ export class DockerRuntime implements Runtime {
   readonly docker: Docker;
   private readonly options: DockerRuntimeOptions;
   private readonly limiter: CreationLimiter;
+  private readonly egress: EgressRoute[] | undefined;
   private readonly logger: RuntimeLogger | undefined;
   private readonly sandboxes = new Set<DockerSandbox>();
   private swept: Promise<unknown> | undefined;
@@ -89,6 +96,14 @@ export class DockerRuntime implements Runtime {
     this.docker = docker ?? new Docker({ socketPath: this.options.socketPath ?? '/var/run/docker.sock' });
     this.limiter = new CreationLimiter(this.options, this.id);
     this.logger = logger;
+    if (this.options.egress) {
+      if (this.options.network) throw new ConfigError('docker.egress: an allow list replaces network: true; set one of them');
+      try {
+        this.egress = egressRoutes(this.options.egress);
+      } catch (error) {
+        throw new ConfigError(`docker.${(error as Error).message}`);
+      }
+    }
   }
 
   /** Sandboxes of this runtime that have not been stopped. */
@@ -109,6 +124,8 @@ export class DockerRuntime implements Runtime {
     const image = sandboxOptions.image ?? this.options.image ?? 'troupe-debian:bookworm';
     const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/work';
     const network = sandboxOptions.network ?? this.options.network ?? false;
+    if (network && this.egress)
+      throw new ConfigError('sandbox.network: this docker runtime has an egress allow list; network: true would bypass it');
     const cpu = sandboxOptions.cpu ?? this.options.cpu;
     const memoryMb = sandboxOptions.memoryMb ?? this.options.memoryMb;
     const env = { ...withoutSecrets(this.options.env), ...withoutSecrets(sandboxOptions.env) };
@@ -138,6 +155,7 @@ export class DockerRuntime implements Runtime {
       HostConfig: {
         Init: true,
         NetworkMode: network ? 'host' : 'none',
+        ...(this.egress && { ExtraHosts: egressHosts(this.egress) }),
         AutoRemove: false,
         ...(cpu !== undefined && { NanoCpus: Math.round(cpu * 1e9) }),
         ...(memoryMb !== undefined && { Memory: Math.round(memoryMb * 1024 * 1024) }),
@@ -156,9 +174,14 @@ export class DockerRuntime implements Runtime {
         maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
         slot,
         nodePath: this.options.nodePath ?? process.execPath,
+        egress: this.egress ?? [],
         onStopped: () => this.sandboxes.delete(sandbox),
       });
       this.sandboxes.add(sandbox);
+      await sandbox.openEgress().catch(async (error: unknown) => {
+        await sandbox.stop();
+        throw error;
+      });
       return sandbox;
     } catch (error) {
       slot.release();

@@ -4,6 +4,7 @@ import type { CreationSlot, ExecOptions, ExecResult, Sandbox } from '@troupe/ver
 import { EXEC_PID_DIR, SandboxError } from '@troupe/verifiers';
 import type Docker from 'dockerode';
 import { runDockerExec } from './docker-exec.ts';
+import type { EgressRoute } from './egress.ts';
 import { HostForwarder } from './host-forwarder.ts';
 import { extractToHost, packFile, packHostPath, readFirstEntry } from './tar-archive.ts';
 
@@ -19,6 +20,8 @@ export interface DockerSandboxInit {
   slot: CreationSlot;
   /** The Node binary run (in the container's network namespace) to forward host ports. */
   nodePath: string;
+  /** Destinations forwarded into the container (its egress allow list); empty for none. */
+  egress: EgressRoute[];
   onStopped: () => void;
 }
 
@@ -209,7 +212,25 @@ export class DockerSandbox implements Sandbox {
       });
       await this.container.wait({ condition: 'not-running' }).catch(() => undefined);
       await this.container.start();
+      await this.openEgress();
     });
+  }
+
+  /** Starts a forwarder for every allowed egress destination (again after a restart: new network namespace). */
+  async openEgress(): Promise<void> {
+    if (this.init.egress.length === 0) return;
+    const forwarder = await this.hostForwarder();
+    for (const route of this.init.egress)
+      await forwarder.forward({ hostName: route.hostName, port: route.port, listenHost: route.listenHost });
+  }
+
+  private async hostForwarder(): Promise<HostForwarder> {
+    if (!this.forwarder) {
+      const info = await this.container.inspect();
+      if (!info.State.Pid) throw new SandboxError(`sandbox ${this.id} has no running process to forward into`);
+      this.forwarder = new HostForwarder({ containerPid: info.State.Pid, nodePath: this.init.nodePath });
+    }
+    return this.forwarder;
   }
 
   async alive(): Promise<boolean> {
@@ -235,12 +256,7 @@ export class DockerSandbox implements Sandbox {
     if (!loopback)
       throw new SandboxError(`sandbox ${this.id} has no network: ${url.host} is unreachable (create it with network: true)`);
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    if (!this.forwarder) {
-      const info = await this.container.inspect();
-      if (!info.State.Pid) throw new SandboxError(`sandbox ${this.id} has no running process to forward into`);
-      this.forwarder = new HostForwarder({ containerPid: info.State.Pid, nodePath: this.init.nodePath });
-    }
-    await this.forwarder.forward({
+    await (await this.hostForwarder()).forward({
       hostName: url.hostname === 'localhost' ? '127.0.0.1' : url.hostname.replace(/^\[|\]$/g, ''),
       port,
     });

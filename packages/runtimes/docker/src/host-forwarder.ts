@@ -12,7 +12,7 @@ import { SandboxError } from '@troupe/verifiers';
  */
 const FORWARDER_SOURCE = `
 const net = require('node:net');
-const [port, socketPath] = process.argv.slice(1);
+const [port, socketPath, listenHost] = process.argv.slice(1);
 const server = net.createServer((inbound) => {
   const outbound = net.connect(socketPath);
   inbound.pipe(outbound).pipe(inbound);
@@ -20,7 +20,7 @@ const server = net.createServer((inbound) => {
   outbound.on('error', () => inbound.destroy());
 });
 server.on('error', (error) => { process.stderr.write(String(error) + '\\n'); process.exit(1); });
-server.listen(Number(port), '127.0.0.1', () => process.stdout.write('ready\\n'));
+server.listen(Number(port), listenHost, () => process.stdout.write('ready\\n'));
 process.stdin.on('end', () => process.exit(0));
 process.stdin.resume();
 `;
@@ -38,9 +38,12 @@ export class HostForwarder {
 
   constructor(private readonly options: { containerPid: number; nodePath: string; nsenterPath?: string }) {}
 
-  /** Forwards the container's `127.0.0.1:<port>` to the host's `<hostName>:<port>`; idempotent per port. */
-  forward(target: { hostName: string; port: number }): Promise<void> {
-    const key = `${target.hostName}:${target.port}`;
+  /**
+   * Forwards the container's `<listenHost>:<port>` (default `127.0.0.1`, any 127/8 address works)
+   * to the host's `<hostName>:<port>`; idempotent per listen address and port.
+   */
+  forward(target: { hostName: string; port: number; listenHost?: string }): Promise<void> {
+    const key = `${target.listenHost ?? '127.0.0.1'}:${target.port}`;
     let pending = this.forwards.get(key);
     if (!pending) {
       pending = this.start(target);
@@ -50,9 +53,14 @@ export class HostForwarder {
     return pending.then(() => undefined);
   }
 
-  private async start(target: { hostName: string; port: number }): Promise<{ server: Server; child: ChildProcess }> {
+  private async start(target: {
+    hostName: string;
+    port: number;
+    listenHost?: string;
+  }): Promise<{ server: Server; child: ChildProcess }> {
     this.directory ??= await mkdtemp(join(tmpdir(), 'troupe-forward-'));
-    const socketPath = join(this.directory, `${target.port}.sock`);
+    const listenHost = target.listenHost ?? '127.0.0.1';
+    const socketPath = join(this.directory, `${listenHost}-${target.port}.sock`);
     const server = createServer((inbound) => {
       const outbound = createConnection({ host: target.hostName, port: target.port });
       inbound.pipe(outbound).pipe(inbound);
@@ -73,6 +81,7 @@ export class HostForwarder {
         FORWARDER_SOURCE,
         String(target.port),
         socketPath,
+        listenHost,
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );

@@ -54,6 +54,8 @@ export const LocalRuntimeOptionsSchema = z
      * with util-linux `unshare`; `true` requires it; `false` keeps process groups only.
      */
     pidNamespace: z.boolean().optional(),
+    /** Refused: local sandboxes share the host's network, so no egress policy can be enforced. */
+    egress: z.unknown().optional(),
     ...CreationLimitsSchema.shape,
   })
   .strict();
@@ -349,6 +351,10 @@ export class LocalRuntime implements Runtime {
   constructor(options: LocalRuntimeOptions & { logger?: RuntimeLogger } = {}) {
     const { logger, ...rest } = options;
     this.options = parseRuntimeOptions({ schema: LocalRuntimeOptionsSchema, value: rest, what: 'local' });
+    if (this.options.egress !== undefined)
+      throw new ConfigError(
+        'local.egress: the local runtime cannot enforce an egress policy (its sandboxes share the host network); use runtime = "docker"',
+      );
     this.rootDir = this.options.root ?? join(tmpdir(), 'troupe-sandboxes');
     this.limiter = new CreationLimiter(this.options, this.id);
     this.logger = logger;
