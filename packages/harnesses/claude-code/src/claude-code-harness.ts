@@ -9,7 +9,7 @@ import {
   provisionedPathDirs,
   withoutV1,
 } from '@troupe/harness-kit';
-import type { ExecResult, HarnessResult } from '@troupe/verifiers';
+import { type ExecResult, type HarnessResult, type McpServers, McpServersSchema, mergeMcpServers } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The pinned Claude Code release (measured here: see docs/harnesses.md). */
@@ -31,16 +31,11 @@ export const ClaudeCodeHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
   disallowedTools: z.array(z.string().min(1)).optional(),
   /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
   allowLocal: z.boolean().optional(),
-  /** MCP servers handed over with `--mcp-config` (+ `--strict-mcp-config`): name → streamable-HTTP url or stdio command. */
-  mcpServers: z
-    .record(
-      z.string().min(1),
-      z.union([
-        z.object({ url: z.string().url() }).strict(),
-        z.object({ command: z.string().min(1), args: z.array(z.string()).optional() }).strict(),
-      ]),
-    )
-    .optional(),
+  /**
+   * MCP servers handed over with `--mcp-config` (+ `--strict-mcp-config`): name → streamable-HTTP
+   * url or stdio command. Joined with the run's servers (the agent's `mcpServers`, a task's tools).
+   */
+  mcpServers: McpServersSchema.optional(),
 }).strict();
 export type ClaudeCodeHarnessOptions = z.infer<typeof ClaudeCodeHarnessOptionsSchema>;
 
@@ -68,7 +63,8 @@ export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOption
     if (this.options.bare) argv.push('--bare');
     if (prompt.system) argv.push('--append-system-prompt', prompt.system);
     if (this.options.disallowedTools?.length) argv.push('--disallowedTools', this.options.disallowedTools.join(','));
-    if (this.options.mcpServers) argv.push('--mcp-config', claudeMcpConfig(this.options.mcpServers), '--strict-mcp-config');
+    const mcpServers = mergeMcpServers(this.options.mcpServers, launch.mcpServers);
+    if (Object.keys(mcpServers).length) argv.push('--mcp-config', claudeMcpConfig(mcpServers), '--strict-mcp-config');
     argv.push('--', prompt.prompt);
     return {
       argv,
@@ -117,10 +113,13 @@ export function createHarness(options: unknown = {}): ClaudeCodeHarness {
 }
 
 /** The `--mcp-config` JSON for `servers` (`type: "http"` for urls, `stdio` for commands). */
-export function claudeMcpConfig(servers: NonNullable<ClaudeCodeHarnessOptions['mcpServers']>): string {
+export function claudeMcpConfig(servers: McpServers): string {
   const mcpServers: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(servers)) {
-    mcpServers[name] = 'url' in s ? { type: 'http', url: s.url } : { type: 'stdio', command: s.command, args: s.args ?? [] };
+    mcpServers[name] =
+      'url' in s
+        ? { type: 'http', url: s.url }
+        : { type: 'stdio', command: s.command, args: s.args ?? [], ...(s.env ? { env: s.env } : {}) };
   }
   return JSON.stringify({ mcpServers });
 }

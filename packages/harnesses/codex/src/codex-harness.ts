@@ -10,6 +10,7 @@ import {
   provisionedPathDirs,
   withV1,
 } from '@troupe/harness-kit';
+import { type McpServers, McpServersSchema, mergeMcpServers } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The pinned Codex CLI release (measured here: see docs/harnesses.md). */
@@ -32,16 +33,11 @@ export const CodexHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
   config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
   /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
   allowLocal: z.boolean().optional(),
-  /** MCP servers written as `[mcp_servers.<name>]` in config.toml: a streamable-HTTP url or a stdio command. */
-  mcpServers: z
-    .record(
-      z.string().regex(/^[A-Za-z0-9_-]+$/),
-      z.union([
-        z.object({ url: z.string().url() }).strict(),
-        z.object({ command: z.string().min(1), args: z.array(z.string()).optional() }).strict(),
-      ]),
-    )
-    .optional(),
+  /**
+   * MCP servers written as `[mcp_servers.<name>]` in config.toml: a streamable-HTTP url or a stdio
+   * command. Joined with the run's servers (the agent's `mcpServers`, a task's tools).
+   */
+  mcpServers: McpServersSchema.optional(),
 }).strict();
 export type CodexHarnessOptions = z.infer<typeof CodexHarnessOptionsSchema>;
 
@@ -104,7 +100,7 @@ export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
           path: `${codexHome}/config.toml`,
           content:
             codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }) +
-            codexMcpToml(this.options.mcpServers ?? {}),
+            codexMcpToml(mergeMcpServers(this.options.mcpServers, launch.mcpServers)),
         },
       ],
       ...provisionedPathDirs(install),
@@ -118,12 +114,16 @@ export function createHarness(options: unknown = {}): CodexHarness {
 }
 
 /** `[mcp_servers.<name>]` tables for config.toml (`url` for streamable HTTP, `command`/`args` for stdio). */
-export function codexMcpToml(servers: NonNullable<CodexHarnessOptions['mcpServers']>): string {
+export function codexMcpToml(servers: McpServers): string {
   const lines: string[] = [];
   for (const [name, s] of Object.entries(servers)) {
     lines.push(`[mcp_servers.${name}]`);
     if ('url' in s) lines.push(`url = ${tomlString(s.url)}`);
-    else lines.push(`command = ${tomlString(s.command)}`, `args = [${(s.args ?? []).map(tomlString).join(', ')}]`);
+    else {
+      lines.push(`command = ${tomlString(s.command)}`, `args = [${(s.args ?? []).map(tomlString).join(', ')}]`);
+      const env = Object.entries(s.env ?? {}).map(([k, v]) => `${tomlString(k)} = ${tomlString(v)}`);
+      if (env.length) lines.push(`env = { ${env.join(', ')} }`);
+    }
     lines.push('');
   }
   return lines.join('\n');
