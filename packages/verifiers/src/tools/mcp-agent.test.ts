@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Env } from '../env/env.ts';
@@ -58,6 +59,18 @@ describe('MCP tools through the agent (bash harness, real MCP client and server)
     expect(served.calls.slice(before)).toEqual([{ name: 'add', args: { a: 2, b: 40 }, result: '42', isError: false }]);
     expect(trace.messages.find((m) => m.role === 'tool')?.content).toBe('42');
     expect(trace.lastReply).toBe('result: 42');
+  });
+
+  it('reads the servers from TOML ([env.agent.mcpServers.<name>])', async () => {
+    script = callOnce('mcp__calc__add', { a: 1, b: 2 });
+    const toml = parseToml(
+      `[env.agent]\nharness = "bash"\nruntime = "local"\n[env.agent.mcpServers.calc]\nurl = "${served.url}"\n`,
+    );
+    const config = (toml.env as Record<string, unknown>).agent as Record<string, unknown>;
+    const e = await env(config);
+    const trace = (await e.runEpisode({ task: new Task({ prompt: 'Add 1 and 2.' }), group: { id: 'g', index: 0 } })).traces[0]!;
+    expect(trace.errors).toEqual([]);
+    expect(trace.lastReply).toBe('result: 3');
   });
 
   it('spawns a stdio MCP server declared by command and passes its error results back as errors', async () => {
