@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Inference, Trainer, TrainerSchedule } from '@troupe/prime-rl/orchestrator';
 import type { PolicyConfig, WordTokenizer } from '@troupe/prime-rl/policy';
@@ -22,6 +23,10 @@ async function waitForBroadcast(options: { outputDir: string; step: number; runI
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     await waitForFile({ path: join(dir, 'STABLE'), timeoutMs: Math.max(0, deadline - Date.now()), pollMs: 20 });
+    if (!existsSync(join(dir, 'meta.json')) && existsSync(join(dir, 'STABLE')))
+      throw new Error(
+        `${dir}: STABLE but no meta.json — not the embedded engines' weight format (a Hugging Face checkpoint from prime-rl's own trainer?); pnpm trainer train reads weights back from pnpm trainer serve-trainer only (docs/scale-out.md)`,
+      );
     try {
       const broadcast = await readBroadcast({ dir });
       if (broadcast.state.runId === options.runId) return broadcast;
