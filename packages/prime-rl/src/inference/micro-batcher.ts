@@ -8,7 +8,10 @@ interface Pending {
 
 export interface MicroBatcherStats {
   batches: number;
+  /** Requests answered. */
   rows: number;
+  /** Distinct token rows the forward passes ran over (requests with the same tokens share one). */
+  forwardRows: number;
   forwardMs: number;
 }
 
@@ -22,7 +25,7 @@ export class MicroBatcher {
   private queue: Pending[] = [];
   private running = false;
   private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
-  readonly stats: MicroBatcherStats = { batches: 0, rows: 0, forwardMs: 0 };
+  readonly stats: MicroBatcherStats = { batches: 0, rows: 0, forwardRows: 0, forwardMs: 0 };
 
   constructor(private readonly options: { policy: () => OnnxPolicy; maxBatch: number; maxWaitMs: number; vocabSize: number }) {}
 
@@ -54,20 +57,41 @@ export class MicroBatcher {
     const batch = this.queue.splice(0, this.options.maxBatch);
     this.running = true;
     const started = performance.now();
-    const time = Math.max(...batch.map((p) => p.tokens.length));
-    const tokens = new Int32Array(batch.length * time);
+    let time = 0;
+    for (const p of batch) if (p.tokens.length > time) time = p.tokens.length;
+    // Requests with the same tokens (self-play over a small game repeats a handful of prompts
+    // hundreds of times per batch) share one row of the forward pass: the same logits, computed once.
+    const distinct = new Map<string, number>();
+    const slot = new Int32Array(batch.length);
+    const firsts: (readonly number[])[] = [];
+    for (let b = 0; b < batch.length; b++) {
+      const t = (batch[b] as Pending).tokens;
+      const key = t.join(',');
+      let u = distinct.get(key);
+      if (u === undefined) {
+        u = firsts.length;
+        distinct.set(key, u);
+        firsts.push(t);
+      }
+      slot[b] = u;
+    }
+    const count = firsts.length;
+    const tokens = new Int32Array(count * time);
     const rows: number[] = [];
-    batch.forEach((p, b) => {
-      tokens.set(p.tokens, b * time);
-      rows.push(b * time + p.tokens.length - 1);
+    firsts.forEach((t, u) => {
+      tokens.set(t, u * time);
+      rows.push(u * time + t.length - 1);
     });
     const v = this.options.vocabSize;
     this.options
       .policy()
-      .logits({ tokens, batch: batch.length, time, rows })
+      .logits({ tokens, batch: count, time, rows })
       .then(
         (logits) => {
-          for (const [b, p] of batch.entries()) p.resolve(logits.subarray(b * v, (b + 1) * v));
+          for (const [b, p] of batch.entries()) {
+            const u = slot[b] as number;
+            p.resolve(logits.subarray(u * v, (u + 1) * v));
+          }
         },
         (error) => {
           for (const p of batch) p.reject(error);
@@ -76,6 +100,7 @@ export class MicroBatcher {
       .finally(() => {
         this.stats.batches++;
         this.stats.rows += batch.length;
+        this.stats.forwardRows += count;
         this.stats.forwardMs += performance.now() - started;
         this.running = false;
         if (this.queue.length >= this.options.maxBatch) this.flush();

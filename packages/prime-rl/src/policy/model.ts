@@ -35,6 +35,10 @@ export class PolicyModel {
   private readonly byName: Map<string, tf.Variable>;
   private readonly mask: tf.Tensor1D;
   private readonly causal: tf.Tensor2D;
+  /** Compute repeated rows once in {@link forward} (default true; false runs every row, for comparisons). */
+  shareRows = true;
+  /** Distinct rows the last {@link forward} ran over when it shared repeated rows, else null. */
+  lastDistinctRows: number | null = null;
 
   constructor(options: { config: PolicyConfig; weights?: NamedWeight[] }) {
     this.config = options.config;
@@ -61,8 +65,61 @@ export class PolicyModel {
     return v;
   }
 
-  /** Logits [B, T, V] for int32 tokens [B, T] (T ≤ contextLength). Call inside tf.tidy or a gradient function. */
+  /**
+   * Logits [B, T, V] for int32 tokens [B, T] (T ≤ contextLength). Call inside tf.tidy or a gradient function.
+   *
+   * Rows that repeat an earlier row exactly are computed once: when the batch holds few distinct
+   * rows (self-play over a small game: a 576-hand Kuhn batch has ≈30 distinct sequences among
+   * 1,152) the transformer runs over the distinct rows only and a 0/1 selection matmul copies
+   * their logits to every row (its gradient sums the copies' gradients). The logits are the
+   * same values; only the order in which the weight gradients are summed changes. It applies
+   * when the selection costs less than the rows it saves (never when every row is distinct).
+   */
   forward(tokens: tf.Tensor2D): tf.Tensor3D {
+    const shared = this.distinctRows(tokens);
+    this.lastDistinctRows = shared?.count ?? null;
+    if (!shared) return this.forwardRows(tokens);
+    const [batch, time] = tokens.shape;
+    const v = this.config.vocabSize;
+    const distinct = shared.count;
+    const logits = this.forwardRows(tf.tensor2d(shared.tokens, [distinct, time], 'int32'));
+    const select = tf.tensor2d(shared.select, [batch, distinct]);
+    return tf.reshape(tf.matMul(select, tf.reshape(logits, [distinct, time * v])), [batch, time, v]);
+  }
+
+  /** The distinct rows of `tokens` and the [B, distinct] one-hot selection, when sharing them pays; else null. */
+  private distinctRows(tokens: tf.Tensor2D): { count: number; tokens: Int32Array; select: Float32Array } | null {
+    const [batch, time] = tokens.shape;
+    if (!this.shareRows || batch < 4) return null;
+    const data = tokens.dataSync() as Int32Array;
+    const index = new Map<string, number>();
+    const of = new Int32Array(batch);
+    const firsts: number[] = [];
+    for (let b = 0; b < batch; b++) {
+      const key = data.subarray(b * time, (b + 1) * time).join(',');
+      let u = index.get(key);
+      if (u === undefined) {
+        u = firsts.length;
+        index.set(key, u);
+        firsts.push(b);
+      }
+      of[b] = u;
+    }
+    const count = firsts.length;
+    const { dModel: d, vocabSize: v, ffnMult, layers } = this.config;
+    // Multiply-adds per row: the transformer's (embedding, blocks, attention, head) against the selection's.
+    const perRow = time * (2 * v * d + layers * (4 * d * d + 2 * d * d * ffnMult + 2 * time * d));
+    if (count === batch || batch * count * time * v >= (batch - count) * perRow) return null;
+    const distinct = new Int32Array(count * time);
+    firsts.forEach((b, u) => {
+      distinct.set(data.subarray(b * time, (b + 1) * time), u * time);
+    });
+    const select = new Float32Array(batch * count);
+    for (let b = 0; b < batch; b++) select[b * count + (of[b] as number)] = 1;
+    return { count, tokens: distinct, select };
+  }
+
+  private forwardRows(tokens: tf.Tensor2D): tf.Tensor3D {
     const [batch, time] = tokens.shape;
     const { dModel: d, heads, vocabSize: v } = this.config;
     const dh = d / heads;

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { MicroBatcher } from './micro-batcher.ts';
+import type { OnnxPolicy } from './onnx-policy.ts';
+
+/** A fake policy whose logits at a row encode that row's tokens, recording each forward pass's shape. */
+function fakePolicy(calls: { batch: number; time: number }[]): OnnxPolicy {
+  return {
+    vocabSize: 3,
+    async logits({ tokens, batch, time, rows }: { tokens: Int32Array; batch: number; time: number; rows: readonly number[] }) {
+      calls.push({ batch, time });
+      const out = new Float32Array(rows.length * 3);
+      rows.forEach((r, i) => {
+        const b = Math.floor(r / time);
+        let sum = 0;
+        for (let t = 0; t <= r % time; t++) sum = sum * 31 + (tokens[b * time + t] as number);
+        out.set([sum, r % time, b], i * 3);
+      });
+      return out;
+    },
+  } as unknown as OnnxPolicy;
+}
+
+describe('MicroBatcher', () => {
+  it('runs requests with the same tokens as one row and answers each with that row’s logits', async () => {
+    const calls: { batch: number; time: number }[] = [];
+    const batcher = new MicroBatcher({ policy: () => fakePolicy(calls), maxBatch: 64, maxWaitMs: 0, vocabSize: 3 });
+    const prompts = [[1, 2, 3], [1, 2], [1, 2, 3], [4], [1, 2, 3], [1, 2]];
+    const answers = await Promise.all(prompts.map((p) => batcher.next(p)));
+    expect(calls).toEqual([{ batch: 3, time: 3 }]);
+    expect(batcher.stats).toMatchObject({ batches: 1, rows: 6, forwardRows: 3 });
+    const code = (p: number[]) => p.reduce((s, x) => s * 31 + x, 0);
+    answers.forEach((logits, i) => {
+      const p = prompts[i] as number[];
+      expect(logits[0]).toBe(code(p));
+      expect(logits[1]).toBe(p.length - 1);
+    });
+    // Equal prompts got the same distinct row; different prompts different rows.
+    expect(answers[0]?.[2]).toBe(answers[2]?.[2]);
+    expect(answers[1]?.[2]).toBe(answers[5]?.[2]);
+    expect(new Set(answers.map((a) => a[2])).size).toBe(3);
+  });
+});
