@@ -5,6 +5,7 @@ export * from './host-install.ts';
 export * from './install-script.ts';
 export * from './npm-program.ts';
 export * from './npm-program-harness.ts';
+export * from './program-harness.ts';
 export * from './prompt.ts';
 export * from './sandbox-files.ts';
 export * from './sandbox-program.ts';

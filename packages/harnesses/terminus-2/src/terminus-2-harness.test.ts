@@ -1,33 +1,10 @@
-import { runRecordedHarnessConformance } from '@troupe/verifiers/testing';
-import { describe, expect, it } from 'vitest';
-import { createHarness, Terminus2Harness } from './terminus-2-harness.ts';
+import { describeRecordedHarness } from '@troupe/harness-kit/testing';
+import { Terminus2Harness } from './terminus-2-harness.ts';
 
-// Not run here: the program downloads from PyPI or its vendor. These tests check the generated
-// install and launch commands and config files against a recording sandbox.
-describe('terminus_2 (recorded, not run here)', () => {
-  it('installs the pinned program and launches it wired to interception', async () => {
-    const { checks, sandbox } = await runRecordedHarnessConformance({
-      harness: new Terminus2Harness(),
-      expect: { install: ['harbor==0.21.0', 'tmux'], launch: ['uv', 'run', '--script'] },
-    });
-    expect(checks.filter((check) => !check.ok)).toEqual([]);
-    expect(sandbox.uploads).toEqual([]);
-  });
-
-  it('installs once per sandbox (a marker guards the install script)', async () => {
-    const { sandbox } = await runRecordedHarnessConformance({ harness: new Terminus2Harness(), expect: { install: [] } });
-    const install = sandbox.commandLines.find((line) => line.includes('.installed-terminus_2-'));
-    expect(install).toMatch(/if \[ -e /);
-  });
-
-  it('declares a container-only program that executes code', () => {
-    const harness = new Terminus2Harness();
-    expect(harness.capabilities.needsContainer).toBe(true);
-    expect(harness.capabilities.executesCode).toBe(true);
-    expect(harness.info.verifiedHere).toBe(false);
-  });
-
-  it('rejects unknown options naming the field', () => {
-    expect(() => createHarness({ nonsense: 1 })).toThrow(/harness terminus_2: options/);
-  });
+// The program downloads from PyPI; these tests check the generated install and launch commands
+// and config files against a recording sandbox.
+describeRecordedHarness({
+  harness: Terminus2Harness,
+  install: ['harbor==0.21.0', 'tmux'],
+  launch: ['uv', 'run', '--script'],
 });
