@@ -1,7 +1,7 @@
 import { installForIntegrationTest, runShellToolScenario } from '@troupe/harness-kit';
 import { runHarnessConformance } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { OPENCLAW_PROGRAM, OpenClawHarness } from './openclaw-harness.ts';
+import { OpenClawHarness } from './openclaw-harness.ts';
 
 // Runs the real OpenClaw CLI (on Node 24 from npm) (installed from npm into ~/.cache/troupe/harnesses once) in a
 // local sandbox against the scripted model behind interception.
@@ -10,7 +10,11 @@ describe('openclaw against the real CLI', () => {
   let unavailable: string | null = null;
 
   beforeAll(async () => {
-    unavailable = await installForIntegrationTest({ harness, packageName: OPENCLAW_PROGRAM.packageName, timeoutMs: 600_000 });
+    unavailable = await installForIntegrationTest({
+      harness,
+      packageName: OpenClawHarness.installer.packageName,
+      timeoutMs: 600_000,
+    });
   }, 660_000);
 
   // OpenClaw takes about a minute per run on a busy 2-core machine (plugin and session setup).

@@ -1,7 +1,7 @@
 import { installForIntegrationTest, runShellToolScenario } from '@troupe/harness-kit';
 import { runHarnessConformance } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PI_PROGRAM, PiHarness } from './pi-harness.ts';
+import { PiHarness } from './pi-harness.ts';
 
 // Runs the real pi CLI (installed from npm into ~/.cache/troupe/harnesses once) in a
 // local sandbox against the scripted model behind interception.
@@ -10,7 +10,7 @@ describe('pi against the real CLI', () => {
   let unavailable: string | null = null;
 
   beforeAll(async () => {
-    unavailable = await installForIntegrationTest({ harness, packageName: PI_PROGRAM.packageName, timeoutMs: 600_000 });
+    unavailable = await installForIntegrationTest({ harness, packageName: PiHarness.installer.packageName, timeoutMs: 600_000 });
   }, 660_000);
 
   it('runs the shell command the model asks for, streaming, and sends the result back', async (context) => {
