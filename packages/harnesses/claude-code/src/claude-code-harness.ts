@@ -1,56 +1,33 @@
-import {
-  CliHarnessOptionsSchema,
-  type LaunchPlan,
-  type NpmProgram,
-  NpmProgramHarness,
-  type PlanContext,
-  type ProvisionedProgram,
-  parseHarnessOptions,
-  provisionedPathDirs,
-  withoutV1,
-} from '@troupe/harness-kit';
-import { type ExecResult, type HarnessResult, type McpServers, McpServersSchema, mergeMcpServers } from '@troupe/verifiers';
+import { defineProgramHarness, npmPackage, withoutV1 } from '@troupe/harness-kit';
+import { type McpServers, McpServersSchema, mergeMcpServers } from '@troupe/verifiers';
 import { z } from 'zod';
 
-/** The pinned Claude Code release (measured here: see docs/harnesses.md). */
-export const CLAUDE_CODE_PROGRAM: NpmProgram = {
-  id: 'claude_code',
-  packageName: '@anthropic-ai/claude-code',
-  version: '2.1.197',
-  bin: 'claude',
-  node: 'none',
-};
-
-/** Options of the `claude_code` harness. */
-export const ClaudeCodeHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** npm version of `@anthropic-ai/claude-code` (default 2.1.197, the one verified here). */
-  version: z.string().min(1).optional(),
-  /** `--bare`: only Bash/Edit/Read, a tiny system prompt, no mid-conversation system messages. */
-  bare: z.boolean().optional(),
-  /** Tools the program may not use (`--disallowedTools`). */
-  disallowedTools: z.array(z.string().min(1)).optional(),
-  /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
-  allowLocal: z.boolean().optional(),
-  /**
-   * MCP servers handed over with `--mcp-config` (+ `--strict-mcp-config`): name → streamable-HTTP
-   * url or stdio command. Joined with the run's servers (the agent's `mcpServers`, a task's tools).
-   */
-  mcpServers: McpServersSchema.optional(),
-}).strict();
-export type ClaudeCodeHarnessOptions = z.infer<typeof ClaudeCodeHarnessOptionsSchema>;
-
 /**
- * Claude Code in print mode (`claude -p`), its Anthropic-messages calls sent to interception
- * (`ANTHROPIC_BASE_URL`, the rollout secret as `ANTHROPIC_API_KEY`). Retries, telemetry and
- * all nonessential traffic are switched off; it runs with its own HOME and stdin closed.
+ * Claude Code (`@anthropic-ai/claude-code` on npm, pinned 2.1.197, the one verified: see
+ * docs/harnesses.md) in print mode (`claude -p`), its Anthropic-messages calls sent to
+ * interception (`ANTHROPIC_BASE_URL`, the rollout secret as `ANTHROPIC_API_KEY`). Retries,
+ * telemetry and all nonessential traffic are switched off; it runs with its own HOME and stdin
+ * closed. `--output-format json` prints one result object; `is_error: true` with exit 0 becomes exit 1.
  */
-export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOptions> {
-  constructor(options: ClaudeCodeHarnessOptions = {}) {
-    super({ program: CLAUDE_CODE_PROGRAM, options, dialect: 'messages', appendsSystemPrompt: true });
-    Object.assign(this, { capabilities: { ...this.capabilities, supportsMcp: true } });
-  }
-
-  protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
+export const ClaudeCodeHarness = defineProgramHarness({
+  id: 'claude_code',
+  defaultVersion: '2.1.197',
+  options: {
+    /** `--bare`: only Bash/Edit/Read, a tiny system prompt, no mid-conversation system messages. */
+    bare: z.boolean().optional(),
+    /** Tools the program may not use (`--disallowedTools`). */
+    disallowedTools: z.array(z.string().min(1)).optional(),
+    /**
+     * MCP servers handed over with `--mcp-config` (+ `--strict-mcp-config`): name → streamable-HTTP
+     * url or stdio command. Joined with the run's servers (the agent's `mcpServers`, a task's tools).
+     */
+    mcpServers: McpServersSchema.optional(),
+  },
+  dialect: 'messages',
+  program: (version) => `@anthropic-ai/claude-code ${version}`,
+  install: npmPackage({ packageName: '@anthropic-ai/claude-code', bin: 'claude', node: 'none' }),
+  capabilities: { appendsSystemPrompt: true, supportsMcp: true },
+  launch: ({ launch, scratch, prompt, install, options }) => {
     const argv = [
       install.binPath,
       '-p',
@@ -60,10 +37,10 @@ export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOption
       '--output-format',
       'json',
     ];
-    if (this.options.bare) argv.push('--bare');
+    if (options.bare) argv.push('--bare');
     if (prompt.system) argv.push('--append-system-prompt', prompt.system);
-    if (this.options.disallowedTools?.length) argv.push('--disallowedTools', this.options.disallowedTools.join(','));
-    const mcpServers = mergeMcpServers(this.options.mcpServers, launch.mcpServers);
+    if (options.disallowedTools?.length) argv.push('--disallowedTools', options.disallowedTools.join(','));
+    const mcpServers = mergeMcpServers(options.mcpServers, launch.mcpServers);
     if (Object.keys(mcpServers).length) argv.push('--mcp-config', claudeMcpConfig(mcpServers), '--strict-mcp-config');
     argv.push('--', prompt.prompt);
     return {
@@ -80,19 +57,18 @@ export class ClaudeCodeHarness extends NpmProgramHarness<ClaudeCodeHarnessOption
         DISABLE_ERROR_REPORTING: '1',
       },
       files: [],
-      ...provisionedPathDirs(install),
     };
-  }
+  },
+  mapResult: (mapped, result) =>
+    mapped.exitCode === 0 && parseResult(result.stdout)?.is_error === true ? { ...mapped, exitCode: 1 } : mapped,
+});
+export type ClaudeCodeHarness = InstanceType<typeof ClaudeCodeHarness>;
 
-  /** `--output-format json` prints one result object; `is_error: true` with exit 0 becomes exit 1. */
-  protected override mapResult(result: ExecResult): HarnessResult {
-    const mapped = super.mapResult(result);
-    if (mapped.exitCode !== 0) return mapped;
-    const report = parseResult(result.stdout);
-    if (report?.is_error === true) return { ...mapped, exitCode: 1 };
-    return mapped;
-  }
-}
+/** The npm package of the program (`packageName`, `bin`). */
+export const CLAUDE_CODE_PROGRAM = ClaudeCodeHarness.installer;
+
+/** Builds the harness from untyped options (validated; errors name the field). */
+export const { createHarness } = ClaudeCodeHarness;
 
 /** The `--output-format json` result object, when stdout holds one. */
 export function parseResult(stdout: string): { result?: string; is_error?: boolean; num_turns?: number } | null {
@@ -103,13 +79,6 @@ export function parseResult(stdout: string): { result?: string; is_error?: boole
   } catch {
     return null;
   }
-}
-
-/** Builds the harness from untyped options (validated; errors name the field). */
-export function createHarness(options: unknown = {}): ClaudeCodeHarness {
-  return new ClaudeCodeHarness(
-    parseHarnessOptions({ harnessId: 'claude_code', schema: ClaudeCodeHarnessOptionsSchema, value: options }),
-  );
 }
 
 /** The `--mcp-config` JSON for `servers` (`type: "http"` for urls, `stdio` for commands). */

@@ -1,45 +1,9 @@
-import {
-  CliHarnessOptionsSchema,
-  foldedPrompt,
-  type LaunchPlan,
-  type NpmProgram,
-  NpmProgramHarness,
-  type PlanContext,
-  type ProvisionedProgram,
-  parseHarnessOptions,
-  provisionedPathDirs,
-  withV1,
-} from '@troupe/harness-kit';
+import { defineProgramHarness, foldedPrompt, npmPackage, withV1 } from '@troupe/harness-kit';
 import { type McpServers, McpServersSchema, mergeMcpServers } from '@troupe/verifiers';
 import { z } from 'zod';
 
-/** The pinned Codex CLI release (measured here: see docs/harnesses.md). */
-export const CODEX_PROGRAM: NpmProgram = {
-  id: 'codex',
-  packageName: '@openai/codex',
-  version: '0.171.0',
-  bin: 'codex',
-  node: 'none',
-};
-
 /** Name of the environment variable that carries the rollout secret (`env_key` in config.toml). */
 export const CODEX_KEY_ENV = 'TROUPE_INTERCEPTION_KEY';
-
-/** Options of the `codex` harness. */
-export const CodexHarnessOptionsSchema = CliHarnessOptionsSchema.extend({
-  /** npm version of `@openai/codex` (default 0.171.0, the one verified here). */
-  version: z.string().min(1).optional(),
-  /** Extra top-level `config.toml` settings (`-c key=value` on the command line). */
-  config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
-  /** Runs the program without a container (`local` runtime): for tests and trusted tasks only. */
-  allowLocal: z.boolean().optional(),
-  /**
-   * MCP servers written as `[mcp_servers.<name>]` in config.toml: a streamable-HTTP url or a stdio
-   * command. Joined with the run's servers (the agent's `mcpServers`, a task's tools).
-   */
-  mcpServers: McpServersSchema.optional(),
-}).strict();
-export type CodexHarnessOptions = z.infer<typeof CodexHarnessOptionsSchema>;
 
 /** A TOML basic string (JSON string escapes are valid TOML). */
 function tomlString(value: string): string {
@@ -75,20 +39,31 @@ export function codexConfigToml(options: { baseUrl: string; model: string }): st
 }
 
 /**
- * The Codex CLI in `codex exec` mode, its Responses-API calls sent to interception. Runs with
- * its own `CODEX_HOME`, no approvals and no inner sandbox (the runtime is the sandbox),
- * `--ephemeral`, stdin closed (codex waits on an open stdin forever).
+ * The Codex CLI (`@openai/codex` on npm, pinned 0.171.0, the one verified: see docs/harnesses.md)
+ * in `codex exec` mode, its Responses-API calls sent to interception. Runs with its own
+ * `CODEX_HOME`, no approvals and no inner sandbox (the runtime is the sandbox), `--ephemeral`,
+ * stdin closed (codex waits on an open stdin forever).
  */
-export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
-  constructor(options: CodexHarnessOptions = {}) {
-    super({ program: CODEX_PROGRAM, options, dialect: 'responses', appendsSystemPrompt: false });
-    Object.assign(this, { capabilities: { ...this.capabilities, supportsMcp: true } });
-  }
-
-  protected plan({ launch, scratch, prompt, install }: PlanContext<ProvisionedProgram>): LaunchPlan {
+export const CodexHarness = defineProgramHarness({
+  id: 'codex',
+  defaultVersion: '0.171.0',
+  options: {
+    /** Extra top-level `config.toml` settings (`-c key=value` on the command line). */
+    config: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+    /**
+     * MCP servers written as `[mcp_servers.<name>]` in config.toml: a streamable-HTTP url or a stdio
+     * command. Joined with the run's servers (the agent's `mcpServers`, a task's tools).
+     */
+    mcpServers: McpServersSchema.optional(),
+  },
+  dialect: 'responses',
+  program: (version) => `@openai/codex ${version}`,
+  install: npmPackage({ packageName: '@openai/codex', bin: 'codex', node: 'none' }),
+  capabilities: { supportsMcp: true },
+  launch: ({ launch, scratch, prompt, install, options }) => {
     const codexHome = `${scratch}/codex-home`;
     const argv = [install.binPath, 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--ephemeral'];
-    for (const [key, value] of Object.entries(this.options.config ?? {})) {
+    for (const [key, value] of Object.entries(options.config ?? {})) {
       argv.push('-c', `${key}=${typeof value === 'string' ? tomlString(value) : String(value)}`);
     }
     argv.push('--', foldedPrompt(prompt));
@@ -100,18 +75,19 @@ export class CodexHarness extends NpmProgramHarness<CodexHarnessOptions> {
           path: `${codexHome}/config.toml`,
           content:
             codexConfigToml({ baseUrl: launch.endpoint.baseUrl, model: launch.endpoint.model }) +
-            codexMcpToml(mergeMcpServers(this.options.mcpServers, launch.mcpServers)),
+            codexMcpToml(mergeMcpServers(options.mcpServers, launch.mcpServers)),
         },
       ],
-      ...provisionedPathDirs(install),
     };
-  }
-}
+  },
+});
+export type CodexHarness = InstanceType<typeof CodexHarness>;
+
+/** The npm package of the program (`packageName`, `bin`). */
+export const CODEX_PROGRAM = CodexHarness.installer;
 
 /** Builds the harness from untyped options (validated; errors name the field). */
-export function createHarness(options: unknown = {}): CodexHarness {
-  return new CodexHarness(parseHarnessOptions({ harnessId: 'codex', schema: CodexHarnessOptionsSchema, value: options }));
-}
+export const { createHarness } = CodexHarness;
 
 /** `[mcp_servers.<name>]` tables for config.toml (`url` for streamable HTTP, `command`/`args` for stdio). */
 export function codexMcpToml(servers: McpServers): string {
