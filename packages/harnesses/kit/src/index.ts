@@ -4,7 +4,6 @@ export * from './harness-options.ts';
 export * from './host-install.ts';
 export * from './install-script.ts';
 export * from './npm-program.ts';
-export * from './npm-program-harness.ts';
 export * from './program-harness.ts';
 export * from './prompt.ts';
 export * from './sandbox-files.ts';

@@ -5,8 +5,16 @@ import { type CliHarnessOptions, CliHarnessOptionsSchema, parseHarnessOptions } 
 import { defaultHarnessCacheDir } from './host-install.ts';
 import { runInstallScript } from './install-script.ts';
 import { type NpmProgram, type ProvisionedProgram, provisionNpmProgram } from './npm-program.ts';
-import { REAL_CLI_VERIFICATION } from './npm-program-harness.ts';
-import { NOT_RUN_HERE_VERIFICATION, SANDBOX_TOOL_ROOT } from './sandbox-program.ts';
+
+/** Where programs installed inside a sandbox live (uv tools, vendor binaries). */
+export const SANDBOX_TOOL_ROOT = '/var/tmp/troupe/tools';
+
+/** Why the sandbox-installed programs are not run on this machine, and what their tests check instead. */
+export const NOT_RUN_HERE_VERIFICATION =
+  'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox';
+
+/** How the real npm CLIs are verified (the default `verification` of their info). */
+export const REAL_CLI_VERIFICATION = 'real CLI against the scripted model behind interception (local sandbox)';
 
 /** What an installer is told about the harness it installs for. */
 export interface InstallRequest<O> {
@@ -217,9 +225,7 @@ export function defineProgramHarness<
   I = void,
   X = Record<never, never>,
   Inst extends ProgramInstaller<I, X> = ProgramInstaller<I, X>,
->(
-  spec: ProgramHarnessSpec<S, I, X> & { install: Inst },
-): ProgramHarnessClass<ProgramHarnessOptions<S, X>, I, Inst> {
+>(spec: ProgramHarnessSpec<S, I, X> & { install: Inst }): ProgramHarnessClass<ProgramHarnessOptions<S, X>, I, Inst> {
   type O = ProgramHarnessOptions<S, X>;
   const optionsSchema = CliHarnessOptionsSchema.extend({
     /** The program version to install (default: the harness's pinned release). */

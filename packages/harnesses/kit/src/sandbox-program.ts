@@ -2,10 +2,7 @@ import type { Dialect, HarnessCapabilities, Sandbox } from '@troupe/verifiers';
 import { z } from 'zod';
 import { CliHarness, type HarnessInfo, type LaunchPlan, type PlanContext } from './cli-harness.ts';
 import { CliHarnessOptionsSchema } from './harness-options.ts';
-import { runInstallScript } from './install-script.ts';
-
-/** Where programs installed inside a sandbox live (uv tools, vendor binaries). */
-export const SANDBOX_TOOL_ROOT = '/var/tmp/troupe/tools';
+import { installScript, NOT_RUN_HERE_VERIFICATION, SANDBOX_TOOL_ROOT } from './program-harness.ts';
 
 /** Installs uv when missing (the Python original does the same), into `/var/tmp/troupe/tools/bin`. */
 export const ENSURE_UV = [
@@ -26,10 +23,6 @@ export const SandboxProgramOptionsSchema = CliHarnessOptionsSchema.extend({
 }).strict();
 export type SandboxProgramOptions = z.infer<typeof SandboxProgramOptionsSchema>;
 
-/** Why the sandbox-installed programs are not run on this machine, and what their tests check instead. */
-export const NOT_RUN_HERE_VERIFICATION =
-  'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox';
-
 /** The `HarnessInfo` of a sandbox-installed program that is not run here (`verifiedHere: false`). */
 export function notRunHereInfo(options: { id: string; program: string; version: string; dialect: Dialect }): HarnessInfo {
   const { id, program, version, dialect } = options;
@@ -49,7 +42,9 @@ export interface SandboxProgramSpec {
 }
 
 /**
- * A harness whose program is installed inside the sandbox by a script (no host cache: PyPI and
+ * A harness whose program is installed inside the sandbox by a script, built from a spec with a
+ * ready `info` (the scaffold's shape; `defineProgramHarness` with `installScript` is the shorter
+ * way). No host cache: PyPI and
  * vendor downloads happen in the sandbox, where the runtime's network policy applies).
  */
 export class SandboxProgramHarness extends CliHarness<void> {
@@ -67,13 +62,8 @@ export class SandboxProgramHarness extends CliHarness<void> {
   }
 
   protected async install(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<void> {
-    await runInstallScript({
-      sandbox: context.sandbox,
-      script: this.spec.installScript,
-      marker: `${SANDBOX_TOOL_ROOT}/.installed-${this.spec.id}-${this.spec.info.version}`,
-      log: context.log,
-      signal: context.signal,
-    });
+    const installer = installScript(() => this.spec.installScript);
+    await installer.install({ ...context, id: this.spec.id, version: this.spec.info.version, options: {} });
   }
 
   protected plan(context: PlanContext<void>): LaunchPlan {
