@@ -7,8 +7,6 @@ import {
   RemoteRuntime,
   RemoteSandbox,
   type RuntimeCapabilities,
-  remoteSandboxError,
-  type SandboxError,
   type SandboxOptions,
   shellJoin,
   shellQuote,
@@ -36,10 +34,6 @@ export const DaytonaRuntimeOptionsSchema = z
   })
   .strict();
 export type DaytonaRuntimeOptions = z.infer<typeof DaytonaRuntimeOptionsSchema>;
-
-function sandboxError(operation: string, id: string, error: unknown): SandboxError {
-  return remoteSandboxError({ runtime: 'daytona', operation, id, error });
-}
 
 const STDERR_DIR = '/tmp/.troupe-stderr';
 
@@ -84,7 +78,7 @@ export class DaytonaSandbox extends RemoteSandbox {
       response = await (options.signal ? Promise.race([request, aborted]) : request);
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
-      throw sandboxError('exec', this.id, error);
+      throw this.failure('exec', error);
     }
     const durationMs = performance.now() - started;
     const stderr = await this.readFile(stderrFile).then(
@@ -111,7 +105,7 @@ export class DaytonaSandbox extends RemoteSandbox {
     try {
       return new Uint8Array(await this.client.fs.downloadFile(this.resolve(path)));
     } catch (error) {
-      throw sandboxError(`readFile ${path}`, this.id, error);
+      throw this.failure(`readFile ${path}`, error);
     }
   }
 
@@ -122,7 +116,7 @@ export class DaytonaSandbox extends RemoteSandbox {
       await this.client.fs.uploadFile(Buffer.from(data), target);
       if (options.mode !== undefined) await this.client.fs.setFilePermissions(target, { mode: options.mode.toString(8) });
     } catch (error) {
-      throw sandboxError(`writeFile ${path}`, this.id, error);
+      throw this.failure(`writeFile ${path}`, error);
     }
   }
 
@@ -137,11 +131,7 @@ export class DaytonaSandbox extends RemoteSandbox {
   }
 
   protected async destroy(): Promise<void> {
-    try {
-      await this.client.delete();
-    } catch (error) {
-      throw sandboxError('stop', this.id, error);
-    }
+    await this.client.delete();
   }
 }
 

@@ -7,7 +7,6 @@ import {
   RemoteRuntime,
   RemoteSandbox,
   type RuntimeCapabilities,
-  remoteSandboxError,
   SandboxError,
   type SandboxOptions,
   shellJoin,
@@ -39,10 +38,6 @@ export const E2BRuntimeOptionsSchema = z
   })
   .strict();
 export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
-
-function sandboxError(operation: string, id: string, error: unknown): SandboxError {
-  return remoteSandboxError({ runtime: 'e2b', operation, id, error });
-}
 
 /** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */
 export class E2BSandbox extends RemoteSandbox {
@@ -77,7 +72,7 @@ export class E2BSandbox extends RemoteSandbox {
         timeoutMs: 0,
       });
     } catch (error) {
-      throw sandboxError('exec', this.id, error);
+      throw this.failure('exec', error);
     }
     if (options.stdin !== undefined) {
       const data = typeof options.stdin === 'string' ? options.stdin : Buffer.from(options.stdin).toString('utf8');
@@ -90,7 +85,7 @@ export class E2BSandbox extends RemoteSandbox {
       const result = await handle.wait().catch((error: unknown) => {
         if (error instanceof CommandExitError) return { exitCode: error.exitCode, stdout: error.stdout, stderr: error.stderr };
         if (guard.timedOut || guard.aborted) return { exitCode: 137, stdout: handle.stdout, stderr: handle.stderr };
-        throw sandboxError('exec', this.id, error);
+        throw this.failure('exec', error);
       });
       if (guard.aborted) throw options.signal?.reason ?? new SandboxError('exec aborted');
       return {
@@ -110,7 +105,7 @@ export class E2BSandbox extends RemoteSandbox {
     try {
       return await this.client.files.read(this.resolve(path), { format: 'bytes', ...(this.user && { user: this.user }) });
     } catch (error) {
-      throw sandboxError(`readFile ${path}`, this.id, error);
+      throw this.failure(`readFile ${path}`, error);
     }
   }
 
@@ -121,7 +116,7 @@ export class E2BSandbox extends RemoteSandbox {
       const body = typeof data === 'string' ? data : new Blob([new Uint8Array(data)]);
       await this.client.files.write(target, body, this.user ? { user: this.user } : undefined);
     } catch (error) {
-      throw sandboxError(`writeFile ${path}`, this.id, error);
+      throw this.failure(`writeFile ${path}`, error);
     }
     if (options.mode !== undefined) {
       const changed = await this.exec(['chmod', options.mode.toString(8), target]);
@@ -136,11 +131,7 @@ export class E2BSandbox extends RemoteSandbox {
   }
 
   protected async destroy(): Promise<void> {
-    try {
-      await this.client.kill();
-    } catch (error) {
-      throw sandboxError('stop', this.id, error);
-    }
+    await this.client.kill();
   }
 }
 

@@ -20,8 +20,8 @@ export function remoteSandboxError(options: { runtime: string; operation: string
 /**
  * Base of sandboxes on a remote provider (Daytona, E2B, Prime): relative paths resolve against the
  * workdir, trees move through `readFile` / `writeFile`, a host loopback URL is refused (the sandbox
- * cannot reach it), and `stop` deletes the sandbox once (later calls share the first) and always
- * frees its creation slot. Subclasses talk to the provider.
+ * cannot reach it), and `stop` deletes the sandbox once (later calls share the first; a failure is a
+ * `SandboxError` naming the runtime) and always frees its creation slot. Subclasses talk to the provider.
  */
 export abstract class RemoteSandbox implements Sandbox {
   abstract readonly runtime: string;
@@ -40,6 +40,11 @@ export abstract class RemoteSandbox implements Sandbox {
 
   /** Deletes the sandbox at the provider (called once, by `stop`). */
   protected abstract destroy(): Promise<void>;
+
+  /** The `SandboxError` of a failed provider call (`readFile x failed in e2b sandbox sb-1: …`). */
+  protected failure(operation: string, error: unknown): SandboxError {
+    return remoteSandboxError({ runtime: this.runtime, operation, id: this.id, error });
+  }
 
   /** Throws when the sandbox is stopped. */
   protected assertRunning(operation: string): void {
@@ -76,6 +81,8 @@ export abstract class RemoteSandbox implements Sandbox {
       this.stopped = true;
       try {
         await this.destroy();
+      } catch (error) {
+        throw this.failure('stop', error);
       } finally {
         this.slot.release();
       }
