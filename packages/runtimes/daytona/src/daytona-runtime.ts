@@ -1,6 +1,6 @@
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
 import {
-  CreationLimitsSchema,
+  ApiKeyRuntimeOptionsSchema,
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
@@ -15,24 +15,20 @@ import {
 import { z } from 'zod';
 
 /** Config of the `daytona` runtime. The API key is injected by the caller. */
-export const DaytonaRuntimeOptionsSchema = z
-  .object({
-    apiKey: z.string().min(1),
-    /** Control-plane URL (default `https://app.daytona.io/api`). */
-    apiUrl: z.string().url().optional(),
-    /** Region target (`us`, `eu`). */
-    target: z.string().optional(),
-    /** Snapshot sandboxes start from (a sandbox's `image` option overrides it). */
-    snapshot: z.string().optional(),
-    /** Working directory (default `/home/daytona`). */
-    workdir: z.string().startsWith('/').optional(),
-    /** Minutes of inactivity before Daytona stops a sandbox (default 15). */
-    autoStopMinutes: z.number().int().nonnegative().optional(),
-    /** Seconds to wait for a sandbox to start (default 120). */
-    createTimeoutSeconds: z.number().int().positive().optional(),
-    ...CreationLimitsSchema.shape,
-  })
-  .strict();
+export const DaytonaRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
+  /** Control-plane URL (default `https://app.daytona.io/api`). */
+  apiUrl: z.string().url().optional(),
+  /** Region target (`us`, `eu`). */
+  target: z.string().optional(),
+  /** Snapshot sandboxes start from (a sandbox's `image` option overrides it). */
+  snapshot: z.string().optional(),
+  /** Working directory (default `/home/daytona`). */
+  workdir: z.string().startsWith('/').optional(),
+  /** Minutes of inactivity before Daytona stops a sandbox (default 15). */
+  autoStopMinutes: z.number().int().nonnegative().optional(),
+  /** Seconds to wait for a sandbox to start (default 120). */
+  createTimeoutSeconds: z.number().int().positive().optional(),
+}).strict();
 export type DaytonaRuntimeOptions = z.infer<typeof DaytonaRuntimeOptionsSchema>;
 
 const STDERR_DIR = '/tmp/.troupe-stderr';

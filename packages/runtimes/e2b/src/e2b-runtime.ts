@@ -1,5 +1,5 @@
 import {
-  CreationLimitsSchema,
+  ApiKeyRuntimeOptionsSchema,
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
@@ -16,27 +16,23 @@ import { CommandExitError, type CommandHandle, Sandbox as E2BSandboxClient } fro
 import { z } from 'zod';
 
 /** Config of the `e2b` runtime. The API key is injected by the caller (never read from the environment here). */
-export const E2BRuntimeOptionsSchema = z
-  .object({
-    apiKey: z.string().min(1),
-    /** Sandbox template (default `base`); a sandbox's `image` option overrides it. */
-    template: z.string().min(1).optional(),
-    /** Override of the control-plane URL (default: E2B's). */
-    apiUrl: z.string().url().optional(),
-    /** Override of the in-sandbox (envd) URL, for tests and self-hosting. */
-    sandboxUrl: z.string().url().optional(),
-    domain: z.string().optional(),
-    /** Sandbox lifetime on E2B's side in ms (default 1 h); `stop()` kills it earlier. */
-    lifetimeMs: z.number().int().positive().optional(),
-    /** Per-request timeout of the SDK in ms. */
-    requestTimeoutMs: z.number().int().positive().optional(),
-    /** User commands run as (default `user`, E2B's default). */
-    user: z.string().optional(),
-    /** Working directory (default `/home/user`). */
-    workdir: z.string().startsWith('/').optional(),
-    ...CreationLimitsSchema.shape,
-  })
-  .strict();
+export const E2BRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
+  /** Sandbox template (default `base`); a sandbox's `image` option overrides it. */
+  template: z.string().min(1).optional(),
+  /** Override of the control-plane URL (default: E2B's). */
+  apiUrl: z.string().url().optional(),
+  /** Override of the in-sandbox (envd) URL, for tests and self-hosting. */
+  sandboxUrl: z.string().url().optional(),
+  domain: z.string().optional(),
+  /** Sandbox lifetime on E2B's side in ms (default 1 h); `stop()` kills it earlier. */
+  lifetimeMs: z.number().int().positive().optional(),
+  /** Per-request timeout of the SDK in ms. */
+  requestTimeoutMs: z.number().int().positive().optional(),
+  /** User commands run as (default `user`, E2B's default). */
+  user: z.string().optional(),
+  /** Working directory (default `/home/user`). */
+  workdir: z.string().startsWith('/').optional(),
+}).strict();
 export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
 
 /** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */

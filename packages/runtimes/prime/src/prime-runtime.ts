@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import {
-  CreationLimitsSchema,
+  ApiKeyRuntimeOptionsSchema,
   type CreationSlot,
   type ExecOptions,
   type ExecResult,
@@ -16,26 +16,22 @@ import {
 import { z } from 'zod';
 
 /** Config of the `prime` runtime. The API key is injected by the caller. */
-export const PrimeRuntimeOptionsSchema = z
-  .object({
-    apiKey: z.string().min(1),
-    /** API base (default `https://api.primeintellect.ai/api/v1`). */
-    baseUrl: z.string().url().optional(),
-    teamId: z.string().optional(),
-    /** Default image (a sandbox's `image` overrides it; default `python:3.11-slim`). */
-    image: z.string().min(1).optional(),
-    /** Working directory for commands (default `/`). */
-    workdir: z.string().startsWith('/').optional(),
-    diskSizeGb: z.number().int().positive().optional(),
-    /** Sandbox lifetime on Prime's side (default 60 min). */
-    timeoutMinutes: z.number().int().positive().optional(),
-    /** Status polls while a sandbox is created (default 180, one per second after the first few). */
-    maxCreatePolls: z.number().int().positive().optional(),
-    /** Delay between status polls in ms (default 1000). */
-    pollIntervalMs: z.number().int().nonnegative().optional(),
-    ...CreationLimitsSchema.shape,
-  })
-  .strict();
+export const PrimeRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
+  /** API base (default `https://api.primeintellect.ai/api/v1`). */
+  baseUrl: z.string().url().optional(),
+  teamId: z.string().optional(),
+  /** Default image (a sandbox's `image` overrides it; default `python:3.11-slim`). */
+  image: z.string().min(1).optional(),
+  /** Working directory for commands (default `/`). */
+  workdir: z.string().startsWith('/').optional(),
+  diskSizeGb: z.number().int().positive().optional(),
+  /** Sandbox lifetime on Prime's side (default 60 min). */
+  timeoutMinutes: z.number().int().positive().optional(),
+  /** Status polls while a sandbox is created (default 180, one per second after the first few). */
+  maxCreatePolls: z.number().int().positive().optional(),
+  /** Delay between status polls in ms (default 1000). */
+  pollIntervalMs: z.number().int().nonnegative().optional(),
+}).strict();
 export type PrimeRuntimeOptions = z.infer<typeof PrimeRuntimeOptionsSchema>;
 
 /** `Sandbox` as the API returns it (camelCase); only the fields troupe reads. */

@@ -1,14 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SandboxError } from '../errors/index.ts';
-import { CreationLimitsSchema, type CreationSlot } from './creation-limiter.ts';
-import { apiKeyRuntimeEntry, RemoteRuntime, runtimeOptionsTable } from './remote-runtime.ts';
+import type { CreationSlot } from './creation-limiter.ts';
+import { ApiKeyRuntimeOptionsSchema, apiKeyRuntimeEntry, RemoteRuntime, runtimeOptionsTable } from './remote-runtime.ts';
 import { RemoteSandbox } from './remote-sandbox.ts';
 import type { ExecResult, RuntimeCapabilities, SandboxOptions } from './runtime.ts';
 
-const FakeOptionsSchema = z
-  .object({ apiKey: z.string().min(1), region: z.string().optional(), ...CreationLimitsSchema.shape })
-  .strict();
+const FakeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({ region: z.string().optional() }).strict();
 type FakeOptions = z.infer<typeof FakeOptionsSchema>;
 
 class FakeSandbox extends RemoteSandbox {

@@ -1,11 +1,21 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { PluginContext } from '../agent/plugins.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
-import { CreationLimiter, type CreationLimits, type CreationSlot } from './creation-limiter.ts';
+import { CreationLimiter, type CreationLimits, CreationLimitsSchema, type CreationSlot } from './creation-limiter.ts';
 import { OpenSandboxes, remoteSandboxError } from './remote-sandbox.ts';
 import type { Runtime, RuntimeCapabilities, Sandbox, SandboxOptions } from './runtime.ts';
 import { SandboxOptionsSchema } from './runtime.ts';
 import { parseRuntimeOptions } from './runtime-options.ts';
+
+/**
+ * Options every API-key remote runtime takes (extend it with the provider's own): the key, injected
+ * by the caller (see {@link apiKeyRuntimeEntry}; never read from the environment by the runtime),
+ * and the creation limits.
+ */
+export const ApiKeyRuntimeOptionsSchema = z.object({
+  apiKey: z.string().min(1),
+  ...CreationLimitsSchema.shape,
+});
 
 /**
  * Base of the runtimes whose sandboxes live at a provider or on a cluster (Daytona, E2B, Prime,
