@@ -1,38 +1,11 @@
-import { installForIntegrationTest, runShellToolScenario } from '@troupe/harness-kit';
-import { runHarnessConformance } from '@troupe/verifiers/testing';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { CLAUDE_CODE_PROGRAM, ClaudeCodeHarness } from './claude-code-harness.ts';
+import { describeRealCliHarness } from '@troupe/harness-kit/testing';
+import { ClaudeCodeHarness } from './claude-code-harness.ts';
 
 // Runs the real Claude Code CLI (installed from npm into ~/.cache/troupe/harnesses once) in a
 // local sandbox against the scripted model behind interception.
-describe('claude_code against the real CLI', () => {
-  const harness = new ClaudeCodeHarness({ allowLocal: true, timeoutMs: 240_000 });
-  let unavailable: string | null = null;
-
-  beforeAll(async () => {
-    unavailable = await installForIntegrationTest({ harness, packageName: CLAUDE_CODE_PROGRAM.packageName, timeoutMs: 600_000 });
-  }, 660_000);
-
-  it('runs the shell command the model asks for, streaming, and sends the result back', async (context) => {
-    if (unavailable) context.skip(unavailable);
-    const outcome = await runShellToolScenario({
-      harness,
-      toolName: 'Bash',
-      toolArguments: { command: 'echo hello > probe.txt', description: 'write the probe file' },
-      fileName: 'probe.txt',
-    });
-    expect(outcome.run.result.exitCode).toBe(0);
-    expect(outcome.file).toBe('hello\n');
-    expect(outcome.dialects).toEqual(['messages', 'messages']);
-    expect(outcome.run.trace.calls[0]?.finishReason).toBe('tool_calls');
-    expect(outcome.toolResult).toBe('(Bash completed with no output)');
-    expect(outcome.run.trace.lastReply).toBe('done');
-    expect(JSON.stringify(outcome.run.trace.toJSON())).not.toContain(outcome.run.secret);
-  }, 300_000);
-
-  it('passes the harness conformance checks', async (context) => {
-    if (unavailable) context.skip(unavailable);
-    const checks = await runHarnessConformance({ harness, failureExit: true });
-    expect(checks.filter((c) => !c.ok)).toEqual([]);
-  }, 300_000);
+describeRealCliHarness({
+  harness: ClaudeCodeHarness,
+  toolName: 'Bash',
+  toolArguments: { command: 'echo hello > probe.txt', description: 'write the probe file' },
+  toolResult: '(Bash completed with no output)',
 });

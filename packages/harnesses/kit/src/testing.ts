@@ -1,6 +1,8 @@
 import type { Harness } from '@troupe/verifiers';
-import { runRecordedHarnessConformance } from '@troupe/verifiers/testing';
-import { describe, expect, it } from 'vitest';
+import { runHarnessConformance, runRecordedHarnessConformance } from '@troupe/verifiers/testing';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { HarnessInfo } from './cli-harness.ts';
+import { installForIntegrationTest, runShellToolScenario } from './shell-tool-scenario.ts';
 
 /** A harness class as {@link describeRecordedHarness} needs it (what `defineProgramHarness` returns). */
 export interface RecordedHarnessClass {
@@ -52,5 +54,72 @@ export function describeRecordedHarness(options: {
     });
 
     options.more?.();
+  });
+}
+
+/** An npm-program harness class as {@link describeRealCliHarness} needs it. */
+export interface RealCliHarnessClass {
+  new (options: { allowLocal: boolean; timeoutMs: number }): Harness & { info: HarnessInfo };
+  readonly id: string;
+  readonly installer: { readonly packageName: string };
+}
+
+/**
+ * The real-CLI tests of an npm-program harness: the program is installed from npm into the host
+ * cache once (skipped, with the reason, when npm is out of reach) and run in a local sandbox
+ * against the scripted model behind interception. It runs the shell command the model asks for
+ * (`toolName` with `toolArguments` writes `probe.txt`), sends the tool result (`toolResult`) back
+ * in its own dialect, finishes with the model's `done`, never leaks the rollout secret into the
+ * trace, and passes the harness conformance checks.
+ */
+export function describeRealCliHarness(options: {
+  harness: RealCliHarnessClass;
+  toolName: string;
+  toolArguments: Record<string, unknown>;
+  toolResult: string | RegExp;
+  /** Whether the conformance checks include a failing run's exit (default true). */
+  failureExit?: boolean;
+  /** The harness's `timeoutMs` (default 240 s) and each test's timeout (default 300 s). */
+  runTimeoutMs?: number;
+  testTimeoutMs?: number;
+}): void {
+  const { harness: HarnessClass } = options;
+  const testTimeoutMs = options.testTimeoutMs ?? 300_000;
+  describe(`${HarnessClass.id} against the real CLI`, () => {
+    const harness = new HarnessClass({ allowLocal: true, timeoutMs: options.runTimeoutMs ?? 240_000 });
+    const packageName = HarnessClass.installer.packageName;
+    let unavailable: string | null = null;
+
+    beforeAll(async () => {
+      unavailable = await installForIntegrationTest({ harness, packageName, timeoutMs: 600_000 });
+    }, 660_000);
+
+    it(
+      'runs the shell command the model asks for, streaming, and sends the result back',
+      async (context) => {
+        if (unavailable) context.skip(unavailable);
+        const { toolName, toolArguments } = options;
+        const outcome = await runShellToolScenario({ harness, toolName, toolArguments, fileName: 'probe.txt' });
+        expect(outcome.run.result.exitCode).toBe(0);
+        expect(outcome.file).toBe('hello\n');
+        expect(outcome.dialects).toEqual([harness.info.dialect, harness.info.dialect]);
+        expect(outcome.run.trace.calls[0]?.finishReason).toBe('tool_calls');
+        if (typeof options.toolResult === 'string') expect(outcome.toolResult).toBe(options.toolResult);
+        else expect(outcome.toolResult).toMatch(options.toolResult);
+        expect(outcome.run.trace.lastReply).toBe('done');
+        expect(JSON.stringify(outcome.run.trace.toJSON())).not.toContain(outcome.run.secret);
+      },
+      testTimeoutMs,
+    );
+
+    it(
+      'passes the harness conformance checks',
+      async (context) => {
+        if (unavailable) context.skip(unavailable);
+        const checks = await runHarnessConformance({ harness, failureExit: options.failureExit ?? true });
+        expect(checks.filter((c) => !c.ok)).toEqual([]);
+      },
+      testTimeoutMs,
+    );
   });
 }
