@@ -28,6 +28,8 @@ Usage:
                                    merge shard runs (eval --shard i/n) into one run
   troupe replay <run-dir> [--config FILE] [--num-rescores K]
                                    re-score saved traces with the same or new rewards and judges
+  troupe init env|harness|runtime <name> [--dir D]
+                                   scaffold a package of your own env, harness or runtime (troupe init --help)
   troupe rerun <run-dir> --swap ROLE=MODEL [-b URL]
                                    re-run a run's tasks with one seat swapped; paired reward change per role
 
@@ -87,6 +89,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'export') return (await import('./export-command.ts')).exportCommand(rest);
   if (command === 'merge') return (await import('./merge-command.ts')).mergeCommand(rest);
   if (command === 'replay') return (await import('./replay-command.ts')).replayCommand(rest);
+  if (command === 'init') return (await import('./init-command.ts')).initCommand(rest);
   if (command === 'rerun') return (await import('./rerun-command.ts')).rerunCommand(rest, (args) => evalCommand(args, false));
   process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
   return 2;
