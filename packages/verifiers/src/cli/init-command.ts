@@ -177,7 +177,7 @@ function workspaceLayout(out: Map<string, string>, pkg: Record<string, Record<st
     '.': { '@troupe/source': './src/index.ts', ...(pkg.exports?.['.'] as object) },
     './package.json': './package.json',
   };
-  pkg.files = ['dist', 'src', '!src/**/*.test.ts', '!src/**/__fixtures__', 'README.md', 'LICENSE'];
+  (pkg as Record<string, unknown>).files = ['dist', 'src', '!src/**/*.test.ts', '!src/**/__fixtures__', 'README.md', 'LICENSE'];
   out.set(
     'tsconfig.json',
     `{ "extends": "${up}/tooling/tsconfig/base.json", "compilerOptions": { "noEmit": true }, "include": ["src", "test"] }\n`,
