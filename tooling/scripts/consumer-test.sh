@@ -3,7 +3,8 @@
 # Packs every public package, installs the tarballs with npm in a temporary folder outside the
 # workspace, then checks (a) a two-role env in plain JS under bare node, (b) `npx troupe eval
 # --env ./my-env.mjs|.ts`, (c) the public types under tsc --strict (nodenext and bundler),
-# (d) @troupe/prime-rl without tfjs/onnxruntime, (e) a scaffolded harness found by its id.
+# (d) @troupe/prime-rl without tfjs/onnxruntime, (e) packages made by `troupe init` (env, harness,
+# runtime) build, pass their tests, pack, install and are found by their ids.
 # Prints each tarball's size. Usage: bash tooling/scripts/consumer-test.sh  (after `pnpm build`).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -41,19 +42,38 @@ echo "(c) ok: types.ts type-checks with tsc --strict under nodenext and bundler"
 # (d) the algorithms without the engines
 node no-engines.mjs
 
-# (e) a harness package made by the scaffold: packs, installs, is found by its id
-if [ -f "$repo/tooling/scripts/init-package.mjs" ]; then
-  node "$repo/tooling/scripts/init-package.mjs" harness consumer-probe --out "$work/harness" --verifiers "$(tarball verifiers)"
-  (cd "$work/harness" && npm install --no-audit --no-fund --loglevel=error && npm pack --pack-destination "$work/tarballs" >/dev/null)
-  npm install --no-audit --no-fund --loglevel=error "$work"/tarballs/troupe-harness-consumer-probe-*.tgz
-  node --input-type=module -e "
-    import { loadHarness, setPluginSearchPaths } from '@troupe/verifiers';
-    setPluginSearchPaths([process.cwd()]);
-    const harness = await loadHarness('consumer_probe');
-    if (!harness) throw new Error('not found');
-    console.log('(e) ok: harness consumer_probe resolved from @troupe/harness-consumer-probe');
-  "
-else
-  echo "(e) skipped: no scaffold (tooling/scripts/init-package.mjs)"
-fi
+# (e) packages made by `troupe init` (env, harness, runtime): each installs the packed tarballs,
+# builds, passes its own conformance test and packs; installed here, each is found by its id.
+npm_install() { npm install --prefer-offline --no-audit --no-fund --loglevel=error "$@"; }
+for kind in env harness runtime; do
+  npx troupe init "$kind" consumer-probe --dir "$work/$kind" >/dev/null
+  (
+    cd "$work/$kind"
+    cp package.json package.json.scaffolded
+    if [ "$kind" = harness ]; then npm_install "$(tarball verifiers)" "$(tarball harness-kit)"; else npm_install "$(tarball verifiers)"; fi
+    npm run --silent build
+    npm test --silent >"$work/$kind-test.log" 2>&1 || { cat "$work/$kind-test.log"; exit 1; }
+    # Pack with the scaffolded semver ranges (npm install wrote the tarball paths in).
+    mv package.json.scaffolded package.json
+    npm pack --loglevel=error --pack-destination "$work/tarballs" >/dev/null
+  )
+  echo "(e) ok: troupe init $kind consumer-probe built and passed its test ($(sed 's/\x1b\[[0-9;]*m//g' "$work/$kind-test.log" | grep -Eo 'Tests +[0-9]+ passed' | head -1))"
+done
+npm_install "$work"/tarballs/troupe-env-consumer-probe-*.tgz "$work"/tarballs/troupe-harness-consumer-probe-*.tgz \
+  "$work"/tarballs/troupe-runtime-consumer-probe-*.tgz
+node --input-type=module -e "
+  import { loadEnvDefinition, loadHarness, loadRuntime, setPluginSearchPaths } from '@troupe/verifiers';
+  setPluginSearchPaths([process.cwd()]);
+  const env = await loadEnvDefinition('consumer-probe');
+  if (env.id !== 'consumer-probe') throw new Error('env: wrong id ' + env.id);
+  const harness = await loadHarness('consumer_probe');
+  if (harness.id !== 'consumer_probe') throw new Error('harness: wrong id ' + harness.id);
+  const runtime = await loadRuntime('consumer_probe');
+  const sandbox = await runtime.createSandbox();
+  const echoed = (await sandbox.exec('echo probe')).stdout;
+  await sandbox.stop();
+  await runtime.close?.();
+  if (echoed !== 'probe\\n') throw new Error('runtime: exec gave ' + JSON.stringify(echoed));
+  console.log('(e) ok: env consumer-probe, harness consumer_probe and runtime consumer_probe resolved by id from their packages');
+"
 echo "consumer test: ok"
