@@ -128,6 +128,17 @@ export class Agent {
 
   private newTrace(task: Task): Trace {
     const { client: _client, ...config } = this.config;
+    // A stdio MCP server's env may carry credentials: its values never land on the trace.
+    if (config.mcpServers) {
+      config.mcpServers = Object.fromEntries(
+        Object.entries(config.mcpServers).map(([name, spec]) => [
+          name,
+          'env' in spec && spec.env
+            ? { ...spec, env: Object.fromEntries(Object.keys(spec.env).map((k) => [k, '[redacted]'])) }
+            : spec,
+        ]),
+      );
+    }
     return new Trace({
       task: task.record,
       agent: {

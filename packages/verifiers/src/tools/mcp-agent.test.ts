@@ -75,10 +75,16 @@ describe('MCP tools through the agent (bash harness, real MCP client and server)
 
   it('spawns a stdio MCP server declared by command and passes its error results back as errors', async () => {
     script = callOnce('mcp__loud__shout', { text: 'hello' });
-    const e = await env({ harness: 'bash', mcpServers: { loud: { command: process.execPath, args: [stdioServer] } } });
+    const e = await env({
+      harness: 'bash',
+      mcpServers: { loud: { command: process.execPath, args: [stdioServer], env: { FIXTURE_TOKEN: 'sekret-123' } } },
+    });
     const trace = (await e.runEpisode({ task: new Task({ prompt: 'Shout hello.' }), group: { id: 'g', index: 0 } })).traces[0]!;
     expect(trace.errors).toEqual([]);
     expect(trace.lastReply).toMatch(/^result: HELLO \(pid \d+\)$/);
+    // The server's env values stay off the trace.
+    expect(JSON.stringify(trace.toJSON())).not.toContain('sekret-123');
+    expect(trace.agent.config).toMatchObject({ mcpServers: { loud: { env: { FIXTURE_TOKEN: '[redacted]' } } } });
     // Arguments the server's schema rejects come back as an error result, not a crash.
     script = callOnce('mcp__loud__shout', { text: 7 });
     const bad = (await e.runEpisode({ task: new Task({ prompt: 'Shout 7.' }), group: { id: 'g', index: 1 } })).traces[0]!;
