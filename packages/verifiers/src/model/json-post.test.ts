@@ -54,9 +54,9 @@ describe('postJson (the lean transport of OpenAICompatibleClient)', () => {
     }));
     const error = await postJson(url, '{}', options).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
-    expect((error as OpenAI.APIError).status).toBe(429);
-    expect((error as OpenAI.APIError).message).toBe('429 slow down');
-    expect((error as OpenAI.APIError).headers?.get('retry-after')).toBe('7');
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(429);
+    expect((error as InstanceType<typeof OpenAI.APIError>).message).toBe('429 slow down');
+    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('7');
   });
 
   it('keeps a non-JSON error body as the message, and refuses a 2xx body that is not JSON', async () => {
