@@ -9,7 +9,7 @@
 // A re-export (`export { x } from`) is judged at its declaration; an export declared in another
 // package is that package's to document.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import ts from 'typescript';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -24,7 +24,8 @@ function packageDirs() {
     }
     if (depth > 2) return;
     for (const entry of readdirSync(dir, { withFileTypes: true }))
-      if (entry.isDirectory() && entry.name !== 'node_modules' && !entry.name.startsWith('.')) walk(join(dir, entry.name), depth + 1);
+      if (entry.isDirectory() && entry.name !== 'node_modules' && !entry.name.startsWith('.'))
+        walk(join(dir, entry.name), depth + 1);
   };
   walk(join(root, 'packages'), 0);
   walk(join(root, 'apps'), 0);
