@@ -33,7 +33,9 @@ describe('PolicyModel.forward computes repeated rows once', () => {
     const weights = Float32Array.from({ length: batch * time * config.vocabSize }, (_, i) => Math.sin(i * 0.37));
     const run = (share: boolean) => {
       model.shareRows = share;
-      return tf.tidy(() => {
+      // A scope instead of tf.tidy: the result holds plain arrays, not tensors.
+      tf.engine().startScope();
+      try {
         const input = tf.tensor2d(tokens, [batch, time], 'int32');
         const logits = model.forward(input).dataSync().slice();
         const distinct = model.lastDistinctRows;
@@ -48,7 +50,9 @@ describe('PolicyModel.forward computes repeated rows once', () => {
           loss: value.dataSync()[0] as number,
           grads: model.variables.map((v) => (grads[v.name] as tf.Tensor).dataSync().slice()),
         };
-      });
+      } finally {
+        tf.engine().endScope();
+      }
     };
     const shared = run(true);
     const every = run(false);
