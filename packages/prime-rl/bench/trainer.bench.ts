@@ -1,5 +1,8 @@
 // Trainer throughput: achieved GFLOP/s of a training step (forward + backward + AdamW) against the
 // same backend's 512×512 matmul peak, measured in the same run. Last line: JSON.
+// Every row of the batch is distinct (seeded tokens), so a model that computes repeated rows once
+// cannot inflate the FLOPs counted here. `--ffn=2 --d=32 --layers=1` is the trainer app's policy.
+import { loadavg } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import { initTfBackend } from '../src/policy/backend.ts';
 import { PolicyConfigSchema } from '../src/policy/config.ts';
@@ -13,6 +16,8 @@ const dModel = Number(args.get('d') ?? 64);
 const layers = Number(args.get('layers') ?? 2);
 const heads = Number(args.get('heads') ?? 4);
 const steps = Number(args.get('steps') ?? 5);
+const ffnMult = Number(args.get('ffn') ?? 4);
+const loadStart = loadavg()[0] as number;
 const backend = await initTfBackend();
 
 // Backend peak: 512² matmuls, ten chained per read-back. (A single matmul followed by dataSync()
@@ -45,11 +50,20 @@ const config = PolicyConfigSchema.parse({
   dModel,
   layers,
   heads,
+  ffnMult,
   outputTokens: [10, 11, 12, 13, 5],
 });
 const trainer = new Trainer({ policy: config, trainer: { lr: 1e-3, refKlTau: 0.05 } });
+// Deterministic PRNG (mulberry32): the same distinct rows in every run.
+let seed = 7;
+const next = () => {
+  seed = (seed + 0x6d2b79f5) >>> 0;
+  let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
 const rows: TrainRow[] = Array.from({ length: batch }, (_, i) => {
-  const tokenIds = Array.from({ length: time }, (_, j) => (j >= time - 2 ? 10 + ((i + j) % 4) : (i * 7 + j * 3) % 64));
+  const tokenIds = Array.from({ length: time }, (_, j) => (j >= time - 2 ? 10 + ((i + j) % 4) : Math.floor(next() * 64)));
   const mask = tokenIds.map((_, j) => j >= time - 2);
   return { tokenIds, mask, logprobs: mask.map((m) => (m ? -1.6 : 0)), advantages: mask.map((m) => (m ? (i % 2 ? 1 : -1) : 0)) };
 });
@@ -59,6 +73,7 @@ t0 = performance.now();
 for (let s = 0; s < steps; s++) flops += trainer.trainStep(rows).flops;
 const seconds = (performance.now() - t0) / 1000;
 const gflops = flops / seconds / 1e9;
+const distinctRows = new Set(rows.map((row) => row.tokenIds.join(','))).size;
 console.log(
   `backend ${backend}; ${trainer.model.parameterCount} parameters; ${batch}×${time} tokens per step: ${(seconds / steps).toFixed(3)} s/step, ${gflops.toFixed(2)} GFLOP/s; 512² matmul peak ${peak.toFixed(2)} GFLOP/s`,
 );
@@ -75,7 +90,11 @@ console.log(
     dModel,
     layers,
     heads,
+    ffnMult,
+    distinctRows,
     secondsPerStep: seconds / steps,
     goal: 0.3,
+    load: Number(loadavg()[0]?.toFixed(2)),
+    loadStart: Number(loadStart.toFixed(2)),
   }),
 );
