@@ -1,4 +1,4 @@
-import { initWeights, scheduledStepOptions, type TrainerSchedule } from '@troupe/prime-rl/orchestrator';
+import { initWeights, scheduledStepOptions, type TrainerSchedule, trainerStepMetrics } from '@troupe/prime-rl/orchestrator';
 import { PolicyConfigSchema } from '@troupe/prime-rl/policy';
 import { localTrainer, type TrainerConfigInput, type TrainerHandle, workerTrainer } from '@troupe/prime-rl/trainer';
 import {
@@ -42,28 +42,6 @@ async function waitForModel(outputDir: string, signal?: AbortSignal): Promise<Ru
     if (model) return model;
     await sleep(50);
   }
-}
-
-function stepMetrics(
-  metrics: Awaited<ReturnType<TrainerHandle['train']>>['metrics'],
-  options: ReturnType<typeof scheduledStepOptions>,
-  betas: readonly number[],
-) {
-  return {
-    lr: options.lr ?? 0,
-    ref_kl_tau: options.refKlTau ?? 0,
-    beta1: options.beta1 ?? betas[0] ?? 0.9,
-    loss: metrics.loss,
-    rl_loss: metrics.rlLoss,
-    ref_kl: metrics.refKl,
-    entropy: metrics.entropy,
-    mismatch_kl: metrics.mismatchKl,
-    masked_fraction: metrics.maskedFraction,
-    grad_norm: metrics.gradNorm,
-    tokens: metrics.tokens,
-    padded_tokens: metrics.paddedTokens,
-    gflops: metrics.flops / metrics.ms / 1e6,
-  };
 }
 
 /**
@@ -169,7 +147,7 @@ async function trainRun(
       if (samples.length > 0) {
         const result = await handle.train(samples, stepOptions);
         next = result.weights;
-        metrics = stepMetrics(result.metrics, stepOptions, betas);
+        metrics = trainerStepMetrics(result.metrics, stepOptions, betas);
       }
       signal.throwIfAborted();
       await writeBroadcast({

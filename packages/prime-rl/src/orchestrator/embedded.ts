@@ -159,21 +159,7 @@ export async function embeddedTrainer(options: {
       const { metrics, weights } = await handle.train(samples, stepOptions);
       return {
         weights,
-        metrics: {
-          lr: stepOptions.lr ?? 0,
-          ref_kl_tau: stepOptions.refKlTau ?? 0,
-          beta1: stepOptions.beta1 ?? betas[0],
-          loss: metrics.loss,
-          rl_loss: metrics.rlLoss,
-          ref_kl: metrics.refKl,
-          entropy: metrics.entropy,
-          mismatch_kl: metrics.mismatchKl,
-          masked_fraction: metrics.maskedFraction,
-          grad_norm: metrics.gradNorm,
-          tokens: metrics.tokens,
-          padded_tokens: metrics.paddedTokens,
-          gflops: metrics.flops / metrics.ms / 1e6,
-        },
+        metrics: trainerStepMetrics(metrics, stepOptions, betas),
       };
     },
     async state() {
@@ -278,3 +264,30 @@ export async function frozenCheckpointClient(options: {
 }
 
 export { initWeights } from '../policy/config.ts';
+
+/**
+ * One trainer step's metrics under the keys the orchestrator logs as `trainer/<key>`: the step's
+ * scheduled `lr`, `ref_kl_tau` and `beta1` (the optimizer's default β₁ when unscheduled), the
+ * loss terms, token counts and throughput (`gflops`: GFLOP/s of the step's forward + backward).
+ */
+export function trainerStepMetrics(
+  metrics: Awaited<ReturnType<TrainerHandle['train']>>['metrics'],
+  options: ReturnType<typeof scheduledStepOptions>,
+  betas: readonly number[],
+): Record<string, number> {
+  return {
+    lr: options.lr ?? 0,
+    ref_kl_tau: options.refKlTau ?? 0,
+    beta1: options.beta1 ?? betas[0] ?? 0.9,
+    loss: metrics.loss,
+    rl_loss: metrics.rlLoss,
+    ref_kl: metrics.refKl,
+    entropy: metrics.entropy,
+    mismatch_kl: metrics.mismatchKl,
+    masked_fraction: metrics.maskedFraction,
+    grad_norm: metrics.gradNorm,
+    tokens: metrics.tokens,
+    padded_tokens: metrics.paddedTokens,
+    gflops: metrics.flops / metrics.ms / 1e6,
+  };
+}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sleep } from '../util/timeout.ts';
 
 /** How a model client retries: exponential backoff with full jitter, honouring `retry-after`. */
 export const RetryOptionsSchema = z
@@ -98,19 +99,4 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
       await sleep(delayMs, options.signal);
     }
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason ?? new Error('aborted'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

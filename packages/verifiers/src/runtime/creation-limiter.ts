@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
+import { sleep } from '../util/timeout.ts';
 import { SharedLimits } from './shared-limits.ts';
 
 /** Limits on sandbox creation shared by every runtime: a concurrency cap and a creation rate. */
@@ -134,16 +135,6 @@ export class CreationLimiter {
     this.nextStartAt = startAt + this.intervalMs;
     const delay = startAt - now;
     if (delay <= 0) return;
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, delay);
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal?.reason ?? new SandboxError('sandbox creation aborted'));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    await sleep(delay, signal);
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError } from '../errors/troupe-error.ts';
+import { sleep } from '../util/timeout.ts';
 import { liveNotZombie } from './pid-namespace.ts';
 
 /** How long a waiting process sleeps between looks at the shared slots, in ms (plus jitter). */
@@ -114,19 +115,4 @@ export class SharedLimits {
       throw new SandboxError(`${why} within the acquire timeout (${this.dir})`);
     await sleep(POLL_MS + Math.random() * POLL_MS, signal);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new SandboxError('sandbox creation aborted'));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason ?? new SandboxError('sandbox creation aborted'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
