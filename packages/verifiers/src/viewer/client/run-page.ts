@@ -1,0 +1,125 @@
+// A run's page: summary and episode table (`#`), one episode (`#episode=<id>`).
+import { h } from './dom.ts';
+import { EpisodeSource } from './episode-source.ts';
+import { EpisodeTable } from './episode-table.ts';
+import { episodeHead, type TraceColumns, traceColumns } from './episode-view.ts';
+import { fmt } from './format.ts';
+import { Roles } from './roles.ts';
+import { renderSummary } from './run-summary.ts';
+import { topbar } from './shell.ts';
+import type { EpisodeMode, PageTimings, ViewerIndex } from './types.ts';
+import { problemCard } from './widgets.ts';
+
+/** Mounts the run page into `app` and starts routing on the URL fragment. */
+export function runPage(options: {
+  app: HTMLElement;
+  index: ViewerIndex;
+  mode: EpisodeMode & { runs?: string };
+  timings: PageTimings;
+}): void {
+  const { app, index, mode, timings } = options;
+  const source = new EpisodeSource(mode);
+  const rowsById = new Map(index.episodes.map((row) => [row.id, row]));
+  const roles = new Roles(index.roles);
+  const { crumbs, topbar: bar } = topbar({
+    title: index.run.name,
+    titleHint: 'run directory',
+    meta: `${fmt.int(index.totals.episodes)} episodes · ${index.run.envs.join(', ') || 'no env'}`,
+    runsHref: mode.runs,
+  });
+  const runView = h('main', { class: 'view run-view' });
+  const episodeView = h('main', { class: 'view episode-view', hidden: true });
+  app.append(bar, runView, episodeView);
+
+  const table = new EpisodeTable({ index, roles });
+  runView.append(renderSummary({ index, roles, onErrorType: (type) => table.applyFilter({ error: type }) }), table.element);
+
+  let columns: TraceColumns | null = null;
+  const dropColumns = () => {
+    columns?.destroy();
+    columns = null;
+  };
+
+  let episodeToken = 0;
+  async function showEpisode(id: string): Promise<void> {
+    const started = performance.now();
+    const token = ++episodeToken;
+    runView.hidden = true;
+    episodeView.hidden = false;
+    const row = rowsById.get(id);
+    crumbs.replaceChildren(h('span', { class: 'crumb-sep', text: '/' }), h('span', { text: row ? row.task : id }));
+    if (!row) {
+      dropColumns();
+      episodeView.replaceChildren(
+        problemCard('Episode not found', `No episode with id ${id} in this run.`, { href: '#', text: '← Episodes' }),
+      );
+      return;
+    }
+    episodeView.replaceChildren(h('p', { class: 'muted pad', text: 'Loading episode…' }));
+    let episode: Awaited<ReturnType<EpisodeSource['load']>>;
+    try {
+      episode = await source.load(row);
+    } catch (error) {
+      if (token !== episodeToken) return;
+      episodeView.replaceChildren(problemCard('Could not load the episode', String((error as Error)?.message ?? error)));
+      return;
+    }
+    if (token !== episodeToken) return;
+    dropColumns();
+    const visible = table.visibleRows;
+    const position = visible.indexOf(row);
+    const next = traceColumns(episode, roles);
+    columns = next;
+    episodeView.replaceChildren(
+      episodeHead({
+        episode,
+        row,
+        prev: position > 0 ? visible[position - 1]! : null,
+        next: position >= 0 && position < visible.length - 1 ? visible[position + 1]! : null,
+      }),
+      next.element,
+    );
+    next.mount();
+    document.title = `${episode.task.key} · ${index.run.name} · troupe`;
+    timings.episodeMs = performance.now() - started;
+    document.body.dataset.episode = id;
+  }
+
+  function showRun(): void {
+    dropColumns();
+    episodeView.hidden = true;
+    episodeView.replaceChildren();
+    runView.hidden = false;
+    crumbs.replaceChildren();
+    delete document.body.dataset.episode;
+    document.title = `${index.run.name} · troupe`;
+    table.renderRows(true);
+  }
+
+  function route(): void {
+    const match = /^#episode=(.+)$/.exec(location.hash);
+    if (match) {
+      let id = match[1]!;
+      try {
+        id = decodeURIComponent(id);
+      } catch {}
+      void showEpisode(id);
+    } else showRun();
+  }
+
+  window.addEventListener('hashchange', route);
+  document.addEventListener('keydown', (event) => {
+    if (episodeView.hidden || event.target instanceof HTMLInputElement || event.metaKey || event.ctrlKey || event.altKey) return;
+    const id = document.body.dataset.episode;
+    const row = id ? rowsById.get(id) : undefined;
+    const visible = table.visibleRows;
+    const position = row ? visible.indexOf(row) : -1;
+    if (event.key === 'Escape') location.hash = '';
+    else if (event.key === '[' && position > 0) location.hash = `episode=${encodeURIComponent(visible[position - 1]!.id)}`;
+    else if (event.key === ']' && position >= 0 && position < visible.length - 1)
+      location.hash = `episode=${encodeURIComponent(visible[position + 1]!.id)}`;
+  });
+
+  table.refresh();
+  route();
+}
