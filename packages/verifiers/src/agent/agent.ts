@@ -110,6 +110,24 @@ export class Agent {
     }
   }
 
+  /**
+   * A sandbox for `task`, booted and set up exactly as `run` does it: provisioned from the task's
+   * image and workdir, then the task's and the harness's setup under the setup timeout. No
+   * harness is launched and no model is reached (`troupe debug`). The caller stops the sandbox;
+   * when setup fails it is stopped here and the classified error is thrown.
+   */
+  async openSandbox(task: Task, options: { signal?: AbortSignal } = {}): Promise<Sandbox> {
+    const sandbox = await this.provision(task);
+    try {
+      await this.setUp(task, this.newTrace(task), sandbox, options.signal);
+    } catch (error) {
+      const classified = await this.classify(error, sandbox);
+      await sandbox.stop().catch(() => {});
+      throw classified;
+    }
+    return sandbox;
+  }
+
   /** Runs the task to program exit. Retried whole while an error matches `retries`. */
   async run(task: Task, options: RunOptions = {}): Promise<Trace> {
     // A task with tools on a harness without MCP is a pairing error: refused before any sandbox.
@@ -215,16 +233,7 @@ export class Agent {
     }
     const setupStart = Date.now();
     try {
-      const stage = { seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null, stage: 'setup' };
-      if (this.harness.setup) {
-        await withDeadline({ ...stage, ...(options.signal ? { parent: options.signal } : {}) }, async (signal) => {
-          await task.setup?.({ task, trace, sandbox });
-          await this.harness.setup?.({ sandbox, log: this.log, signal });
-        });
-      } else if (task.setup) {
-        // Only the harness's setup takes the signal; without one, the task's setup runs under the timer alone.
-        await withTimeout(stage, async () => task.setup?.({ task, trace, sandbox }));
-      }
+      await this.setUp(task, trace, sandbox, options.signal);
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'setup');
       if (!options.sandbox) await sandbox.stop().catch(() => {});
@@ -290,6 +299,20 @@ export class Agent {
         await mcp.close();
       },
     };
+  }
+
+  /** The task's setup, then the harness's, under the setup timeout. */
+  private async setUp(task: Task, trace: Trace, sandbox: Sandbox, parent: AbortSignal | undefined): Promise<void> {
+    const stage = { seconds: this.config.timeout?.setup ?? task.data.timeout?.setup ?? null, stage: 'setup' };
+    if (this.harness.setup) {
+      await withDeadline({ ...stage, ...(parent ? { parent } : {}) }, async (signal) => {
+        await task.setup?.({ task, trace, sandbox });
+        await this.harness.setup?.({ sandbox, log: this.log, signal });
+      });
+    } else if (task.setup) {
+      // Only the harness's setup takes the signal; without one, the task's setup runs under the timer alone.
+      await withTimeout(stage, async () => task.setup?.({ task, trace, sandbox }));
+    }
   }
 
   /**

@@ -4,8 +4,6 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { ClientConfig } from '../agent/agent-config.ts';
 import { setPluginEnvironment, setPluginSearchPaths } from '../agent/plugins.ts';
-import { Env } from '../env/env.ts';
-import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { parseShard, type Shard } from '../eval/shard.ts';
@@ -14,6 +12,7 @@ import { InterceptionServer } from '../interception/interception-server.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
 import { progressReporter } from './progress.ts';
+import { createEvalEnv, hasRoleFlags, type RoleFlags, resolveEnvConfig } from './resolve-env.ts';
 
 const HELP = `troupe — run agents on tasksets, record trainable traces
 
@@ -32,6 +31,8 @@ Usage:
                                    scaffold a package of your own env, harness or runtime (troupe init --help)
   troupe rerun <run-dir> --swap ROLE=MODEL [-b URL]
                                    re-run a run's tasks with one seat swapped; paired reward change per role
+  troupe debug --env ID|MODULE --task I [-f FILE] -- COMMAND...
+                                   run a command in task I's sandbox, booted as eval would (troupe debug --help)
 
 Eval options:
   -f, --config FILE      TOML or JSON config; CLI options override it
@@ -90,6 +91,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'merge') return (await import('./merge-command.ts')).mergeCommand(rest);
   if (command === 'replay') return (await import('./replay-command.ts')).replayCommand(rest);
   if (command === 'init') return (await import('./init-command.ts')).initCommand(rest);
+  if (command === 'debug') return (await import('./debug-command.ts')).debugCommand(rest);
   if (command === 'rerun') return (await import('./rerun-command.ts')).rerunCommand(rest, (args) => evalCommand(args, false));
   process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
   return 2;
@@ -97,6 +99,8 @@ async function main(argv: string[]): Promise<number> {
 
 interface BuiltConfig {
   config: EvalConfig;
+  /** `--harness`, `--runtime`, `--max-turns`: applied to every role of the env. */
+  roleFlags: RoleFlags;
   resumeDir?: string;
   /** Flags or a config file were given beside `--resume`. */
   changesOnResume: boolean;
@@ -148,7 +152,14 @@ function buildConfig(args: string[]): BuiltConfig {
     allowPositionals: false,
   });
   if (values.help)
-    return { config: {} as EvalConfig, changesOnResume: false, allowFailures: false, preflight: false, help: true };
+    return {
+      config: {} as EvalConfig,
+      roleFlags: {},
+      changesOnResume: false,
+      allowFailures: false,
+      preflight: false,
+      help: true,
+    };
   let raw: Record<string, unknown> = {};
   if (values.resume) {
     const saved = join(values.resume, 'config.json');
@@ -200,18 +211,20 @@ function buildConfig(args: string[]): BuiltConfig {
   raw.env ??= {};
   const env = raw.env as Record<string, unknown>;
   env.id ??= 'single-agent';
-  const perRole = { harness: values.harness, runtime: values.runtime, maxTurns: int('max-turns', values['max-turns']) };
+  const roleFlags: RoleFlags = {
+    ...(values.harness !== undefined ? { harness: values.harness } : {}),
+    ...(values.runtime !== undefined ? { runtime: values.runtime } : {}),
+    ...(values['max-turns'] !== undefined ? { maxTurns: int('max-turns', values['max-turns']) } : {}),
+  };
   const config = parseEvalConfig(raw);
-  if (Object.values(perRole).some((v) => v !== undefined)) {
-    (config.env as Record<string, unknown>).__perRole = perRole;
-  }
   const changesOnResume =
     values.config !== undefined ||
     (values.set?.length ?? 0) > 0 ||
     overrides.some(([, v]) => v !== undefined) ||
-    Object.values(perRole).some((v) => v !== undefined);
+    hasRoleFlags(roleFlags);
   return {
     config,
+    roleFlags,
     ...(values.resume ? { resumeDir: values.resume } : {}),
     changesOnResume,
     allowFailures: values['allow-failures'] === true,
@@ -249,23 +262,14 @@ function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient
 }
 
 async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
-  const { config, resumeDir, changesOnResume, allowFailures, preflight, help, shard, dryRun, clean, runDir } = buildConfig(args);
+  const { config, roleFlags, resumeDir, changesOnResume, allowFailures, preflight, help, shard, dryRun, clean, runDir } =
+    buildConfig(args);
   if (help) {
     process.stdout.write(HELP);
     return 0;
   }
-  const definition = await loadEnvDefinition(config.env.id);
-  const { __perRole, ...envConfig } = config.env as Record<string, unknown> & { __perRole?: Record<string, unknown> };
-  if (__perRole) {
-    for (const role of Object.keys(definition.roles)) {
-      const current = (envConfig[role] as Record<string, unknown> | undefined) ?? {};
-      const patch = Object.fromEntries(Object.entries(__perRole).filter(([, v]) => v !== undefined));
-      envConfig[role] = { ...current, ...patch };
-    }
-  }
-  const tasksetRef =
-    (envConfig.taskset as string | { id: string } | undefined) ?? (definition.taskset ? undefined : 'arithmetic');
-  const cleanConfig = { ...config, env: envConfig };
+  const resolved = await resolveEnvConfig({ config, roleFlags });
+  const { definition, envConfig, cleanConfig } = resolved;
   if (resumeDir && changesOnResume) {
     const saved = readConfigFile(join(resumeDir, 'config.json'));
     const difference = firstDifference(saved, JSON.parse(JSON.stringify(cleanConfig)));
@@ -297,19 +301,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     clients.push(client);
     return client;
   };
-  const env = await Env.create({
-    definition,
-    config: envConfig,
-    run: {
-      model: config.model,
-      client: makeTrackedClient(config.client, config.model),
-      sampling: config.sampling,
-      makeClient: makeTrackedClient,
-    },
-    interception,
-    log,
-  });
-  const taskset = tasksetRef !== undefined ? await loadTaskset(tasksetRef) : await definition.taskset!(env.options);
+  const { env, taskset } = await createEvalEnv({ resolved, config, makeClient: makeTrackedClient, interception, log });
   if (validateOnly) {
     process.stdout.write(
       `${JSON.stringify({ ...cleanConfig, roles: env.describeRoles(), taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`,

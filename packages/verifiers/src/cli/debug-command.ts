@@ -1,0 +1,250 @@
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { ClientConfig } from '../agent/agent-config.ts';
+import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
+import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import type { ExecResult, Sandbox } from '../runtime/runtime.ts';
+import { deepMerge, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
+import { createEvalEnv, type RoleFlags, resolveEnvConfig } from './resolve-env.ts';
+
+const HELP = `troupe debug — run a command inside a task's sandbox, booted as troupe eval would boot it
+
+Usage:
+  troupe debug --env ID|MODULE --task I [options] -- COMMAND [ARG...]
+  troupe debug --env ID|MODULE --task I [options] --script FILE [-- ARG...]
+
+The sandbox is made exactly as \`troupe eval\` makes it for that task: the same env resolution,
+config file, role config, runtime (image and workdir from the task) and setup (the task's setup,
+then the harness's). Then the command runs in the sandbox's workdir with its stdout and stderr
+streamed, and the sandbox is torn down, also on Ctrl-C. No model is called.
+
+Options:
+  -e, --env ID|MODULE    env id, an installed @troupe/env-<id>, or a module path (./my-env.ts);
+                         default: the config's env.id, else single-agent
+      --task I           index of the task in the taskset, from 0 (required)
+  -f, --config FILE      an eval config (TOML or JSON): its env, taskset, roles and runtimes apply
+  -t, --taskset ID|FILE  taskset id or a .jsonl file (as for eval)
+      --role NAME        the role whose runtime and harness make the sandbox (default: the env's first role)
+      --harness ID       harness for every role (as for eval; its setup runs)
+      --runtime ID       runtime for every role (as for eval)
+  -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.runtime.id=docker (repeatable)
+      --script FILE      copy a host script into the sandbox and run it, with the ARGs after --
+                         (a script without #! runs with /bin/sh)
+      --timeout SECONDS  kill the command after this many seconds (exit 124)
+  -h, --help
+
+The command: one word after -- runs with /bin/sh -c (pipes and globs work: -- 'ls | wc -l');
+several words are an argv, run without a shell.
+
+Exit codes:
+  the command's own exit code (124 when --timeout killed it)
+  1    the sandbox could not be booted or set up (the error is printed)
+  2    bad input: an unknown env or role, a task index out of range, no command
+  130  interrupted (Ctrl-C); the sandbox was torn down
+`;
+
+/** Exit code of a command killed by `--timeout` (as `timeout(1)`). */
+const TIMED_OUT = 124;
+
+interface DebugArgs {
+  raw: Record<string, unknown>;
+  roleFlags: RoleFlags;
+  taskIndex: number;
+  role?: string;
+  script?: string;
+  command: string[];
+  timeoutMs?: number;
+}
+
+function parseDebugArgs(args: string[]): DebugArgs | 'help' {
+  const separator = args.indexOf('--');
+  const flags = separator === -1 ? args : args.slice(0, separator);
+  const command = separator === -1 ? [] : args.slice(separator + 1);
+  const { values, positionals } = parseArgs({
+    args: flags,
+    options: {
+      env: { type: 'string', short: 'e' },
+      task: { type: 'string' },
+      config: { type: 'string', short: 'f' },
+      taskset: { type: 'string', short: 't' },
+      role: { type: 'string' },
+      harness: { type: 'string' },
+      runtime: { type: 'string' },
+      set: { type: 'string', short: 's', multiple: true },
+      script: { type: 'string' },
+      timeout: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (values.help) return 'help';
+  if (positionals.length > 0) {
+    throw new ConfigError(
+      `troupe debug: unexpected ${JSON.stringify(positionals[0])} before --; the command goes after --: troupe debug --task 0 -- ${positionals.join(' ')}`,
+    );
+  }
+  if (values.task === undefined) throw new ConfigError('troupe debug: --task I is required (the index of the task, from 0)');
+  const taskIndex = Number(values.task);
+  if (!Number.isInteger(taskIndex) || taskIndex < 0 || values.task.trim() === '')
+    throw new ConfigError(`--task must be a task index (an integer from 0), got ${JSON.stringify(values.task)}`);
+  if (values.script === undefined && command.length === 0)
+    throw new ConfigError('troupe debug: no command: give one after -- (troupe debug --task 0 -- ls -la) or --script FILE');
+  let timeoutMs: number | undefined;
+  if (values.timeout !== undefined) {
+    const seconds = Number(values.timeout);
+    if (!Number.isFinite(seconds) || seconds <= 0)
+      throw new ConfigError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+    timeoutMs = Math.round(seconds * 1000);
+  }
+  let raw: Record<string, unknown> = {};
+  if (values.config) raw = deepMerge(raw, readConfigFile(values.config));
+  if (values.env !== undefined) setPath(raw, 'env.id', values.env);
+  if (values.taskset !== undefined) setPath(raw, 'env.taskset', values.taskset);
+  for (const entry of values.set ?? []) {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
+    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
+  }
+  return {
+    raw,
+    roleFlags: {
+      ...(values.harness !== undefined ? { harness: values.harness } : {}),
+      ...(values.runtime !== undefined ? { runtime: values.runtime } : {}),
+    },
+    taskIndex,
+    ...(values.role !== undefined ? { role: values.role } : {}),
+    ...(values.script !== undefined ? { script: values.script } : {}),
+    command,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  };
+}
+
+/** A client for the config's endpoint; `troupe debug` never calls it, so no API key is read. */
+function idleClient(config: ClientConfig, model: string): OpenAICompatibleClient {
+  return new OpenAICompatibleClient({ baseUrl: config.baseUrl, apiKey: 'EMPTY', model });
+}
+
+/**
+ * `troupe debug`: boots the sandbox of one task as `troupe eval` would, runs a command or a script
+ * in it with its output streamed to this process's stdout and stderr, and always tears the
+ * sandbox down. Resolves with the command's exit code.
+ */
+export async function debugCommand(args: string[]): Promise<number> {
+  const parsed = parseDebugArgs(args);
+  if (parsed === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const raw = parsed.raw;
+  raw.env ??= {};
+  (raw.env as Record<string, unknown>).id ??= 'single-agent';
+  // The model is never called; a config without one still boots.
+  raw.model ??= 'troupe-debug';
+  if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {
+    (raw.client as Record<string, unknown>).baseUrl = 'http://127.0.0.1:8000/v1';
+  }
+  const config = parseEvalConfig(raw);
+  const resolved = await resolveEnvConfig({ config, roleFlags: parsed.roleFlags });
+  const log = (line: string) => process.stderr.write(`troupe debug: ${line}\n`);
+  const { env, taskset } = await createEvalEnv({ resolved, config, makeClient: idleClient, log });
+  const role = parsed.role ?? env.roles[0] ?? '';
+  const agent = env.roles.includes(role) ? env.baseAgents[role] : undefined;
+  if (!agent) throw new ConfigError(`--role ${role}: env ${env.id} has no such role; roles: ${env.roles.join(', ')}`);
+  if (parsed.taskIndex >= taskset.size) {
+    throw new ConfigError(
+      `--task ${parsed.taskIndex}: taskset ${taskset.id} has ${taskset.size} task${taskset.size === 1 ? '' : 's'}` +
+        (taskset.size > 0 ? ` (indexes 0 to ${taskset.size - 1})` : ''),
+    );
+  }
+  const task = taskset.at(parsed.taskIndex);
+  let script: { name: string; data: Buffer } | undefined;
+  if (parsed.script !== undefined) {
+    try {
+      script = { name: basename(parsed.script), data: readFileSync(parsed.script) };
+    } catch (error) {
+      throw new ConfigError(`--script ${parsed.script}: cannot read it (${(error as Error).message})`);
+    }
+  }
+  const controller = new AbortController();
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (name: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = name;
+    process.stderr.write(`\ntroupe debug: ${name}: stopping the command and tearing the sandbox down\n`);
+    controller.abort(new Error(`interrupted (${name})`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  let sandbox: Sandbox | undefined;
+  try {
+    try {
+      sandbox = await agent.openSandbox(task, { signal: controller.signal });
+    } catch (error) {
+      if (signalled) return 130;
+      const message = TroupeError.isInstance(error) ? `${error.name}: ${error.message}` : String(error);
+      process.stderr.write(
+        `troupe debug: could not boot ${role}'s ${agent.runtime.id} sandbox for task ${parsed.taskIndex}: ${message}\n`,
+      );
+      return 1;
+    }
+    if (signalled) return 130;
+    if (process.stderr.isTTY) {
+      log(
+        `${role}'s ${agent.runtime.id} sandbox ${sandbox.id} for task ${parsed.taskIndex} (${task.key}), workdir ${sandbox.workdir}`,
+      );
+    }
+    const result = await runInSandbox(sandbox, parsed, script, controller.signal);
+    if (signalled || result === 'aborted') return 130;
+    if (result.timedOut) {
+      process.stderr.write(`troupe debug: the command ran past --timeout and was killed\n`);
+      return TIMED_OUT;
+    }
+    return result.exitCode;
+  } finally {
+    if (sandbox) await sandbox.stop().catch((error) => log(`sandbox stop failed: ${(error as Error).message}`));
+    await agent.runtime.close?.().catch((error) => log(`runtime close failed: ${(error as Error).message}`));
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+async function runInSandbox(
+  sandbox: Sandbox,
+  parsed: DebugArgs,
+  script: { name: string; data: Buffer } | undefined,
+  signal: AbortSignal,
+): Promise<ExecResult | 'aborted'> {
+  let argv: string | string[];
+  if (script) {
+    const path = `${sandbox.workdir}/.troupe-debug/${script.name}`;
+    await sandbox.writeFile(path, script.data, { mode: 0o755 });
+    argv = script.data.subarray(0, 2).toString() === '#!' ? [path, ...parsed.command] : ['/bin/sh', path, ...parsed.command];
+  } else {
+    argv = parsed.command.length === 1 ? (parsed.command[0] as string) : parsed.command;
+  }
+  let streamedOut = false;
+  let streamedErr = false;
+  try {
+    const result = await sandbox.exec(argv, {
+      signal,
+      ...(parsed.timeoutMs !== undefined ? { timeoutMs: parsed.timeoutMs } : {}),
+      onStdout: (chunk) => {
+        streamedOut = true;
+        process.stdout.write(chunk);
+      },
+      onStderr: (chunk) => {
+        streamedErr = true;
+        process.stderr.write(chunk);
+      },
+    });
+    // A runtime that does not stream hands the whole output over at the end.
+    if (!streamedOut && result.stdout) process.stdout.write(result.stdout);
+    if (!streamedErr && result.stderr) process.stderr.write(result.stderr);
+    return result;
+  } catch (error) {
+    if (signal.aborted) return 'aborted';
+    throw error;
+  }
+}
