@@ -21,6 +21,8 @@ Usage:
   troupe validate [options]        check a config and print it resolved (no model calls)
   troupe view <run-dir> [--html FILE] [--port N]
                                    browse a run's episodes (or write one self-contained HTML file)
+  troupe view <folder> | <run-a> <run-b> --html FILE
+                                   list a folder's runs and compare two (per role, task by task)
   troupe export <run-dir> --format chat|sft|preference [--role R] [--where EXPR] [--tokens] [-o FILE]
                                    traces as JSONL for TRL (troupe export --help)
   troupe merge <run-dir>... --out DIR
@@ -86,7 +88,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'eval' || command === 'validate') return evalCommand(rest, command === 'validate');
-  if (command === 'view') return viewCommand(rest);
+  if (command === 'view') return (await import('../viewer/view-command.ts')).viewCommand({ args: rest, help: HELP });
   if (command === 'export') return (await import('./export-command.ts')).exportCommand(rest);
   if (command === 'merge') return (await import('./merge-command.ts')).mergeCommand(rest);
   if (command === 'replay') return (await import('./replay-command.ts')).replayCommand(rest);
@@ -416,47 +418,6 @@ async function ensureDir(path: string): Promise<string> {
   const { mkdir } = await import('node:fs/promises');
   await mkdir(path, { recursive: true });
   return path;
-}
-
-async function viewCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      html: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  const runDir = positionals[0];
-  if (!runDir) throw new ConfigError('troupe view <run-dir>: name a run directory');
-  if (!existsSync(join(runDir, 'traces.jsonl'))) throw new ConfigError(`${runDir} has no traces.jsonl (is it a run directory?)`);
-  const { serveRun, writeHtmlReport } = await import('../viewer/index.ts');
-  const onWarning = (warning: string) => process.stderr.write(`warning: ${warning}\n`);
-  if (values.html) {
-    await writeHtmlReport({ runDir, outFile: values.html, onWarning });
-    process.stdout.write(`wrote ${values.html} (self-contained: opens offline)\n`);
-    return 0;
-  }
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    throw new ConfigError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
-  }
-  const served = await serveRun({
-    runDir,
-    ...(port !== undefined ? { port } : {}),
-    ...(values.host ? { host: values.host as '127.0.0.1' } : {}),
-    onWarning,
-  });
-  process.stdout.write(`viewing ${runDir} at ${served.url} (Ctrl-C to stop)\n`);
-  await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
-  await served.close();
-  return 0;
 }
 
 main(process.argv.slice(2)).then(

@@ -23,3 +23,7 @@ declare global {
     __troupe: { timings: PageTimings };
   }
 }
+
+export type { ComparePageData, CompareSide } from '../render-compare-html.ts';
+export type { RunsPageData } from '../render-runs-html.ts';
+export type { RunListEntry } from '../run-folder.ts';

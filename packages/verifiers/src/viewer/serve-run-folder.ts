@@ -1,0 +1,120 @@
+import { basename, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from '../errors/troupe-error.ts';
+import { HTML, JSON_TYPE, LoopbackHostSchema, type ServedRun, send, startLoopbackServer, TEXT } from './loopback-server.ts';
+import { renderCompareHtml } from './render-compare-html.ts';
+import { renderRunsHtml } from './render-runs-html.ts';
+import { RunCache } from './run-cache.ts';
+import { type FoundRun, findRuns, type RunListEntry, runListEntry, unreadableRunEntry } from './run-folder.ts';
+import { serveRunRoutes } from './serve-run.ts';
+
+export const ServeRunFolderOptionsSchema = z.object({
+  /** A folder of run directories (e.g. `outputs/`). */
+  folder: z.string().min(1, 'folder must not be empty'),
+  /** TCP port; 0 (default) picks a free one. */
+  port: z.number().int().min(0).max(65535).default(0),
+  /** Loopback address to bind: 127.0.0.1 (default), ::1 or localhost. Nothing else is accepted. */
+  host: LoopbackHostSchema,
+  /** Called with each problem met while reading a run. */
+  onWarning: z
+    .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
+    .optional(),
+});
+export type ServeRunFolderOptions = z.input<typeof ServeRunFolderOptionsSchema>;
+
+/** The URL path (relative to the folder's root page) of a run's page. */
+export function runHref(name: string): string {
+  return `runs/${encodeURIComponent(name)}/`;
+}
+
+/**
+ * Serves a folder of runs on loopback: `/` lists the runs (newest first) with a picker to compare
+ * two; `/runs/<name>/` is a run's page (as `serveRun` serves it); `/compare?a=<name>&b=<name>`
+ * shows two runs side by side; `/api/runs.json` is the list. Runs are read on first use and
+ * re-read when their traces.jsonl changes; new run directories appear on reload.
+ */
+export async function serveRunFolder(options: ServeRunFolderOptions): Promise<ServedRun> {
+  const { folder, port, host, onWarning } = ServeRunFolderOptionsSchema.parse(options);
+  const root = resolve(folder);
+  const caches = new Map<string, { found: FoundRun; cache: RunCache }>();
+  const scan = async (): Promise<FoundRun[]> => {
+    const found = await findRuns({ folder: root });
+    for (const run of found) {
+      const known = caches.get(run.name);
+      if (known) known.found = run;
+      else caches.set(run.name, { found: run, cache: new RunCache({ runDir: run.runDir, onWarning }) });
+    }
+    return found;
+  };
+  if ((await scan()).length === 0)
+    throw new ConfigError(`folder: ${root} holds no run directory (no traces.jsonl in it or below it)`);
+  const lookup = async (name: string) => caches.get(name) ?? ((await scan()) && caches.get(name));
+  const list = async (): Promise<RunListEntry[]> => {
+    const entries: RunListEntry[] = [];
+    for (const found of await scan()) {
+      const { cache } = caches.get(found.name)!;
+      try {
+        entries.push(runListEntry(found, (await cache.current()).index));
+      } catch (error) {
+        entries.push(unreadableRunEntry(found, error));
+      }
+    }
+    return entries;
+  };
+
+  return startLoopbackServer({
+    port,
+    host,
+    handle: async (url, res) => {
+      const path = url.pathname;
+      if (path === '/' || path === '/index.html') {
+        send(res, 200, HTML, renderRunsHtml({ folder: basename(root), runs: await list() }));
+        return;
+      }
+      if (path === '/api/runs.json') {
+        send(res, 200, JSON_TYPE, JSON.stringify(await list()));
+        return;
+      }
+      if (path === '/compare') {
+        const names = [url.searchParams.get('a'), url.searchParams.get('b')];
+        const sides = await Promise.all(names.map((name) => (name === null ? undefined : lookup(name))));
+        const [a, b] = sides;
+        if (!a || !b) {
+          const missing = names.filter((name, k) => name === null || !sides[k]).map((name) => JSON.stringify(name ?? ''));
+          send(res, 404, TEXT, `compare?a=<run>&b=<run>: no run ${missing.join(' or ')} in this folder\n`);
+          return;
+        }
+        const [loadedA, loadedB] = [await a.cache.current(), await b.cache.current()];
+        const page = renderCompareHtml([loadedA.run, loadedB.run], {
+          embedEpisodes: false,
+          indexes: [loadedA.index, loadedB.index],
+          bases: [runHref(a.found.name), runHref(b.found.name)],
+          runsHref: './',
+        });
+        send(res, 200, HTML, page);
+        return;
+      }
+      const match = /^\/runs\/([^/]+)(\/.*)?$/.exec(path);
+      if (match) {
+        let name: string;
+        try {
+          name = decodeURIComponent(match[1]!);
+        } catch {
+          send(res, 400, TEXT, 'bad run name\n');
+          return;
+        }
+        const run = await lookup(name);
+        if (!run) {
+          send(res, 404, TEXT, `no run ${JSON.stringify(name)} in this folder\n`);
+          return;
+        }
+        if (match[2] === undefined) {
+          send(res, 301, TEXT, '', { location: `/${runHref(name)}` });
+          return;
+        }
+        if (await serveRunRoutes({ cache: run.cache, path: match[2].slice(1), res, runsHref: '../../' })) return;
+      }
+      send(res, 404, TEXT, 'not found\n');
+    },
+  });
+}
