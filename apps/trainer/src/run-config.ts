@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
@@ -9,7 +10,7 @@ export class RunConfigError extends Error {
   override readonly name = 'RunConfigError';
 }
 
-/** How a role of a source is played: the trainable policy, a frozen endpoint, or a frozen checkpoint. */
+/** How a role of a source is played: the trainable policy, a frozen endpoint, a frozen checkpoint, or an opponent pool. */
 export const RoleBindingSchema = z
   .object({
     /** `main`: the trainable policy (several roles on it = self-play). */
@@ -21,13 +22,15 @@ export const RoleBindingSchema = z
       .optional(),
     /** A frozen copy of an embedded policy (a run's `checkpoint/` directory). */
     checkpoint: z.string().min(1).optional(),
+    /** Past snapshots of the trainable policy, one drawn per episode; never trained on. */
+    pool: OpponentPoolConfigSchema.optional(),
     /** false: the role plays the main policy but its traces never train. */
     trainable: z.boolean().optional(),
   })
   // Other keys (harness, runtime, sampling, …) are the role's agent config.
   .loose()
-  .refine((b) => [b.policy, b.model, b.checkpoint].filter((x) => x !== undefined).length <= 1, {
-    message: 'give one of policy, model or checkpoint',
+  .refine((b) => [b.policy, b.model, b.checkpoint, b.pool].filter((x) => x !== undefined).length <= 1, {
+    message: 'give one of policy, model, checkpoint or pool',
   });
 export type RoleBinding = z.infer<typeof RoleBindingSchema>;
 
@@ -96,6 +99,8 @@ export const RunConfigSchema = z
     maxOffPolicySteps: z.number().int().nonnegative().default(8),
     filterZeroAdvantages: z.boolean().default(true),
     checkpointEvery: z.number().int().nonnegative().default(25),
+    /** Steps whose checkpoint is also kept, as `checkpoint-step-<N>/` (e.g. `[100, 300, 700]` for cross-play). */
+    keepCheckpoints: z.array(z.number().int().positive()).default([]),
     train: z.object({ source: z.array(SourceConfigSchema).min(1), evalEvery: z.number().int().positive().default(1) }).strict(),
     /** Sources evaluated every `interval` steps, never trained on. */
     eval: z

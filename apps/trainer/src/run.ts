@@ -10,6 +10,7 @@ import {
   initWeights,
   loadEmbeddedCheckpoint,
   ModelRouter,
+  OpponentPool,
   Orchestrator,
   type StepMetrics,
   type TrainingHooks,
@@ -76,6 +77,8 @@ async function buildSource(options: {
   run: RunConfig;
   baseDir: string;
   main: () => ModelClient;
+  /** Train sources may bind opponent pools; eval sources may not. */
+  poolsAllowed: boolean;
 }): Promise<BuiltSource> {
   const { config, field } = options;
   const { definition, training } = await resolveEnv(config.env, { baseDir: options.baseDir, field: `${field}.env` });
@@ -86,13 +89,27 @@ async function buildSource(options: {
   }
   const frozen = new Map<string, ModelClient>();
   const frozenRoles = new Set<string>();
+  const pools: { role: string; pool: OpponentPool }[] = [];
   const roleConfigs: Record<string, unknown> = {};
   const name = config.name ?? definition.id;
   for (const role of roleNames) {
-    const { policy: _policy, model: _model, checkpoint: _checkpoint, trainable, ...agent } = config.roles[role] ?? {};
+    const {
+      policy: _policy,
+      model: _model,
+      checkpoint: _checkpoint,
+      pool: poolConfig,
+      trainable,
+      ...agent
+    } = config.roles[role] ?? {};
     const binding = config.roles[role] ?? {};
-    const client = await frozenClient(binding, `${field}.roles.${role}`);
-    const modelName = client ? `frozen:${name}/${role}` : 'main';
+    if (poolConfig && !options.poolsAllowed)
+      throw new RunConfigError(
+        `${field}.roles.${role}.pool: an eval source cannot bind an opponent pool (pools are drawn in training rollouts)`,
+      );
+    const pool = poolConfig ? new OpponentPool({ name: `pool:${name}/${role}`, config: poolConfig }) : null;
+    if (pool) pools.push({ role, pool });
+    const client = pool ?? (await frozenClient(binding, `${field}.roles.${role}`));
+    const modelName = pool ? pool.model : client ? `frozen:${name}/${role}` : 'main';
     if (client) frozen.set(modelName, client);
     if (client || trainable === false) frozenRoles.add(role);
     roleConfigs[role] = {
@@ -136,6 +153,7 @@ async function buildSource(options: {
       groupSize: config.groupSize,
       ratio: config.ratio,
       frozenRoles,
+      ...(pools.length ? { pools } : {}),
       ...(evaluator ? { evaluator } : {}),
     },
     ...(training ? { hooks: training } : {}),
@@ -167,7 +185,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   };
   const built: BuiltSource[] = [];
   for (const [i, source] of config.train.source.entries()) {
-    built.push(await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main }));
+    built.push(
+      await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main, poolsAllowed: true }),
+    );
   }
   const evalSources: { built: BuiltSource; use: (client: ModelClient) => void }[] = [];
   for (const [i, source] of (config.eval?.source ?? []).entries()) {
@@ -177,6 +197,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       field: `eval.source[${i}]`,
       run: config,
       baseDir,
+      poolsAllowed: false,
       main: () => {
         if (!evalClient) throw new Error('no evaluation policy yet');
         return evalClient;
@@ -284,6 +305,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     filterZeroAdvantages: config.filterZeroAdvantages,
     evalEvery: config.train.evalEvery,
     checkpointEvery: config.checkpointEvery,
+    keepCheckpoints: config.keepCheckpoints,
+    seed: config.seed,
     out: options.out,
     runState: { config, tokenizer: tokenizer.toJSON(), policy },
     ...(resumed ? { resume: resumed } : {}),

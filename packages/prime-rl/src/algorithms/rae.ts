@@ -9,6 +9,14 @@ export const RaeConfigSchema = z.strictObject({
   type: z.literal('rae'),
   /** EMA decay of the per-(env, role) baseline, in [0, 1). SPIRAL's α. */
   decay: z.number().min(0).lt(1, { message: 'decay must be below 1 (1 would freeze the baseline at 0)' }).default(0.95),
+  /**
+   * A dotted path into each trace (e.g. `info.kuhn.card`, `metrics.difficulty`): one baseline per
+   * (env, role, value at that path) instead of per (env, role). Off when absent.
+   */
+  key: z
+    .string()
+    .regex(/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/, { message: 'key must be a dotted path such as info.kuhn.card' })
+    .optional(),
 });
 export type RaeConfig = z.input<typeof RaeConfigSchema>;
 
@@ -16,6 +24,8 @@ export type RaeConfig = z.input<typeof RaeConfigSchema>;
 export const RaeStateSchema = z.strictObject({
   version: z.literal(1),
   decay: z.number(),
+  /** The `key` path the baselines are split by; their names are then `<role>|<value>`. */
+  key: z.string().optional(),
   baselines: z.record(z.string(), z.record(z.string(), z.number())),
 });
 export type RaeState = z.infer<typeof RaeStateSchema>;
@@ -27,14 +37,37 @@ export type RaeState = z.infer<typeof RaeStateSchema>;
  * update, then `b ← decay·b + (1 − decay)·r`. No normalisation. Works with any group size.
  * With one role it is REINFORCE with an EMA baseline. The baselines survive a restart through
  * `state()` / `loadState()`.
+ *
+ * With `key` (a dotted path into the trace, e.g. `info.kuhn.card`) the baseline is kept per
+ * (env, role, value at the path): a state-conditioned baseline, e.g. per (seat, own card) in Kuhn
+ * poker, which in zero-sum self-play is not 0 (pooled GRPO's group mean there is) and removes
+ * the variance the private card adds. A trace with nothing at the path is an error naming it.
  */
 export class Rae implements Algorithm {
   readonly type = 'rae';
   readonly decay: number;
+  readonly key: string | undefined;
+  private readonly path: readonly string[];
   private readonly baselines = new Map<string, Map<string, number>>();
 
   constructor(config: RaeConfig = { type: 'rae' }) {
-    this.decay = RaeConfigSchema.parse(config).decay;
+    const parsed = RaeConfigSchema.parse(config);
+    this.decay = parsed.decay;
+    this.key = parsed.key;
+    this.path = parsed.key?.split('.') ?? [];
+  }
+
+  /** The baseline's name for a trace: its role, or `<role>|<value at key>`. */
+  private baselineName(trace: Episode['traces'][number]): string {
+    const role = trace.agent.name;
+    if (this.key === undefined) return role;
+    let value: unknown = trace;
+    for (const part of this.path) value = value !== null && typeof value === 'object' ? (value as never)[part] : undefined;
+    if (value === undefined || value === null || typeof value === 'object')
+      throw new TypeError(
+        `rae.key: the ${role} trace has no scalar at ${this.key} (got ${JSON.stringify(value) ?? 'undefined'})`,
+      );
+    return `${role}|${String(value)}`;
   }
 
   scoreGroup(episodes: readonly Episode[]): void {
@@ -50,24 +83,25 @@ export class Rae implements Algorithm {
           baselines = new Map();
           this.baselines.set(episode.env.id, baselines);
         }
-        const role = trace.agent.name;
+        const name = this.baselineName(trace);
         const reward = traceReward(trace);
-        const before = baselines.get(role) ?? 0;
+        const before = baselines.get(name) ?? 0;
         assignAdvantages(trace, reward - before);
-        baselines.set(role, decay * before + (1 - decay) * reward);
+        baselines.set(name, decay * before + (1 - decay) * reward);
       }
     }
   }
 
-  /** Current baseline of a role in an env (0 before its first trace). */
-  baseline(options: { env: string; role: string }): number {
-    return this.baselines.get(options.env)?.get(options.role) ?? 0;
+  /** Current baseline of a role in an env (0 before its first trace); with `key`, of the role at that key's `value`. */
+  baseline(options: { env: string; role: string; value?: string | number | boolean }): number {
+    const name = options.value === undefined ? options.role : `${options.role}|${String(options.value)}`;
+    return this.baselines.get(options.env)?.get(name) ?? 0;
   }
 
   state(): JsonValue {
     const baselines: Record<string, Record<string, number>> = {};
     for (const [env, roles] of this.baselines) baselines[env] = Object.fromEntries(roles);
-    const state: RaeState = { version: 1, decay: this.decay, baselines };
+    const state: RaeState = { version: 1, decay: this.decay, ...(this.key !== undefined ? { key: this.key } : {}), baselines };
     return state;
   }
 
@@ -77,6 +111,10 @@ export class Rae implements Algorithm {
       const issue = parsed.error.issues[0];
       throw new TypeError(`rae state: ${issue ? `${['state', ...issue.path].join('.')}: ${issue.message}` : 'invalid'}`);
     }
+    if ((parsed.data.key ?? null) !== (this.key ?? null))
+      throw new TypeError(
+        `rae state: state.key: the state was saved with key ${parsed.data.key ?? '(none)'}, this algorithm has ${this.key ?? '(none)'}`,
+      );
     this.baselines.clear();
     for (const [env, roles] of Object.entries(parsed.data.baselines)) {
       this.baselines.set(env, new Map(Object.entries(roles)));

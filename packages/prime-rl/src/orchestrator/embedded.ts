@@ -215,7 +215,14 @@ export async function embeddedInference(options: {
     },
     async evaluationPolicy({ weights, version, seed }): Promise<EvaluationPolicy> {
       const evaluation = await make(weights, version, seed);
-      return { version, client: evaluation, replyProbabilities: replyProbabilities(evaluation) };
+      return {
+        version,
+        client: evaluation,
+        replyProbabilities: replyProbabilities(evaluation),
+        loadRngState(state) {
+          if (typeof state === 'number') evaluation.rng.state = state;
+        },
+      };
     },
     rngState: () => client.rng.state,
     loadRngState(state) {

@@ -7,6 +7,7 @@ import { flattenRoleMetrics, roleMetrics } from '../metrics/role-metrics.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
 import { type Checkpoint, saveCheckpoint } from '../trainer/checkpoint.ts';
+import { hashSeed, hashUniform, type OpponentPool, type PoolSnapshot, withPoolDraws } from './opponent-pool.ts';
 import type { Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
 
 /** Orchestrator state saved in checkpoints: what the rollout after the checkpointed step starts from. */
@@ -21,6 +22,8 @@ export interface OrchestratorState {
   rng: JsonValue;
   /** Episodes played so far (in batches up to the checkpoint). */
   episodes: number;
+  /** Trainer steps of the snapshots each opponent pool holds, by source then role (weights in the checkpoint's `inference` tensors). */
+  pools?: Record<string, Record<string, number[]>>;
 }
 
 /**
@@ -54,6 +57,10 @@ export interface OrchestratorOptions {
   evalEvery?: number;
   /** Checkpoint every N steps and at the last step (default 25); 0 = never. */
   checkpointEvery?: number;
+  /** Also keep a copy of the checkpoint of these steps, as `checkpoint-step-<N>/` (e.g. for cross-play). */
+  keepCheckpoints?: readonly number[];
+  /** Seed of the opponent pools' draws and snapshot sampling (default 0). */
+  seed?: number;
   /** Run directory: `metrics.jsonl`, evaluator artifacts, `checkpoint/`. */
   out: string;
   /** Caller state saved in each checkpoint under `run` (config, tokenizer, …). */
@@ -78,7 +85,17 @@ interface Rollout {
   ms: number;
   version: number;
   /** State after this rollout: where the next one starts (saved with the checkpoint of this step). */
-  after: Omit<OrchestratorState, 'evaluators' | 'episodes'>;
+  after: Omit<OrchestratorState, 'evaluators' | 'episodes' | 'pools'>;
+  /** Per pool role: `pool/<source>/<role>/…` metrics of this rollout's draws. */
+  poolMetrics: Record<string, number>;
+}
+
+/** One pool's running state: its source and role, and the snapshots it holds (oldest first). */
+interface PoolState {
+  source: string;
+  role: string;
+  pool: OpponentPool;
+  snapshots: (PoolSnapshot & { weights: NamedWeight[] })[];
 }
 
 interface Deferred<T> {
@@ -132,6 +149,7 @@ export class Orchestrator {
   private readonly maxAsync: number;
   private readonly maxOffPolicySteps: number;
   private readonly scorers: Map<string, GroupScorer>;
+  private readonly pools: PoolState[];
 
   constructor(options: OrchestratorOptions) {
     this.options = options;
@@ -145,6 +163,42 @@ export class Orchestrator {
     this.scorers = new Map(
       options.sources.map((s) => [s.name, new GroupScorer({ algorithm: s.algorithm, groupSize: s.groupSize })]),
     );
+    this.pools = options.sources.flatMap((source) =>
+      (source.pools ?? []).map(({ role, pool }) => {
+        if (!source.frozenRoles.has(role))
+          throw new RangeError(`sources: ${source.name}.${role} plays an opponent pool, so it must be one of its frozenRoles`);
+        return { source: source.name, role, pool, snapshots: [] };
+      }),
+    );
+  }
+
+  /** Adds a snapshot of the policy at trainer step `step` to every pool due one. */
+  private async takeSnapshots(step: number, weights: NamedWeight[], force = false): Promise<void> {
+    const { inference } = this.options;
+    for (const state of this.pools) {
+      if (!force && step % state.pool.config.every !== 0) continue;
+      if (state.snapshots.some((s) => s.step === step)) continue;
+      const policy = await inference.evaluationPolicy({
+        weights,
+        version: step,
+        seed: hashSeed([this.options.seed ?? 0, 'pool', state.source, state.role, step]),
+      });
+      state.snapshots.push({ step, policy, weights });
+      state.snapshots.sort((a, b) => a.step - b.step);
+    }
+  }
+
+  /** The snapshots a rollout at policy `version` draws from: the newest `keep` taken at or before it. */
+  private poolView(state: PoolState, version: number): PoolState['snapshots'] {
+    return state.snapshots.filter((s) => s.step <= version).slice(-state.pool.config.keep);
+  }
+
+  /** Drops the snapshots no rollout at `version` or later can draw. */
+  private evictSnapshots(version: number): void {
+    for (const state of this.pools) {
+      const oldest = this.poolView(state, version)[0]?.step ?? 0;
+      state.snapshots = state.snapshots.filter((s) => s.step >= oldest);
+    }
   }
 
   async run(): Promise<OrchestratorResult> {
@@ -173,6 +227,21 @@ export class Orchestrator {
       inference.loadRngState(state.rng);
       for (const { version, weights } of resume.inference ?? []) published.set(version, weights);
       published.set(start, resume.weights);
+      const held = new Map((resume.inference ?? []).map(({ version, weights }) => [version, weights]));
+      held.set(start, resume.weights);
+      for (const pool of this.pools) {
+        for (const step of state.pools?.[pool.source]?.[pool.role] ?? [0]) {
+          const weights = held.get(step);
+          if (!weights)
+            throw new Error(`checkpoint: opponent pool ${pool.source}.${pool.role} snapshot of step ${step} is missing`);
+          const policy = await inference.evaluationPolicy({
+            weights,
+            version: step,
+            seed: hashSeed([options.seed ?? 0, 'pool', pool.source, pool.role, step]),
+          });
+          pool.snapshots.push({ step, policy, weights });
+        }
+      }
       // Steps after the checkpoint are played again: drop their metrics so each step appears once.
       const lines = (await readFile(metricsPath, 'utf8').catch(() => '')).split('\n');
       const kept = lines.filter((line) => {
@@ -184,7 +253,9 @@ export class Orchestrator {
       });
       await writeFile(metricsPath, kept.map((line) => `${line}\n`).join(''));
     } else {
-      published.set(0, (await trainer.state()).weights);
+      const initial = (await trainer.state()).weights;
+      published.set(0, initial);
+      await this.takeSnapshots(0, initial, true);
       await writeFile(metricsPath, '');
     }
     for (const source of sources) {
@@ -213,7 +284,7 @@ export class Orchestrator {
             if (!weights) throw new Error(`orchestrator: policy version ${version} is no longer held`);
             await inference.updateWeights({ weights, version });
           }
-          ready[m]?.resolve(await this.rollout(cursors, version));
+          ready[m]?.resolve(await this.rollout({ cursors, version, step: m }));
         } catch (error) {
           for (let k = m; k <= options.maxSteps; k++) ready[k]?.reject(error);
           return;
@@ -259,6 +330,11 @@ export class Orchestrator {
         const trainMs = performance.now() - t1;
         published.set(n, weights);
         for (const version of published.keys()) if (version < n - this.maxAsync) published.delete(version);
+        // Snapshots before waking the dispatcher: the rollout at version n draws from a pool that holds step n.
+        if (this.pools.length) {
+          await this.takeSnapshots(n, weights);
+          this.evictSnapshots(Math.max(0, n - this.maxAsync));
+        }
         trainerStep = n;
         const woken = waiters.filter((w) => w.target <= n);
         waiters = waiters.filter((w) => w.target > n);
@@ -282,6 +358,7 @@ export class Orchestrator {
           const sourceEpisodes = rollout.groups.filter((g) => g.source === source.name).flatMap((g) => g.episodes);
           Object.assign(line, sourceMetrics(source.name, sourceEpisodes));
         }
+        Object.assign(line, rollout.poolMetrics);
         for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
         const evaluate = n % (options.evalEvery ?? 1) === 0 || n === options.maxSteps;
         const evaluated = sources.filter((s) => s.evaluator);
@@ -327,25 +404,39 @@ export class Orchestrator {
         last = line;
         options.onStep?.(line);
         const every = options.checkpointEvery ?? 25;
-        if (every > 0 && (n % every === 0 || n === options.maxSteps)) {
+        const keep = options.keepCheckpoints?.includes(n) ?? false;
+        if ((every > 0 && (n % every === 0 || n === options.maxSteps)) || keep) {
+          const pools: Record<string, Record<string, number[]>> = {};
+          const versions = new Map([...published.entries()].filter(([version]) => version < n));
+          for (const pool of this.pools) {
+            pools[pool.source] ??= {};
+            (pools[pool.source] as Record<string, number[]>)[pool.role] = pool.snapshots.map((s) => s.step);
+            for (const snapshot of pool.snapshots) {
+              if (snapshot.step < n && !versions.has(snapshot.step)) {
+                versions.set(snapshot.step, snapshot.weights);
+              }
+            }
+          }
           const state: OrchestratorState = {
             ...rollout.after,
             episodes,
             evaluators: Object.fromEntries(sources.map((s) => [s.name, s.evaluator?.state?.() ?? null])),
+            ...(this.pools.length ? { pools } : {}),
           };
           const trainerState = await trainer.state();
-          const inferenceVersions = [...published.entries()]
-            .filter(([version]) => version < n)
+          const inferenceVersions = [...versions.entries()]
             .sort((a, b) => a[0] - b[0])
             .map(([version, w]) => ({ version, weights: w }));
-          await saveCheckpoint({
-            dir: join(out, 'checkpoint'),
+          const checkpoint = {
             step: n,
             state: { orchestrator: state, run: options.runState ?? {} },
             weights: trainerState.weights,
             optimizer: trainerState.optimizer,
             inference: inferenceVersions,
-          });
+          };
+          if (every > 0 && (n % every === 0 || n === options.maxSteps))
+            await saveCheckpoint({ dir: join(out, 'checkpoint'), ...checkpoint });
+          if (keep) await saveCheckpoint({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
         }
       }
     } finally {
@@ -358,9 +449,21 @@ export class Orchestrator {
   }
 
   /** One rollout at one policy version: every source's share of the step's groups, scored. */
-  private async rollout(cursors: Record<string, number>, version: number): Promise<Rollout> {
+  private async rollout(options: { cursors: Record<string, number>; version: number; step: number }): Promise<Rollout> {
+    const { cursors, version, step } = options;
     const t0 = performance.now();
     const { sources, inference } = this.options;
+    const seed = this.options.seed ?? 0;
+    // Each pool's view for this rollout, its snapshots reseeded so the rollout samples the same on resume.
+    const views = new Map<PoolState, PoolSnapshot[]>();
+    for (const pool of this.pools) {
+      const view = this.poolView(pool, version);
+      if (view.length === 0) throw new Error(`orchestrator: opponent pool ${pool.source}.${pool.role} holds no snapshot`);
+      for (const snapshot of view)
+        snapshot.policy.loadRngState?.(hashSeed([seed, 'sample', pool.source, pool.role, step, snapshot.step]));
+      views.set(pool, view);
+    }
+    const ages = new Map<PoolState, number[]>();
     const counts = allocateGroups(
       sources.map((s) => s.ratio),
       this.options.groupsPerStep,
@@ -373,10 +476,24 @@ export class Orchestrator {
         const size = source.taskset.isInfinite ? Number.POSITIVE_INFINITY : source.taskset.size;
         const task = source.taskset.at(Number.isFinite(size) ? index % size : index);
         const id = `${source.name}-${index}`;
+        const pools = this.pools.filter((p) => p.source === source.name);
         dispatched.push({
           source,
           episodes: Promise.all(
-            Array.from({ length: source.groupSize }, (_, i) => source.env.runEpisode({ task, group: { id, index: i } })),
+            Array.from({ length: source.groupSize }, (_, i) => {
+              if (pools.length === 0) return source.env.runEpisode({ task, group: { id, index: i } });
+              const draws = new Map<OpponentPool, PoolSnapshot>();
+              for (const pool of pools) {
+                const view = views.get(pool) as PoolSnapshot[];
+                const u = hashUniform([seed, 'draw', source.name, pool.role, step, index, i]);
+                const snapshot = view[pool.pool.pick(view.length, u)] as PoolSnapshot;
+                draws.set(pool.pool, snapshot);
+                const list = ages.get(pool) ?? [];
+                list.push(version - snapshot.step);
+                ages.set(pool, list);
+              }
+              return withPoolDraws(draws, () => source.env.runEpisode({ task, group: { id, index: i } }));
+            }),
           ),
         });
       }
@@ -391,9 +508,18 @@ export class Orchestrator {
       }
       if (group) groups.push({ source: source.name, version, episodes: group });
     }
+    const poolMetrics: Record<string, number> = {};
+    for (const [pool, view] of views) {
+      const list = ages.get(pool) ?? [];
+      poolMetrics[`pool/${pool.source}/${pool.role}/size`] = view.length;
+      poolMetrics[`pool/${pool.source}/${pool.role}/snapshot_age/mean`] = list.length
+        ? list.reduce((a, b) => a + b, 0) / list.length
+        : 0;
+    }
     return {
       groups,
       version,
+      poolMetrics,
       ms: performance.now() - t0,
       after: {
         cursors: { ...cursors },

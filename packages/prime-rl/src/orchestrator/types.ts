@@ -3,6 +3,7 @@ import type { Algorithm, JsonValue } from '../algorithms/algorithm.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
+import type { OpponentPool } from './opponent-pool.ts';
 
 /**
  * The trainer seen by the orchestrator: one optimizer step per batch, returning the new weights.
@@ -31,6 +32,8 @@ export interface EvaluationPolicy {
    * renormalised over the candidates (temperature 1). Absent when the engine cannot read logits.
    */
   replyProbabilities?(options: { messages: readonly Message[]; replies: readonly string[] }): Promise<number[]>;
+  /** Sets the sampling RNG (opponent-pool snapshots are reseeded per rollout, so a resumed run samples identically). */
+  loadRngState?(state: unknown): void;
 }
 
 /**
@@ -100,6 +103,8 @@ export interface TrainSource {
   ratio: number;
   /** Roles bound to a frozen model or checkpoint: their traces are made untrainable on arrival, whatever the env sets. */
   frozenRoles: ReadonlySet<string>;
+  /** Roles played by an opponent pool of the trainable policy's snapshots (each role also in `frozenRoles`). */
+  pools?: readonly { role: string; pool: OpponentPool }[];
   evaluator?: Evaluator;
 }
 
