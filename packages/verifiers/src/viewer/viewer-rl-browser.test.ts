@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from '../../test/support/chromium.ts';
 import { writeFixtureRun } from './__fixtures__/fixture-run.ts';
 import { comparedRuns, FIRST_CALL_LOGPROBS, POLICY_VERSION, TOKEN_ADVANTAGE, tokenEpisode } from './__fixtures__/training-run.ts';
-import { type ServedRun, serveRunFolder } from './serve-run-folder.ts';
+import type { ServedRun } from './serve-run.ts';
+import { serveRunFolder } from './serve-run-folder.ts';
 import { writeCompareReport } from './write-compare-report.ts';
 import { writeHtmlReport } from './write-html-report.ts';
 
@@ -188,8 +189,11 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
       await first.locator('.tok.sampled').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-advantage')))),
     ).toEqual(Array(6).fill(TOKEN_ADVANTAGE));
     // Colour by logprob: the near-certain token is green, the unlikely one red; prompt tokens are not coloured by value.
-    const background = (id: number) =>
-      first.locator(`.tok[data-token="${id}"]`).evaluate((el) => getComputedStyle(el).backgroundColor);
+    // Browser-side code is passed as strings: this package is type-checked without the DOM library.
+    const background = async (id: number) =>
+      (await page.evaluate(
+        `getComputedStyle(document.querySelector('.tok-grid .tok[data-token="${id}"]')).backgroundColor`,
+      )) as string;
     const sure = await background(201);
     const unlikely = await background(205);
     expect(sure).not.toBe(unlikely);
@@ -204,9 +208,9 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
     );
     // Colour by advantage: every sampled token the same (one advantage), prompt tokens plain.
     await first.locator('select[name="colour-by"]').selectOption('advantage');
-    const byAdvantage = await first
-      .locator('.tok.sampled')
-      .evaluateAll((els) => [...new Set(els.map((el) => getComputedStyle(el).backgroundColor))]);
+    const byAdvantage = (await page.evaluate(
+      "[...new Set([...document.querySelectorAll('.tok-grid')[0].querySelectorAll('.tok.sampled')].map((el) => getComputedStyle(el).backgroundColor))]",
+    )) as string[];
     expect(byAdvantage).toHaveLength(1);
     expect(byAdvantage[0]).not.toBe(sure);
     // The second call's node continues the first: its own scaffold (2 prompt tokens) then 2 sampled.
