@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { basename, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/troupe-error.ts';
@@ -62,59 +63,53 @@ export async function serveRunFolder(options: ServeRunFolderOptions): Promise<Se
     return entries;
   };
 
+  const compare = async (url: URL, res: ServerResponse) => {
+    const names = [url.searchParams.get('a'), url.searchParams.get('b')];
+    const sides = await Promise.all(names.map((name) => (name === null ? undefined : lookup(name))));
+    const [a, b] = sides;
+    if (!a || !b) {
+      const missing = names.filter((name, k) => name === null || !sides[k]).map((name) => JSON.stringify(name ?? ''));
+      send(res, 404, TEXT, `compare?a=<run>&b=<run>: no run ${missing.join(' or ')} in this folder\n`);
+      return;
+    }
+    const [loadedA, loadedB] = [await a.cache.current(), await b.cache.current()];
+    const page = renderCompareHtml([loadedA.run, loadedB.run], {
+      embedEpisodes: false,
+      indexes: [loadedA.index, loadedB.index],
+      bases: [runHref(a.found.name), runHref(b.found.name)],
+      runsHref: './',
+    });
+    send(res, 200, HTML, page);
+  };
+
+  /** `/runs/<name>/...`: false when the path is not a run's route. */
+  const runRoute = async (path: string, res: ServerResponse): Promise<boolean> => {
+    const match = /^\/runs\/([^/]+)(\/.*)?$/.exec(path);
+    if (!match) return false;
+    let name: string;
+    try {
+      name = decodeURIComponent(match[1]!);
+    } catch {
+      send(res, 400, TEXT, 'bad run name\n');
+      return true;
+    }
+    const run = await lookup(name);
+    if (!run) send(res, 404, TEXT, `no run ${JSON.stringify(name)} in this folder\n`);
+    else if (match[2] === undefined) send(res, 301, TEXT, '', { location: `/${runHref(name)}` });
+    else return serveRunRoutes({ cache: run.cache, path: match[2].slice(1), res, runsHref: '../../' });
+    return true;
+  };
+
   return startLoopbackServer({
     port,
     host,
     handle: async (url, res) => {
       const path = url.pathname;
-      if (path === '/' || path === '/index.html') {
+      if (path === '/' || path === '/index.html')
         send(res, 200, HTML, renderRunsHtml({ folder: basename(root), runs: await list() }));
-        return;
-      }
-      if (path === '/api/runs.json') {
-        send(res, 200, JSON_TYPE, JSON.stringify(await list()));
-        return;
-      }
-      if (path === '/compare') {
-        const names = [url.searchParams.get('a'), url.searchParams.get('b')];
-        const sides = await Promise.all(names.map((name) => (name === null ? undefined : lookup(name))));
-        const [a, b] = sides;
-        if (!a || !b) {
-          const missing = names.filter((name, k) => name === null || !sides[k]).map((name) => JSON.stringify(name ?? ''));
-          send(res, 404, TEXT, `compare?a=<run>&b=<run>: no run ${missing.join(' or ')} in this folder\n`);
-          return;
-        }
-        const [loadedA, loadedB] = [await a.cache.current(), await b.cache.current()];
-        const page = renderCompareHtml([loadedA.run, loadedB.run], {
-          embedEpisodes: false,
-          indexes: [loadedA.index, loadedB.index],
-          bases: [runHref(a.found.name), runHref(b.found.name)],
-          runsHref: './',
-        });
-        send(res, 200, HTML, page);
-        return;
-      }
-      const match = /^\/runs\/([^/]+)(\/.*)?$/.exec(path);
-      if (match) {
-        let name: string;
-        try {
-          name = decodeURIComponent(match[1]!);
-        } catch {
-          send(res, 400, TEXT, 'bad run name\n');
-          return;
-        }
-        const run = await lookup(name);
-        if (!run) {
-          send(res, 404, TEXT, `no run ${JSON.stringify(name)} in this folder\n`);
-          return;
-        }
-        if (match[2] === undefined) {
-          send(res, 301, TEXT, '', { location: `/${runHref(name)}` });
-          return;
-        }
-        if (await serveRunRoutes({ cache: run.cache, path: match[2].slice(1), res, runsHref: '../../' })) return;
-      }
-      send(res, 404, TEXT, 'not found\n');
+      else if (path === '/api/runs.json') send(res, 200, JSON_TYPE, JSON.stringify(await list()));
+      else if (path === '/compare') await compare(url, res);
+      else if (!(await runRoute(path, res))) send(res, 404, TEXT, 'not found\n');
     },
   });
 }

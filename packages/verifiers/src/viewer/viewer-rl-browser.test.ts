@@ -1,7 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from '../../test/support/chromium.ts';
@@ -16,6 +16,7 @@ import { writeHtmlReport } from './write-html-report.ts';
 // runs compared, each call's raw request and response, and a sampled message's tokens.
 const missing = chromiumMissing();
 if (missing) console.warn(`[viewer-rl-browser.test] skipped: ${missing}`);
+const IMAGES = fileURLToPath(new URL('../../../../docs/images/', import.meta.url));
 
 describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
   let dir: string;
@@ -91,6 +92,8 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
     expect(await onlyB.locator('td.a').textContent()).toBe('—');
     await page.check('input[name="compare-both"]');
     expect(await page.locator('.task-compare tbody tr').count()).toBe(3);
+    await mkdir(IMAGES, { recursive: true });
+    await page.screenshot({ path: join(IMAGES, 'compare-runs.png') });
     await page.selectOption('select[name="compare-sort"]', 'delta');
     expect(await page.locator('.task-compare tbody tr').first().getAttribute('data-task')).toBe('sum-to-34');
     await page.close();
@@ -119,6 +122,7 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
         .evaluateAll((els) => els.map((el) => el.getAttribute('data-agent'))),
     ).toEqual(['solver', 'judge']);
     await page.waitForSelector('.compare-pane[data-side="b"] .trace-column[data-agent="solver"] .msg.role-assistant');
+    await page.screenshot({ path: join(IMAGES, 'compare-episodes.png') });
     expect(await panes.nth(0).locator('.pane-reward').first().textContent()).toBe('solver 0');
     expect(await panes.nth(1).locator('.pane-reward').first().textContent()).toBe('solver 1');
     await panes.nth(0).locator('a.btn.rollout', { hasText: '1' }).click();
@@ -206,6 +210,7 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
     expect(await first.locator('.tok-stats').textContent()).toBe(
       `5 prompt · 6 sampled · mean logprob -1.243 · min -4 · mean advantage ${TOKEN_ADVANTAGE} · policy v${POLICY_VERSION}`,
     );
+    await page.screenshot({ path: join(IMAGES, 'tokens.png') });
     // Colour by advantage: every sampled token the same (one advantage), prompt tokens plain.
     await first.locator('select[name="colour-by"]').selectOption('advantage');
     const byAdvantage = (await page.evaluate(

@@ -24,13 +24,22 @@ function formatValue(value: number | null, kind: ComparedValue['kind']): string 
   return fmt.num(value);
 }
 
+function formatDelta(d: number, kind: ComparedValue['kind']): string {
+  if (kind === 'pct') return `${d > 0 ? '+' : d < 0 ? '−' : ''}${(Math.abs(d) * 100).toFixed(1)} pt`;
+  if (d === 0) return '0';
+  const sign = d > 0 ? '+' : '−';
+  if (kind === 'cost') return `${sign}${fmt.cost(Math.abs(d))}`;
+  if (kind === 'ms') return `${sign}${fmt.ms(Math.abs(d))}`;
+  if (kind === 'tokens') return `${sign}${fmt.tokens(Math.abs(d))}`;
+  return fmt.delta(d);
+}
+
 function deltaCell(row: ComparedValue): HTMLElement {
   if (row.a === null || row.b === null) return h('td', { class: 'num delta muted', text: '—' });
   const d = row.b - row.a;
-  const text = row.kind === 'pct' ? `${d > 0 ? '+' : d < 0 ? '−' : ''}${(Math.abs(d) * 100).toFixed(1)} pt` : fmt.delta(d);
   let cls = '';
   if (row.higherIsBetter !== undefined && Math.abs(d) > 1e-12) cls = d > 0 === row.higherIsBetter ? 'good-text' : 'bad-text';
-  return h('td', { class: `num delta ${cls}`, text });
+  return h('td', { class: `num delta ${cls}`, text: formatDelta(d, row.kind) });
 }
 
 function comparedTable(rows: ComparedValue[], a: string, b: string): HTMLElement {
@@ -44,8 +53,8 @@ function comparedTable(rows: ComparedValue[], a: string, b: string): HTMLElement
         'tr',
         {},
         h('th', { text: '' }),
-        h('th', { class: 'num', text: `A ${a}` }),
-        h('th', { class: 'num', text: `B ${b}` }),
+        h('th', { class: 'num', text: `A ${a}`, title: a }),
+        h('th', { class: 'num', text: `B ${b}`, title: b }),
         h('th', { class: 'num', text: 'B − A' }),
       ),
     ),
@@ -124,7 +133,7 @@ export function comparePage(options: { app: HTMLElement; data: ComparePageData; 
         h('span', { class: 'role-dot', style: `background:${roles.color(name)}` }),
         h('h3', { text: name }),
       ),
-      comparedTable(rows, 'A', 'B'),
+      comparedTable(rows, data.a.name, data.b.name),
     ),
   );
   const taskCard = taskTable({ tasks, roles });
@@ -137,7 +146,7 @@ export function comparePage(options: { app: HTMLElement; data: ComparePageData; 
         'section',
         { class: 'card compare-totals' },
         h('div', { class: 'card-head' }, h('h3', { text: 'Runs' })),
-        comparedTable(compareTotals(data.a.index, data.b.index), 'A', 'B'),
+        comparedTable(compareTotals(data.a.index, data.b.index), data.a.name, data.b.name),
       ),
       h('div', { class: 'role-grid' }, roleCards),
       taskCard,
