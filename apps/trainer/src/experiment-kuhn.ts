@@ -1,63 +1,125 @@
-// `pnpm experiment:kuhn`: RAE vs GRPO (roles pooled) vs no baseline on Kuhn self-play, same budget,
-// 3 seeds each. Prints a markdown table (final NashConv of the last iterate and of the average
-// policy, forfeit rate, player-0 payoff per hand) to paste in the README.
+// `pnpm experiment:kuhn [--steps 150] [--seeds 0,1,2] [--out runs/experiment-kuhn]`: four
+// credit-assignment arms on Kuhn poker at the same budget (steps × 72 groups × 8 hands), 3 seeds
+// each — RAE (per-role EMA baseline), GRPO with the two seats pooled, RAE against an opponent
+// pool (configs/kuhn-pool.toml), and RAE with a per-(role, own card) baseline. Prints a markdown
+// table (mean ± std over seeds) on stdout, progress on stderr, and writes results.json.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG } from './default-config.ts';
-import { readMetrics, train } from './run.ts';
+import { type ExperimentArm, markdownTable, meanOver, runExperiment, writeResults } from './experiment.ts';
+import type { StepMetrics } from './run.ts';
 import { applySet, readRunConfigFile } from './run-config.ts';
 
-const base = await readRunConfigFile(DEFAULT_CONFIG);
+const POOL_CONFIG = join(import.meta.dirname, '..', 'configs', 'kuhn-pool.toml');
 const { values } = parseArgs({
   options: {
-    'max-steps': { type: 'string', default: String(base.maxSteps) },
+    steps: { type: 'string', default: '150' },
+    'max-steps': { type: 'string' },
     out: { type: 'string', default: 'runs/experiment-kuhn' },
     seeds: { type: 'string', default: '0,1,2' },
+    arms: { type: 'string' },
   },
 });
-let handsPerRun = 0;
-const arms: [string, string][] = [
-  ['RAE (per-role EMA baseline)', '{"type":"rae","decay":0.95}'],
-  ['GRPO (roles pooled)', '{"type":"grpo"}'],
-  // No baseline = REINFORCE on the raw payoff (A = r): RAE whose baseline essentially never moves.
-  ['No baseline (REINFORCE)', '{"type":"rae","decay":0.999999}'],
-];
-const seeds = values.seeds.split(',').map(Number);
-const key = (k: string) => `train/kuhn-poker/${k}`;
-const rows: string[] = [];
-for (const [name, algorithm] of arms) {
-  const finals: { nc: number; nca: number; forfeit: number; p0: number }[] = [];
-  for (const seed of seeds) {
-    const out = join(values.out, `${name.split(' ')[0]?.toLowerCase()}-${seed}`);
-    const config = structuredClone(base);
-    applySet(config, `seed=${seed}`);
-    applySet(config, `max_steps=${values['max-steps']}`);
-    applySet(config, `train.source.0.algorithm=${algorithm}`);
-    const r = await train({ config, out });
-    handsPerRun = r.episodes;
-    const metrics = await readMetrics(out);
-    const tail = metrics.slice(-10);
-    const mean = (k: string) => tail.reduce((a, m) => a + Number(m[k] ?? 0), 0) / tail.length;
-    const nc = Number(r.last['eval/kuhn-poker/nash_conv']);
-    const nca = Number(r.last['eval/kuhn-poker/nash_conv_average']);
-    finals.push({
-      nc,
-      nca,
-      forfeit: mean(key('player0/metric/forfeit/mean')) + mean(key('player1/metric/forfeit/mean')),
-      p0: mean(key('player0/reward/mean')),
-    });
-    console.log(
-      `${name} seed ${seed}: NashConv ${nc.toFixed(4)} (average ${nca.toFixed(4)}), ${r.episodes} hands, ${r.seconds.toFixed(0)} s`,
-    );
-  }
-  const m = (f: (x: (typeof finals)[number]) => number) => {
-    const xs = finals.map(f);
-    const mu = xs.reduce((a, b) => a + b, 0) / xs.length;
-    const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mu) ** 2, 0) / Math.max(xs.length - 1, 1));
-    return `${mu.toFixed(3)} ± ${sd.toFixed(3)}`;
-  };
-  rows.push(`| ${name} | ${m((x) => x.nc)} | ${m((x) => x.nca)} | ${m((x) => x.forfeit)} | ${m((x) => x.p0)} |`);
+const steps = Number(values['max-steps'] ?? values.steps);
+if (!Number.isInteger(steps) || steps < 1) {
+  console.error(`experiment:kuhn: --steps must be a positive integer, got ${values['max-steps'] ?? values.steps}`);
+  process.exit(2);
 }
+const seeds = values.seeds.split(',').map(Number);
+const base = await readRunConfigFile(DEFAULT_CONFIG);
+const pooled = await readRunConfigFile(POOL_CONFIG);
+// The pool config's snapshot interval (25 of 700 steps) scaled to the budget; 8 snapshots kept.
+const every = Math.max(1, Math.round((25 * steps) / 700));
+
+function variant(from: Record<string, unknown>, seed: number, sets: string[]): Record<string, unknown> {
+  const config = structuredClone(from);
+  for (const set of [`seed=${seed}`, `max_steps=${steps}`, 'checkpoint_every=0', ...sets]) applySet(config, set);
+  return config;
+}
+
+const allArms: ExperimentArm[] = [
+  {
+    name: 'RAE (per-role EMA baseline)',
+    id: 'rae',
+    config: (seed) => variant(base, seed, ['train.source.0.algorithm={"type":"rae","decay":0.95}']),
+  },
+  {
+    name: 'GRPO (roles pooled)',
+    id: 'grpo',
+    config: (seed) => variant(base, seed, ['train.source.0.algorithm={"type":"grpo"}']),
+  },
+  {
+    name: `RAE vs an opponent pool (keep 8, every ${every}, recent)`,
+    id: 'rae-pool',
+    config: (seed) =>
+      variant(pooled, seed, [
+        `train.source.0.roles.player1.pool={"of":"main","keep":8,"every":${every},"sample":"recent"}`,
+        `train.source.1.roles.player0.pool={"of":"main","keep":8,"every":${every},"sample":"recent"}`,
+      ]),
+  },
+  {
+    name: 'RAE per-(role, own card) baseline',
+    id: 'rae-card',
+    config: (seed) => variant(base, seed, ['train.source.0.algorithm={"type":"rae","decay":0.95,"key":"info.kuhn.card"}']),
+  },
+];
+const arms = allArms.filter((arm) => !values.arms || values.arms.split(',').includes(arm.id));
+
+/** The first source's key of an evaluator metric (`eval/<source>/<name>`). */
+const evalKey = (m: StepMetrics, name: string) => Object.keys(m).find((k) => new RegExp(`^eval/[^/]+/${name}$`).test(k)) ?? '';
+/** The first source's name (the pool arm's player 0 trains in `seat0-vs-pool`). */
+const firstSource = (m: StepMetrics) =>
+  (Object.keys(m).find((k) => /^train\/[^/]+\/player0\/reward\/mean$/.test(k)) ?? '').split('/')[1];
+const tail = (metrics: StepMetrics[]) => metrics.slice(-10);
+
+const columns = [
+  { name: 'NashConv (last iterate)', value: ({ last }: { last: StepMetrics }) => Number(last[evalKey(last, 'nash_conv')]) },
+  {
+    name: 'NashConv (average policy)',
+    value: ({ last }: { last: StepMetrics }) => Number(last[evalKey(last, 'nash_conv_average')]),
+  },
+  {
+    name: 'Game value (exact, self-play)',
+    value: ({ last }: { last: StepMetrics }) => Number(last[evalKey(last, 'game_value')]),
+  },
+  {
+    name: 'Player-0 payoff / hand (batch, last 10 steps)',
+    value: ({ metrics, last }: { metrics: StepMetrics[]; last: StepMetrics }) =>
+      meanOver(tail(metrics), `train/${firstSource(last)}/player0/reward/mean`),
+  },
+  {
+    name: 'Forfeit rate (last 10 steps)',
+    value: ({ metrics }: { metrics: StepMetrics[] }) => {
+      const keys = Object.keys(metrics.at(-1) ?? {}).filter((k) => /^train\/[^/]+\/player[01]\/metric\/forfeit\/mean$/.test(k));
+      const sources = new Set(keys.map((k) => k.split('/')[1])).size || 1;
+      return keys.reduce((a, k) => a + meanOver(tail(metrics), k), 0) / sources;
+    },
+  },
+];
+
+console.error(
+  `[experiment:kuhn] ${arms.length} arms × ${seeds.length} seeds, ${steps} steps × 72 groups × 8 hands = ${steps * 576} hands per run`,
+);
+const result = await runExperiment({ name: 'experiment:kuhn', arms, seeds, columns, out: values.out });
+const table = markdownTable({
+  title: `Kuhn poker (${seeds.length} seeds, ${steps} steps = ${steps * 576} hands each)`,
+  columns: columns.map((c) => c.name),
+  rows: arms.map((arm) => ({
+    name: arm.name,
+    values: columns.map((c) => result.runs.filter((r) => r.arm === arm.name).map((r) => r.values[c.name] as number)),
+  })),
+});
+const perSeed = arms
+  .map(
+    (arm) =>
+      `${arm.name}: NashConv per seed ${result.runs
+        .filter((r) => r.arm === arm.name)
+        .map((r) => (r.values['NashConv (last iterate)'] as number).toFixed(3))
+        .join(' / ')}`,
+  )
+  .join('\n');
+const path = await writeResults(values.out, { experiment: 'kuhn', steps, seeds, every, ...result, table });
+console.log(`${table}\n\n${perSeed}\n`);
 console.log(
-  `\n| Algorithm (${seeds.length} seeds, ${values['max-steps']} steps = ${handsPerRun} hands each) | NashConv (last iterate) | NashConv (average policy) | Forfeit rate | Player-0 payoff / hand |\n|---|---|---|---|---|\n${rows.join('\n')}`,
+  `${result.seconds.toFixed(0)} s in all on ${result.load.cores} cores; 1-minute load ${result.load.start[0]?.toFixed(1)} at the start, ${result.load.end[0]?.toFixed(1)} at the end; wrote ${path}`,
 );
