@@ -76,14 +76,22 @@ export * from './runtime/exec-pid-wrapper.ts';
 export * from './runtime/remote-sandbox.ts';
 export * from './runtime/remote-runtime.ts';
 export {
+  findRuns,
   loadViewerRun,
+  type RenderCompareHtmlOptions,
   type RenderRunHtmlOptions,
+  type RunListEntry,
+  renderCompareHtml,
   renderRunHtml,
   type ServedRun,
+  type ServeRunFolderOptions,
   type ServeRunOptions,
   serveRun,
+  serveRunFolder,
   type ViewerRun,
+  type WriteCompareReportOptions,
   type WriteHtmlReportOptions,
+  writeCompareReport,
   writeHtmlReport,
 } from './viewer/index.ts';
 /** MCP tools: zod tools served to MCP-capable harnesses (issue 17 item 2). */
