@@ -3,6 +3,7 @@ import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createAlgorithm } from '@troupe/prime-rl';
+import { crossplay, writeCrossplay } from './crossplay.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './run.ts';
@@ -14,6 +15,11 @@ const USAGE = `usage: pnpm trainer <command>
         [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
         (no --config: Kuhn poker self-play, configs/kuhn-poker.toml)
   eval --checkpoint DIR [--hands N] [--seed N]     (Kuhn poker checkpoints: vs uniform, equilibrium, itself)
+  crossplay --checkpoint [LABEL=]DIR [--checkpoint [LABEL=]DIR]... [--opponent uniform|equilibrium]...
+        [--hands N (default 2000)] [--seed N (default 1)] [--out DIR (default runs/crossplay)]
+        (every pair plays N episodes in each seat order on the same tasks: payoff matrix with 95% CIs,
+         Elo by a Bradley–Terry fit, the env's evaluator per player — Kuhn: exact NashConv;
+         writes DIR/crossplay.json and DIR/crossplay.html, the JSON also as stdout's last line)
   serve-inference --checkpoint DIR [--port 8000] [--host 127.0.0.1] [--model policy] [--seed N] [--max-tokens N]
         (a checkpoint or broadcasts/step_N as an OpenAI-compatible server with /pause /update_weights /resume /liveness)
   serve-trainer --output-dir DIR [--zmq host:port] [--data-world-size W] [--max-steps N] [--forever] [--no-worker-thread]
@@ -133,6 +139,48 @@ async function main(argv: string[]): Promise<number> {
       );
     }
     console.log(JSON.stringify(report));
+    return 0;
+  }
+  if (command === 'crossplay') {
+    const { values } = parseArgs({
+      args: rest,
+      options: {
+        checkpoint: { type: 'string', multiple: true, default: [] },
+        opponent: { type: 'string', multiple: true, default: [] },
+        hands: { type: 'string', default: '2000' },
+        seed: { type: 'string', default: '1' },
+        out: { type: 'string', default: 'runs/crossplay' },
+      },
+    });
+    const integer = (flag: string, text: string) => {
+      if (!/^-?\d+$/.test(text.trim())) throw new RunConfigError(`--${flag}: expected an integer, got ${JSON.stringify(text)}`);
+      return Number(text);
+    };
+    const loadAtStart = loadavg()[0] ?? 0;
+    const started = performance.now();
+    const result = await crossplay({
+      checkpoints: values.checkpoint,
+      opponents: values.opponent,
+      hands: integer('hands', values.hands),
+      seed: integer('seed', values.seed),
+      log: (line) => console.error(line),
+    });
+    const files = await writeCrossplay({ out: values.out, result });
+    const width = Math.max(...result.players.map((p) => p.label.length), 8);
+    console.log(`payoff per episode of the row player (±95% CI), ${result.hands} episodes per pair and seat order:`);
+    console.log(`${''.padEnd(width)}  ${result.players.map((p) => p.label.padStart(16)).join('')}`);
+    result.players.forEach((p, i) => {
+      const cells = (result.payoff[i] ?? []).map((c) => (c ? `${c.mean.toFixed(3)} ± ${c.ci95.toFixed(3)}` : '—').padStart(16));
+      console.log(`${p.label.padEnd(width)}  ${cells.join('')}`);
+    });
+    for (const p of [...result.players].sort((a, b) => b.elo - a.elo)) {
+      const metrics = Object.entries(p.evaluation).map(([k, v]) => `${k} ${v.toFixed(4)}`);
+      console.log(`${p.label.padEnd(width)}  Elo ${p.elo.toFixed(0)}  ${metrics.join('  ')}`);
+    }
+    console.error(
+      `crossplay: ${((performance.now() - started) / 1000).toFixed(1)} s; 1-minute load average ${loadAtStart.toFixed(1)} at start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end; wrote ${files.join(', ')}`,
+    );
+    console.log(JSON.stringify({ ...result, files }));
     return 0;
   }
   if (command === 'serve-inference' || command === 'serve-trainer') return serveCommand(command, rest);

@@ -270,6 +270,28 @@ export async function frozenCheckpointClient(options: {
   });
 }
 
+/**
+ * A frozen copy of an embedded policy from a run checkpoint as an {@link EvaluationPolicy}: its
+ * model client, exact reply probabilities (for evaluators such as Kuhn's NashConv) and a
+ * settable sampling RNG.
+ */
+export async function checkpointEvaluationPolicy(options: {
+  dir: string;
+  maxTokens: number;
+  seed: number;
+}): Promise<EvaluationPolicy & { client: PolicyModelClient }> {
+  const client = await frozenCheckpointClient(options);
+  const loaded = await loadEmbeddedCheckpoint(options.dir);
+  return {
+    version: loaded?.checkpoint.step ?? 0,
+    client,
+    replyProbabilities: replyProbabilities(client),
+    loadRngState(state) {
+      if (typeof state === 'number') client.rng.state = state;
+    },
+  };
+}
+
 export { initWeights } from '../policy/config.ts';
 
 /**

@@ -1,0 +1,160 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bradleyTerryElo, type CrossplayResult, crossplay, crossplayHtml } from './crossplay.ts';
+import { DEFAULT_CONFIG } from './default-config.ts';
+import { train } from './run.ts';
+import { applySet, readRunConfigFile } from './run-config.ts';
+
+const cli = resolve(import.meta.dirname, 'cli.ts');
+const dirs: string[] = [];
+const tempDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'troupe-crossplay-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+function trainer(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], {
+    cwd: resolve(import.meta.dirname, '..'),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+}
+
+/** Two small Kuhn runs (the default config, tiny): checkpoints at steps 1 and 3 of one run. */
+let run = '';
+beforeAll(async () => {
+  run = await tempDir();
+  const config = await readRunConfigFile(DEFAULT_CONFIG);
+  for (const set of [
+    'max_steps=3',
+    'groups_per_step=6',
+    'checkpoint_every=3',
+    'keep_checkpoints=[1]',
+    'train.source.0.group_size=2',
+    'trainer.worker_thread=false',
+    'trainer.lr=0.05',
+    'policy.d_model=8',
+    'policy.heads=2',
+    'policy.ffn_mult=1',
+  ])
+    applySet(config, set);
+  await train({ config, out: run });
+});
+
+describe('crossplay', () => {
+  it('plays every pair in both seats: an antisymmetric payoff matrix with CIs, Elo, and exact NashConv per player', async () => {
+    const result = await crossplay({
+      checkpoints: [`early=${join(run, 'checkpoint-step-1')}`, join(run, 'checkpoint')],
+      opponents: ['uniform', 'equilibrium'],
+      hands: 60,
+      seed: 3,
+    });
+    expect(result.env).toBe('kuhn-poker');
+    expect(result.players.map((p) => p.label)).toEqual(['early', expect.any(String), 'uniform', 'equilibrium']);
+    expect(result.players.map((p) => p.step)).toEqual([1, 3, undefined, undefined]);
+    const n = result.players.length;
+    for (let i = 0; i < n; i++) {
+      expect(result.payoff[i]?.[i]).toBeNull();
+      for (let j = 0; j < n; j++) {
+        if (i === j) continue;
+        const cell = result.payoff[i]?.[j];
+        // Zero-sum: the column player's payoff against the row player is the negative.
+        expect(cell?.mean).toBeCloseTo(-(result.payoff[j]?.[i]?.mean as number), 12);
+        expect(cell?.ci95).toBeGreaterThan(0);
+        expect((result.winRate[i]?.[j] as number) + (result.winRate[j]?.[i] as number)).toBeCloseTo(1, 12);
+      }
+    }
+    // The evaluator of the env (Kuhn: exact NashConv) runs on every player, fixed tables included.
+    expect(result.players[2]?.evaluation.nash_conv).toBeCloseTo(11 / 12, 12);
+    expect(result.players[3]?.evaluation.nash_conv).toBeCloseTo(0, 12);
+    expect(result.players[0]?.evaluation.nash_conv).toBeGreaterThan(0);
+    expect(result.players.reduce((a, p) => a + p.elo, 0) / n).toBeCloseTo(1500, 6);
+    const html = crossplayHtml(result);
+    expect(html).toContain('<table id="payoff">');
+    for (const p of result.players) expect(html).toContain(`<th>${p.label}</th>`);
+    expect(html).not.toMatch(/<script|<link|src=/);
+  });
+
+  it('is deterministic for a seed', async () => {
+    const options = { checkpoints: [join(run, 'checkpoint')], opponents: ['uniform'], hands: 30, seed: 9 };
+    const a = (await crossplay(options)) as CrossplayResult;
+    const b = (await crossplay(options)) as CrossplayResult;
+    expect(b.payoff).toEqual(a.payoff);
+  });
+
+  it('fits Bradley–Terry Elo: a player who scores more against everyone rates higher', () => {
+    // 0 beats 1 (70 of 100), 1 beats 2 (70 of 100), 0 beats 2 (84 of 100).
+    const elo = bradleyTerryElo([
+      [0, 70, 84],
+      [30, 0, 70],
+      [16, 30, 0],
+    ]);
+    expect(elo[0]).toBeGreaterThan(elo[1] as number);
+    expect(elo[1]).toBeGreaterThan(elo[2] as number);
+    // Symmetric scores give equal ratings.
+    expect(
+      bradleyTerryElo([
+        [0, 50],
+        [50, 0],
+      ]).map((x) => Math.round(x)),
+    ).toEqual([1500, 1500]);
+  });
+});
+
+describe('pnpm trainer crossplay (CLI)', () => {
+  it('lists every option in --help, and refuses bad input with a clear error and exit 2', async () => {
+    const help = await trainer(['crossplay', '--help']);
+    expect(help.code).toBe(0);
+    for (const option of ['--checkpoint', '--opponent', '--hands', '--seed', '--out']) expect(help.stdout).toContain(option);
+    const cases: [string[], RegExp][] = [
+      [['crossplay', '--checkpoint', join(run, 'checkpoint'), '--opponent', 'random'], /--opponent random: unknown opponent/],
+      [['crossplay', '--checkpoint', join(run, 'missing'), '--opponent', 'uniform'], /--checkpoint .*missing: no checkpoint/],
+      [
+        ['crossplay', '--checkpoint', join(run, 'checkpoint'), '--opponent', 'uniform', '--hands', 'ten'],
+        /--hands: expected an integer/,
+      ],
+      [['crossplay', '--checkpoint', join(run, 'checkpoint')], /at least two players/],
+    ];
+    for (const [args, message] of cases) {
+      const result = await trainer(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('writes crossplay.json and crossplay.html and prints the JSON as its last stdout line', async () => {
+    const out = await tempDir();
+    const result = await trainer([
+      'crossplay',
+      '--checkpoint',
+      join(run, 'checkpoint'),
+      '--opponent',
+      'equilibrium',
+      '--hands',
+      '20',
+      '--out',
+      out,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const last = JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as CrossplayResult & { files: string[] };
+    expect(last.players.map((p) => p.label)).toEqual([expect.any(String), 'equilibrium']);
+    expect(last.files).toEqual([join(out, 'crossplay.json'), join(out, 'crossplay.html')]);
+    expect(existsSync(join(out, 'crossplay.html'))).toBe(true);
+    const saved = JSON.parse(await readFile(join(out, 'crossplay.json'), 'utf8')) as CrossplayResult;
+    expect(saved.payoff).toEqual(last.payoff);
+  });
+});
