@@ -21,6 +21,9 @@ import type { TrainingSample } from '../src/samples/training-sample.ts';
 const tracesFlag = process.argv.indexOf('--traces');
 /** Number of traces (default 1,000,000; `--traces N` for a quicker look, a multiple of 16). */
 const NUM_TRACES = tracesFlag > 0 ? Number(process.argv[tracesFlag + 1]) : 1_000_000;
+const onlyFlag = process.argv.indexOf('--only');
+/** `--only NAME[,NAME]`: time only these algorithms (e.g. to profile one with `node --cpu-prof`). */
+const ONLY = onlyFlag > 0 ? new Set(process.argv[onlyFlag + 1]!.split(',')) : null;
 const GROUP_SIZE = 16;
 const EPISODES_PER_HIERARCHICAL_GROUP = 4; // 1 proposer + 3 solvers each: 16 traces per group
 const REPEATS = 3;
@@ -148,6 +151,7 @@ function scoreAndSample(algorithm: Algorithm, groups: readonly Episode[][], keep
   return { ms: performance.now() - start, cpuMs: cpuMs() - cpuStart, samples, droppedSamples, kept };
 }
 
+const loadStart = loadavg()[0]!;
 const heapBefore = process.memoryUsage().heapUsed;
 const buildStart = performance.now();
 const data = buildData();
@@ -158,12 +162,13 @@ floor(data.flat); // warm-up
 const floorRuns = Array.from({ length: REPEATS }, () => floor(data.flat));
 const baseline = { ms: median(floorRuns.map((r) => r.ms)), cpuMs: median(floorRuns.map((r) => r.cpuMs)) };
 
-const algorithms = [
+const ALGORITHMS = [
   { name: 'grpo', config: { type: 'grpo' }, groups: data.flat },
   { name: 'hierarchical-grpo', config: { type: 'hierarchical-grpo', episodeAgents: ['solver'] }, groups: data.hierarchical },
   { name: 'rae', config: { type: 'rae' }, groups: data.flat },
   { name: 'max-rl', config: { type: 'max-rl' }, groups: data.flat },
 ] as const;
+const algorithms = ALGORITHMS.filter(({ name }) => ONLY === null || ONLY.has(name));
 
 interface Result {
   ms: number;
@@ -231,7 +236,9 @@ for (const [name, r] of Object.entries(results)) {
 }
 lines.push(
   '',
-  `FFD packing of grpo's ${results.grpo!.samples} samples into 2048-token micro-batches: ${packMs.toFixed(0)} ms (${microBatches} micro-batches)`,
+  results.grpo
+    ? `FFD packing of grpo's ${results.grpo.samples} samples into 2048-token micro-batches: ${packMs.toFixed(0)} ms (${microBatches} micro-batches)`
+    : '',
 );
 console.log(lines.join('\n'));
 
@@ -251,7 +258,7 @@ console.log(
     traces: NUM_TRACES,
     groupSize: GROUP_SIZE,
     repeats: REPEATS,
-    loadAverage: round(loadavg()[0]!, 1),
+    load: { start: round(loadStart), end: round(loadavg()[0]!) },
     buildMs: round(buildMs, 1),
     packMs: round(packMs, 1),
     algorithms: Object.fromEntries(

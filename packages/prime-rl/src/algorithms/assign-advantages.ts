@@ -24,9 +24,7 @@ export function assignAdvantages(trace: Trace, advantages: number | readonly num
       let count = 0;
       for (let j = 0; j < mask.length; j++) if (mask[j]) count++;
       if (count === 0) continue;
-      const values = new Array<number>(count);
-      for (let j = 0; j < count; j++) values[j] = advantages;
-      node.advantages = values;
+      node.advantages = broadcast(advantages, count);
     }
     return;
   }
@@ -58,4 +56,12 @@ export function assignAdvantages(trace: Trace, advantages: number | readonly num
 /** Removes any advantages from the trace's nodes. */
 export function clearAdvantages(trace: Trace): void {
   for (const node of trace.nodes) delete node.advantages;
+}
+
+/** `count` copies of `value`, built as a double array from the start (no elements-kind transition). */
+function broadcast(value: number, count: number): number[] {
+  if (count === 1) return [value];
+  const values = [value, value];
+  for (let j = 2; j < count; j++) values.push(value);
+  return values;
 }

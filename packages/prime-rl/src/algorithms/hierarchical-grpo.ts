@@ -43,12 +43,12 @@ export class HierarchicalGrpo implements Algorithm {
   readonly type = 'hierarchical-grpo';
   readonly episodeAgents: ReadonlySet<string>;
   // Scratch state reused across calls (scoreGroup is synchronous, so calls never interleave).
+  // Filled by index and never truncated: `length = 0` would free the backing stores, and every
+  // group would grow them again.
   private readonly groupSets = new Map<string, PeerSet>();
   private readonly episodeSets = new Map<string, PeerSet>();
-  private readonly groupTraces: Trace[] = [];
-  private readonly groupRewards: number[] = [];
-  private readonly episodeTraces: Trace[] = [];
-  private readonly episodeRewards: number[] = [];
+  private readonly groupPeers = new PeerList();
+  private readonly episodePeers = new PeerList();
   private stamp = 0;
 
   constructor(config: HierarchicalGrpoConfig) {
@@ -85,51 +85,67 @@ export class HierarchicalGrpo implements Algorithm {
 
   scoreGroup(episodes: readonly Episode[]): void {
     const groupStamp = ++this.stamp;
-    const groupTraces = this.groupTraces;
-    const groupRewards = this.groupRewards;
-    const episodeTraces = this.episodeTraces;
-    const episodeRewards = this.episodeRewards;
-    groupTraces.length = 0;
-    groupRewards.length = 0;
+    const groupPeers = this.groupPeers;
+    const episodePeers = this.episodePeers;
+    const episodeAgents = this.episodeAgents;
+    let groupCount = 0;
     for (let e = 0; e < episodes.length; e++) {
       const traces = episodes[e]!.traces;
       const episodeStamp = ++this.stamp;
-      episodeTraces.length = 0;
-      episodeRewards.length = 0;
+      let episodeCount = 0;
       for (let t = 0; t < traces.length; t++) {
         const trace = traces[t]!;
         if (!isTrainableTrace(trace)) continue;
         const role = trace.agent.name;
         const reward = traceReward(trace);
-        if (this.episodeAgents.has(role)) {
-          add(this.episodeSets, role, reward, episodeStamp);
-          episodeTraces.push(trace);
-          episodeRewards.push(reward);
+        if (episodeAgents.has(role)) {
+          episodePeers.set(episodeCount++, trace, reward, add(this.episodeSets, role, reward, episodeStamp));
         } else {
-          add(this.groupSets, role, reward, groupStamp);
-          groupTraces.push(trace);
-          groupRewards.push(reward);
+          groupPeers.set(groupCount++, trace, reward, add(this.groupSets, role, reward, groupStamp));
         }
       }
-      for (let i = 0; i < episodeTraces.length; i++) {
-        const trace = episodeTraces[i]!;
-        assignAdvantages(trace, advantage(this.episodeSets.get(trace.agent.name)!, episodeRewards[i]!));
-      }
+      episodePeers.assign(episodeCount);
     }
-    for (let i = 0; i < groupTraces.length; i++) {
-      const trace = groupTraces[i]!;
-      assignAdvantages(trace, advantage(this.groupSets.get(trace.agent.name)!, groupRewards[i]!));
-    }
-    groupTraces.length = 0;
-    episodeTraces.length = 0;
+    groupPeers.assign(groupCount);
   }
 }
 
-function add(sets: Map<string, PeerSet>, role: string, reward: number, stamp: number): void {
+/** Traces with their rewards and peer sets, by index; `assign` gives each its advantage and drops the references. */
+class PeerList {
+  private readonly traces: (Trace | undefined)[] = [];
+  private readonly sets: (PeerSet | undefined)[] = [];
+  private rewards = new Float64Array(16);
+
+  set(index: number, trace: Trace, reward: number, set: PeerSet): void {
+    if (index === this.rewards.length) {
+      const grown = new Float64Array(2 * index);
+      grown.set(this.rewards);
+      this.rewards = grown;
+    }
+    this.traces[index] = trace;
+    this.sets[index] = set;
+    this.rewards[index] = reward;
+  }
+
+  assign(count: number): void {
+    const { traces, sets, rewards } = this;
+    for (let i = 0; i < count; i++) {
+      assignAdvantages(traces[i]!, advantage(sets[i]!, rewards[i]!));
+      traces[i] = undefined;
+      sets[i] = undefined;
+    }
+  }
+}
+
+/** Adds a reward to the role's peer set (reset when it belongs to another stamp); returns the set. */
+function add(sets: Map<string, PeerSet>, role: string, reward: number, stamp: number): PeerSet {
   const set = sets.get(role);
   if (set === undefined) {
-    sets.set(role, { sum: reward, count: 1, min: reward, max: reward, stamp });
-  } else if (set.stamp !== stamp) {
+    const created = { sum: reward, count: 1, min: reward, max: reward, stamp };
+    sets.set(role, created);
+    return created;
+  }
+  if (set.stamp !== stamp) {
     set.sum = reward;
     set.count = 1;
     set.min = reward;
@@ -141,6 +157,7 @@ function add(sets: Map<string, PeerSet>, role: string, reward: number, stamp: nu
     if (reward < set.min) set.min = reward;
     if (reward > set.max) set.max = reward;
   }
+  return set;
 }
 
 function advantage(set: PeerSet, reward: number): number {

@@ -2,7 +2,7 @@ import type { Episode } from '@troupe/verifiers';
 import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import { formatIssues } from '../algorithms/format-issues.ts';
-import { appendTraceSamples } from './trace-to-samples.ts';
+import { appendTraceSamples, type TraceSampleTally } from './trace-to-samples.ts';
 import type { TrainingSample } from './training-sample.ts';
 import { filterZeroAdvantages } from './zero-advantage-filter.ts';
 
@@ -48,6 +48,12 @@ export class BatchBuilder {
   private samples: TrainingSample[] = [];
   private traces = 0;
   private tokens = 0;
+  /** Filter counts of the open batch's samples, filtered as they were added (by `addEpisodes`). */
+  private droppedSamples = 0;
+  private maskedTokens = 0;
+  /** True when `addSamples` put samples into the open batch: they are filtered at the cut. */
+  private unfiltered = false;
+  private readonly tally: TraceSampleTally = { samples: 0, tokens: 0, droppedSamples: 0, maskedTokens: 0 };
 
   constructor(config: BatchBuilderConfig) {
     const parsed = BatchBuilderConfigSchema.safeParse(config);
@@ -60,27 +66,32 @@ export class BatchBuilder {
     return this.traces;
   }
 
-  /** Adds the samples of a scored group (or any episodes); returns the batches it completed. */
+  /**
+   * Adds the samples of a scored group (or any episodes); returns the batches it completed. With
+   * the zero-advantage filter on, each trace's samples are filtered as they are built (a dropped
+   * sample is never built): the batches are the ones filtering at the cut gives.
+   */
   addEpisodes(episodes: readonly Episode[]): readonly TrainingBatch[] {
     let out: TrainingBatch[] | null = null;
-    const { batchSize, tokenBatchSize } = this.config;
+    const { batchSize, tokenBatchSize, filterZeroAdvantages: filter } = this.config;
+    const tally = this.tally;
     for (let e = 0; e < episodes.length; e++) {
       const episode = episodes[e]!;
       const traces = episode.traces;
       for (let t = 0; t < traces.length; t++) {
         const start = this.samples.length;
-        appendTraceSamples(traces[t]!, episode.env.id, episode.id, this.samples);
-        const end = this.samples.length;
-        if (end === start) continue;
-        let tokens = 0;
-        for (let k = start; k < end; k++) tokens += this.samples[k]!.tokenIds.length;
+        appendTraceSamples(traces[t]!, episode.env.id, episode.id, this.samples, tally, filter);
+        if (tally.samples === 0) continue;
+        const tokens = tally.tokens;
         if (tokenBatchSize !== undefined && this.traces > 0 && this.tokens + tokens > tokenBatchSize) {
-          const moved = this.samples.splice(start, end - start);
+          const moved = this.samples.splice(start, this.samples.length - start);
           (out ??= []).push(this.cut());
           for (const sample of moved) this.samples.push(sample);
         }
         this.traces++;
         this.tokens += tokens;
+        this.droppedSamples += tally.droppedSamples;
+        this.maskedTokens += tally.maskedTokens;
         if (batchSize !== undefined ? this.traces >= batchSize : this.tokens >= tokenBatchSize!) (out ??= []).push(this.cut());
       }
     }
@@ -99,6 +110,7 @@ export class BatchBuilder {
       while (end < samples.length && samples[end]!.traceId === traceId) tokens += samples[end++]!.tokenIds.length;
       if (tokenBatchSize !== undefined && this.traces > 0 && this.tokens + tokens > tokenBatchSize) out.push(this.cut());
       for (let k = i; k < end; k++) this.samples.push(samples[k]!);
+      this.unfiltered = true;
       this.traces++;
       this.tokens += tokens;
       if (batchSize !== undefined ? this.traces >= batchSize : this.tokens >= tokenBatchSize!) out.push(this.cut());
@@ -117,18 +129,22 @@ export class BatchBuilder {
       samples: this.samples,
       numTraces: this.traces,
       numTokens: this.tokens,
-      droppedSamples: 0,
-      maskedTokens: 0,
+      droppedSamples: this.droppedSamples,
+      maskedTokens: this.maskedTokens,
     };
-    if (this.config.filterZeroAdvantages) {
+    if (this.config.filterZeroAdvantages && this.unfiltered) {
+      // Filtering again the samples addEpisodes filtered changes and counts nothing.
       const filtered = filterZeroAdvantages(this.samples);
       batch.samples = filtered.samples;
-      batch.droppedSamples = filtered.droppedSamples;
-      batch.maskedTokens = filtered.maskedTokens;
+      batch.droppedSamples += filtered.droppedSamples;
+      batch.maskedTokens += filtered.maskedTokens;
     }
     this.samples = [];
     this.traces = 0;
     this.tokens = 0;
+    this.droppedSamples = 0;
+    this.maskedTokens = 0;
+    this.unfiltered = false;
     return batch;
   }
 }

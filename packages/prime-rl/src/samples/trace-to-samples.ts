@@ -31,16 +31,50 @@ export function traceToSamples(options: TraceToSamplesOptions): TrainingSample[]
 }
 
 /**
- * Appends the samples of one trace to `out` (positional, for hot loops; see {@link traceToSamples}).
+ * What {@link appendTraceSamples} did for one trace (a scratch object the caller reuses).
  * @internal
  */
-export function appendTraceSamples(trace: Trace, env: string, episodeId: string, out: TrainingSample[]): void {
+export interface TraceSampleTally {
+  /** Samples (branches) of the trace, before any zero-advantage filtering. */
+  samples: number;
+  /** Tokens over those samples. */
+  tokens: number;
+  /** Samples the zero-advantage filter dropped (only with `filterZero`). */
+  droppedSamples: number;
+  /** Mask bits the zero-advantage filter cleared (only with `filterZero`). */
+  maskedTokens: number;
+}
+
+/**
+ * Appends the samples of one trace to `out` (positional, for hot loops; see {@link traceToSamples}).
+ * With `filterZero`, applies {@link filterZeroAdvantages} to each sample as it is built (the same
+ * masks and the same drops, without building a dropped sample), and counts into `tally`.
+ *
+ * A sample's arrays may be the node's own when they would hold the same values (a branch of one
+ * node: its `tokenIds`; its `mask` when no sampled token has advantage 0; its `logprobs` and
+ * `advantages` when every token is sampled). Samples are read-only, as the trace is.
+ * @internal
+ */
+export function appendTraceSamples(
+  trace: Trace,
+  env: string,
+  episodeId: string,
+  out: TrainingSample[],
+  tally?: TraceSampleTally,
+  filterZero = false,
+): void {
+  if (tally !== undefined) {
+    tally.samples = 0;
+    tally.tokens = 0;
+    tally.droppedSamples = 0;
+    tally.maskedTokens = 0;
+  }
   if (!isTrainableTrace(trace)) return;
   const nodes = trace.nodes;
   // Fast path: a single token node is one branch.
   if (nodes.length === 1) {
     const node = nodes[0]!;
-    if (node.tokenIds !== undefined) out.push(buildSample(trace, env, episodeId, [node], 0, null));
+    if (node.tokenIds !== undefined) appendSingleNodeSample(trace, env, episodeId, node, out, tally, filterZero);
     return;
   }
   const continued = new Uint8Array(nodes.length);
@@ -61,8 +95,131 @@ export function appendTraceSamples(trace: Trace, env: string, episodeId: string,
       current = parent === null || parent === undefined ? undefined : trace.node(parent);
     }
     chain.reverse();
-    out.push(buildSample(trace, env, episodeId, chain, branch++, trained));
+    const sample = buildSample(trace, env, episodeId, chain, branch++, trained);
+    if (tally !== undefined) {
+      tally.samples++;
+      tally.tokens += sample.tokenIds.length;
+    }
+    if (filterZero) {
+      const masked = filterSample(sample);
+      if (tally !== undefined) tally.maskedTokens += masked < 0 ? ~masked : masked;
+      if (masked < 0) {
+        if (tally !== undefined) tally.droppedSamples++;
+        continue;
+      }
+    }
+    out.push(sample);
   }
+}
+
+/**
+ * The zero-advantage filter on one sample: clears mask bits with advantage 0. Returns the number
+ * cleared, or its complement (`~cleared`, negative) when no trained token is left (drop it).
+ */
+function filterSample(sample: TrainingSample): number {
+  const mask = sample.mask;
+  const advantages = sample.advantages;
+  let trained = 0;
+  let masked = 0;
+  for (let i = 0; i < mask.length; i++) {
+    if (!mask[i]) continue;
+    if (advantages[i] === 0) {
+      mask[i] = false;
+      masked++;
+    } else {
+      trained++;
+    }
+  }
+  return trained > 0 ? masked : ~masked;
+}
+
+const sampledAdvantageError = (trace: Trace, node: MessageNode): RangeError =>
+  new RangeError(
+    `trace ${trace.id} (role '${trace.agent.name}'): node ${node.id} has sampled tokens ` +
+      'without advantages; score the group with an algorithm before building samples',
+  );
+
+/** The one sample of a trace whose only node has tokens: what {@link buildSample} gives, sharing arrays it would only copy. */
+function appendSingleNodeSample(
+  trace: Trace,
+  env: string,
+  episodeId: string,
+  node: MessageNode,
+  out: TrainingSample[],
+  tally: TraceSampleTally | undefined,
+  filterZero: boolean,
+): void {
+  const ids = node.tokenIds!;
+  const length = ids.length;
+  const nodeMask = node.mask;
+  const nodeLogprobs = node.logprobs;
+  const nodeAdvantages = node.advantages;
+  // One pass over the mask: sampled tokens, their zero advantages, and whether the advantages exist.
+  let sampled = 0;
+  let zeros = 0;
+  if (nodeMask !== undefined) {
+    for (let t = 0; t < length; t++) {
+      if (nodeMask[t] !== true) continue;
+      const advantage = nodeAdvantages?.[sampled];
+      if (advantage === undefined) throw sampledAdvantageError(trace, node);
+      if (advantage === 0) zeros++;
+      sampled++;
+    }
+  }
+  if (tally !== undefined) {
+    tally.samples = 1;
+    tally.tokens = length;
+  }
+  if (filterZero) {
+    if (tally !== undefined) tally.maskedTokens = zeros;
+    if (sampled === zeros) {
+      // Nothing left to train: the filter drops the sample, so it is never built.
+      if (tally !== undefined) tally.droppedSamples = 1;
+      return;
+    }
+  }
+  // With no sampled advantage 0, no filter ever clears a bit of this mask: the sample may share it.
+  const mask = zeros === 0 && isPlainMask(nodeMask, length) ? nodeMask! : new Array<boolean>(length);
+  let logprobs: number[];
+  let advantages: number[];
+  if (sampled > 0 && sampled === length && mask === nodeMask && isNumbers(nodeLogprobs, length)) {
+    // Every token sampled: the node's logprobs and advantages are the sample's, token for token.
+    logprobs = nodeLogprobs!;
+    advantages = nodeAdvantages!.length === length ? nodeAdvantages! : nodeAdvantages!.slice(0, length);
+  } else {
+    logprobs = new Array<number>(length);
+    advantages = new Array<number>(length);
+    const own = mask !== nodeMask;
+    let sampledIndex = 0;
+    for (let t = 0; t < length; t++) {
+      if (nodeMask !== undefined && nodeMask[t] === true) {
+        const advantage = nodeAdvantages![sampledIndex]!;
+        if (own) mask[t] = !(filterZero && advantage === 0);
+        logprobs[t] = nodeLogprobs?.[sampledIndex] ?? 0;
+        advantages[t] = advantage;
+        sampledIndex++;
+      } else {
+        if (own) mask[t] = false;
+        logprobs[t] = 0;
+        advantages[t] = 0;
+      }
+    }
+  }
+  out.push({ tokenIds: ids, mask, logprobs, advantages, env, role: trace.agent.name, traceId: trace.id, episodeId, branch: 0 });
+}
+
+/** True when `values` holds `length` numbers (a logprob the sample would read as 0 must not be missing). */
+function isNumbers(values: readonly number[] | undefined, length: number): boolean {
+  if (values === undefined || values.length !== length) return false;
+  for (let i = 0; i < length; i++) if (typeof values[i] !== 'number') return false;
+  return true;
+}
+
+/** True when `mask` holds `length` booleans, i.e. the values a sample's mask would copy from it. */
+function isPlainMask(mask: readonly boolean[] | undefined, length: number): boolean {
+  if (mask === undefined || mask.length !== length) return false;
+  for (let i = 0; i < length; i++) if (typeof mask[i] !== 'boolean') return false;
+  return true;
 }
 
 function buildSample(
