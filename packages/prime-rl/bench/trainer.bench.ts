@@ -94,7 +94,6 @@ console.log(
     distinctRows,
     secondsPerStep: seconds / steps,
     goal: 0.3,
-    load: Number(loadavg()[0]?.toFixed(2)),
-    loadStart: Number(loadStart.toFixed(2)),
+    load: { start: Number(loadStart.toFixed(2)), end: Number(loadavg()[0]?.toFixed(2)) },
   }),
 );

@@ -9,6 +9,7 @@
  * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500]
  * The last stdout line is one JSON object.
  */
+import { loadavg } from 'node:os';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { InterceptionServer } from '../src/interception/interception-server.ts';
@@ -163,6 +164,8 @@ async function measure(kind: Kind, n: number): Promise<Measured> {
   return result;
 }
 
+/** 1-min load average when the bench started (the JSON line reports start and end). */
+const loadStart = loadavg()[0]!;
 try {
   const chat = await measure('chat', calls);
   const chatStream = streamCalls > 0 ? await measure('chat-stream', streamCalls) : null;
@@ -186,6 +189,7 @@ try {
       chat_stream_overhead_p50_ms: chatStream ? round(chatStream.overheadP50) : null,
       messages_stream_overhead_p50_ms: messagesStream ? round(messagesStream.overheadP50) : null,
       goal_p50_ms: 1,
+      load: { start: round(loadStart), end: round(loadavg()[0]!) },
     }),
   );
 } finally {

@@ -15,7 +15,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -35,6 +35,8 @@ const { values } = parseArgs({
 });
 const episodes = Number(values.episodes);
 const latencyMs = Number(values.latency);
+/** 1-min load average when the bench started (the JSON line reports start and end). */
+const loadStart = loadavg()[0]!;
 
 async function startModelProcess(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
@@ -160,6 +162,7 @@ async function main(): Promise<void> {
       direct_per_s: Number(direct.toFixed(1)),
       ratio_vs_direct: Number((episodesPerSecond / direct).toFixed(4)),
       failures,
+      load: { start: Number(loadStart.toFixed(2)), end: Number(loadavg()[0]!.toFixed(2)) },
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } finally {
