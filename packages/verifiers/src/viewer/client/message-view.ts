@@ -5,7 +5,7 @@ import { h } from './dom.ts';
 import { fmt } from './format.ts';
 import { tokenDetails } from './token-view.ts';
 import { CLAMP, contentToText, type TraceItem } from './trace-items.ts';
-import type { ModelCall, TraceRecord } from './types.ts';
+import type { ModelCall, ToolCall, TraceRecord } from './types.ts';
 import { badge } from './widgets.ts';
 
 /** A text block, clamped to CLAMP characters with a "show all" toggle. */
@@ -85,6 +85,24 @@ function failedCall(trace: TraceRecord, call: ModelCall, number: number): HTMLEl
   );
 }
 
+function toolCallBlock(tc: ToolCall): HTMLElement {
+  const args = toolArguments(tc.arguments);
+  return h(
+    'div',
+    { class: 'tool-call' },
+    h(
+      'div',
+      { class: 'tool-call-head' },
+      h('span', { class: 'tool-icon', text: '▶' }),
+      h('b', { text: tc.name }),
+      h('span', { class: 'muted small', text: ` ${tc.id}` }),
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'muted small', text: args.label }),
+    ),
+    h('pre', { class: 'code', text: args.text }),
+  );
+}
+
 /** Renders one item of `trace`'s column. */
 export function renderItem(trace: TraceRecord, item: TraceItem): HTMLElement {
   if (item.kind === 'failed') return failedCall(trace, item.call, item.number);
@@ -135,25 +153,7 @@ export function renderItem(trace: TraceRecord, item: TraceItem): HTMLElement {
   if (text) el.append(textBlock(text, role === 'tool' ? 'mono' : ''));
   else if (role === 'tool') el.append(h('div', { class: 'text muted small', text: '(empty output)' }));
   if (m.role === 'assistant') {
-    for (const tc of m.toolCalls ?? []) {
-      const args = toolArguments(tc.arguments);
-      el.append(
-        h(
-          'div',
-          { class: 'tool-call' },
-          h(
-            'div',
-            { class: 'tool-call-head' },
-            h('span', { class: 'tool-icon', text: '▶' }),
-            h('b', { text: tc.name }),
-            h('span', { class: 'muted small', text: ` ${tc.id}` }),
-            h('span', { class: 'spacer' }),
-            h('span', { class: 'muted small', text: args.label }),
-          ),
-          h('pre', { class: 'code', text: args.text }),
-        ),
-      );
-    }
+    for (const tc of m.toolCalls ?? []) el.append(toolCallBlock(tc));
   }
   if (node.sampled && node.tokenIds?.length) el.append(tokenDetails(node, version));
   if (call) el.append(callDetails(trace, call.call, node));

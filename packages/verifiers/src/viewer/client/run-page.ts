@@ -7,8 +7,24 @@ import { fmt } from './format.ts';
 import { Roles } from './roles.ts';
 import { renderSummary } from './run-summary.ts';
 import { topbar } from './shell.ts';
-import type { EpisodeMode, PageTimings, ViewerIndex } from './types.ts';
+import type { EpisodeMode, EpisodeRow, PageTimings, ViewerIndex } from './types.ts';
 import { problemCard } from './widgets.ts';
+
+/** `Esc` back to the table, `[` and `]` to the previous / next episode of the (filtered, sorted) table. */
+function bindEpisodeKeys(options: { episodeView: HTMLElement; rowsById: Map<string, EpisodeRow>; table: EpisodeTable }): void {
+  const { episodeView, rowsById, table } = options;
+  document.addEventListener('keydown', (event) => {
+    if (episodeView.hidden || event.target instanceof HTMLInputElement || event.metaKey || event.ctrlKey || event.altKey) return;
+    const id = document.body.dataset.episode;
+    const row = id ? rowsById.get(id) : undefined;
+    const visible = table.visibleRows;
+    const position = row ? visible.indexOf(row) : -1;
+    if (event.key === 'Escape') location.hash = '';
+    else if (event.key === '[' && position > 0) location.hash = `episode=${encodeURIComponent(visible[position - 1]!.id)}`;
+    else if (event.key === ']' && position >= 0 && position < visible.length - 1)
+      location.hash = `episode=${encodeURIComponent(visible[position + 1]!.id)}`;
+  });
+}
 
 /** Mounts the run page into `app` and starts routing on the URL fragment. */
 export function runPage(options: {
@@ -108,17 +124,7 @@ export function runPage(options: {
   }
 
   window.addEventListener('hashchange', route);
-  document.addEventListener('keydown', (event) => {
-    if (episodeView.hidden || event.target instanceof HTMLInputElement || event.metaKey || event.ctrlKey || event.altKey) return;
-    const id = document.body.dataset.episode;
-    const row = id ? rowsById.get(id) : undefined;
-    const visible = table.visibleRows;
-    const position = row ? visible.indexOf(row) : -1;
-    if (event.key === 'Escape') location.hash = '';
-    else if (event.key === '[' && position > 0) location.hash = `episode=${encodeURIComponent(visible[position - 1]!.id)}`;
-    else if (event.key === ']' && position >= 0 && position < visible.length - 1)
-      location.hash = `episode=${encodeURIComponent(visible[position + 1]!.id)}`;
-  });
+  bindEpisodeKeys({ episodeView, rowsById, table });
 
   table.refresh();
   route();
