@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
-import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../interception/dialects/chat.ts';
+import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../wire/openai-chat.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
 import { postJson } from './json-post.ts';
 import {

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
+import { WireRequestError } from '../../errors/wire-request-error.ts';
 import type { ModelRequest, ModelResponse, Usage } from '../../model/model-client.ts';
+
+export { WireRequestError };
 
 /** The wire dialects interception (and the scripted model server) speak. */
 export type DialectName = 'chat' | 'responses' | 'messages';
@@ -47,18 +50,6 @@ export interface WireDialect {
   streamError(error: WireErrorInput): string;
   /** A frame that keeps an idle stream alive (`first` = the first frame of the stream). */
   heartbeat(first: boolean, parsed: ParsedWireRequest): string;
-}
-
-/** A request the dialect rejects (malformed or of the wrong type): HTTP 400 naming the field. */
-export class WireRequestError extends Error {
-  override readonly name = 'WireRequestError';
-  readonly status: number;
-  readonly param: string | null;
-  constructor(message: string, options: { status?: number; param?: string | null } = {}) {
-    super(message);
-    this.status = options.status ?? 400;
-    this.param = options.param ?? null;
-  }
 }
 
 /** Parses `body` with `schema`, turning a zod failure into a `WireRequestError` naming the field. */
