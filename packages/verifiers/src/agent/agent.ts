@@ -256,7 +256,7 @@ export class Agent {
     });
     let baseUrl = 'in-process://interception/v1';
     let host: InterceptionHost | undefined;
-    if (!(this.harness as { inProcess?: boolean }).inProcess) {
+    if (!this.harness.inProcess) {
       if (!this.interception)
         throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
       host = await this.interception();
@@ -328,7 +328,7 @@ export class Agent {
     const served = await serveTaskTools(this.harness, task, trace);
     const merged = mergeMcpServers(this.config.mcpServers, served ? { troupe: { url: served.url } } : undefined);
     if (Object.keys(merged).length === 0) return { close: async () => {} };
-    const inProcess = (this.harness as { inProcess?: boolean }).inProcess === true;
+    const inProcess = this.harness.inProcess === true;
     try {
       const servers: Record<string, McpServerSpec> = {};
       for (const [name, spec] of Object.entries(merged)) {

@@ -78,6 +78,12 @@ export interface HarnessSession {
 export interface Harness {
   readonly id: string;
   readonly capabilities: HarnessCapabilities;
+  /**
+   * The program runs inside this process and reaches the model through `endpoint.direct` (no
+   * socket, no interception server, MCP URLs left as they are): the built-in `null` and `bash`
+   * loops. Absent or false: an external program that needs `endpoint.baseUrl`.
+   */
+  readonly inProcess?: boolean;
   /** Installs the program into the sandbox (before the agent timer starts). */
   setup?(context: { sandbox: Sandbox; log: (line: string) => void; signal: AbortSignal }): Promise<void>;
   /** Runs the program to exit on the task. */
