@@ -52,14 +52,16 @@ async function line(proc: ReturnType<typeof start>, pattern: RegExp): Promise<Re
 }
 
 describe('three processes on prime-rl wire (orchestrator + serve-trainer + serve-inference, Kuhn poker)', () => {
-  // KNOWN FAILURE (issue 15, 2026-12-03): on main the three-process run completes, but NashConv
-  // stays at the initial ≈0.66 over 40 steps (the weights that come back over the wire do not
-  // move the served policy). Skipped, not weakened, until that is found; see the README status row.
-  it.skip('trains: NashConv falls; rollouts are prime-rl rank files, weights come back as STABLE broadcasts and reach the server', async () => {
+  // The size matters: at 16 groups × 40 steps Kuhn learns on some sampling seeds and not on others
+  // in-process too (seeds 1 and 3 of the in-process run stayed at NashConv ≈ 0.65), which is
+  // why this test once failed; at 72 groups (the default) × 60 steps every seed tried fell from
+  // ≈ 0.66 to 0.27–0.35 in-process and over the wire alike. The wire trainer alone (transport
+  // filesystem, embedded inference) reproduces the in-process metrics exactly.
+  it('trains: NashConv falls; rollouts are prime-rl rank files, weights come back as STABLE broadcasts and reach the server', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'three-process-'));
     dirs.push(dir);
     const outputDir = join(dir, 'wire');
-    const steps = 40;
+    const steps = 60;
     const trainer = start(['serve-trainer', '--output-dir', outputDir, '--no-worker-thread']);
     const inference = start(['serve-inference', '--checkpoint', join(outputDir, 'broadcasts', 'step_0'), '--port', '0']);
     const url = (await line(inference, /listening (\S+)/))[1] as string;
@@ -76,8 +78,6 @@ describe('three processes on prime-rl wire (orchestrator + serve-trainer + serve
       '--set',
       `max_steps=${steps}`,
       '--set',
-      'groups_per_step=16',
-      '--set',
       'checkpoint_every=0',
       '--set',
       'trainer.worker_thread=false',
@@ -90,7 +90,7 @@ describe('three processes on prime-rl wire (orchestrator + serve-trainer + serve
     const metrics = await readMetrics(join(dir, 'run'));
     expect(metrics.map((m) => m.step)).toEqual(Array.from({ length: steps }, (_, i) => i + 1));
     const nashConv = metrics.map((m) => m['eval/kuhn-poker/nash_conv'] as number);
-    // Learns: from the initial policy's ≈0.66 to ≈0.3 (0.27–0.31 in the 80-step run of docs/scale-out.md).
+    // Learns: from the initial policy's ≈0.66 to ≈0.3.
     expect(Math.min(...nashConv.slice(-5))).toBeLessThan((nashConv[0] as number) - 0.15);
     for (const m of metrics) {
       expect(typeof m['trainer/loss']).toBe('number');
