@@ -185,7 +185,7 @@ export async function serveInference(options: ServeInferenceOptions): Promise<In
       }
     };
     handle().catch((error: unknown) => {
-      const status = error instanceof WireRequestError ? error.status : 500;
+      const status = WireRequestError.isInstance(error) ? error.status : 500;
       if (status >= 500) log(`serve-inference: ${route}: ${(error as Error).stack ?? String(error)}`);
       if (!response.headersSent) send(response, status, chatDialect.errorBody({ status, message: (error as Error).message }));
       else response.end();

@@ -186,7 +186,7 @@ export class DockerRuntime implements Runtime {
     } catch (error) {
       slot.release();
       await container?.remove({ force: true }).catch(() => undefined);
-      if (error instanceof SandboxError || error instanceof ConfigError) throw error;
+      if (SandboxError.isInstance(error) || ConfigError.isInstance(error)) throw error;
       throw new SandboxError(`docker sandbox could not be created from image ${image}: ${(error as Error).message}`, {
         cause: error,
       });

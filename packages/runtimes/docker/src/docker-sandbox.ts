@@ -72,7 +72,7 @@ export class DockerSandbox implements Sandbox {
     try {
       return await action();
     } catch (error) {
-      if (error instanceof SandboxError) throw error;
+      if (SandboxError.isInstance(error)) throw error;
       if (this.stopped) throw new SandboxError(`sandbox ${this.id} was stopped during ${operation}`, { cause: error });
       const alive = await this.alive();
       const message = (error as Error).message ?? String(error);

@@ -148,7 +148,7 @@ export class KubernetesSandbox implements Sandbox {
         truncated: stdout.truncated || stderr.truncated,
       };
     } catch (error) {
-      if (error instanceof SandboxError || guard.aborted) throw error;
+      if (SandboxError.isInstance(error) || guard.aborted) throw error;
       throw new SandboxError(`exec failed in kubernetes sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
     } finally {
       guard.dispose();
@@ -316,7 +316,7 @@ export class KubernetesRuntime extends RemoteRuntime<KubernetesRuntimeOptions, K
       await this.core
         .deleteNamespacedPod({ name: podName, namespace: this.namespace, gracePeriodSeconds: 0 })
         .catch(() => undefined);
-      if (error instanceof SandboxError) throw error;
+      if (SandboxError.isInstance(error)) throw error;
       throw new SandboxError(`kubernetes sandbox could not be created from image ${image}: ${(error as Error).message}`, {
         cause: error,
       });

@@ -139,7 +139,7 @@ export class PrimeSandbox extends RemoteSandbox {
       };
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
-      if (error instanceof SandboxError) throw error;
+      if (SandboxError.isInstance(error)) throw error;
       throw new SandboxError(`exec failed in prime sandbox ${this.id}: ${(error as Error).message}`, { cause: error });
     }
   }

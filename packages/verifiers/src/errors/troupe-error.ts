@@ -12,11 +12,20 @@ export type TroupeErrorType =
   | 'ParseError'
   | 'RewardError'
   | 'TimeoutError'
-  | 'InterceptionError';
+  | 'InterceptionError'
+  | 'WireRequestError'
+  | 'MalformedReplyError';
+
+/** True when `value` carries the global marker `Symbol.for(key)` (any copy of this package sets the same one). */
+function hasMarker(value: unknown, key: string): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[Symbol.for(key)] === true;
+}
 
 /**
- * Base class of every error troupe raises on purpose. `isInstance` survives duplicate package
- * copies (it checks a global symbol, not the prototype chain).
+ * Base class of every error troupe raises on purpose. It has a stable `name` (its kind, recorded
+ * as `type` on a trace), an optional `cause`, and a static `isInstance` that survives duplicate
+ * package copies: it checks a marker under a global symbol (`Symbol.for`), not the prototype
+ * chain, so an error made by another installed copy of `@troupe/verifiers` still matches.
  */
 export class TroupeError extends Error {
   readonly [marker] = true;
@@ -25,23 +34,36 @@ export class TroupeError extends Error {
   readonly statusCode?: number;
 
   constructor(options: { name: TroupeErrorType | string; message: string; cause?: unknown; statusCode?: number }) {
-    super(options.message, { cause: options.cause });
+    super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = options.name;
     if (options.statusCode !== undefined) this.statusCode = options.statusCode;
+    // Each kind's own marker, so that `ConfigError.isInstance` matches config errors only.
+    Object.defineProperty(this, Symbol.for(`troupe.error.${options.name}`), { value: true, enumerable: false });
   }
 
+  /** True for any troupe error, from this copy of the package or another. */
   static isInstance(value: unknown): value is TroupeError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[marker] === true;
+    return hasMarker(value, 'troupe.error');
+  }
+
+  /** True when `value` is a troupe error of the kind `name`, from any copy of the package. */
+  static isKind(value: unknown, name: TroupeErrorType | string): value is TroupeError {
+    return hasMarker(value, 'troupe.error') && hasMarker(value, `troupe.error.${name}`);
   }
 }
 
-function kind(name: TroupeErrorType) {
+function kind<N extends TroupeErrorType>(name: N) {
   return class extends TroupeError {
     constructor(message: string, options: { cause?: unknown; statusCode?: number } = {}) {
       super({ name, message, ...options });
     }
-    static is(value: unknown): boolean {
-      return TroupeError.isInstance(value) && value.name === name;
+    /** True when `value` is an error of this kind, from this copy of the package or another. */
+    static override isInstance(value: unknown): value is TroupeError {
+      return TroupeError.isKind(value, name);
+    }
+    /** @deprecated use `isInstance` (the same check). */
+    static is(value: unknown): value is TroupeError {
+      return TroupeError.isKind(value, name);
     }
   };
 }
@@ -66,6 +88,8 @@ export class ParseError extends kind('ParseError') {}
 export class RewardError extends kind('RewardError') {}
 /** A stage ran past its deadline. */
 export class TimeoutError extends kind('TimeoutError') {}
+/** The interception server could not serve a rollout (not started, or closed while a call was in flight). */
+export class InterceptionError extends kind('InterceptionError') {}
 
 /** Turns anything thrown into the `{type, message}` record stored on traces and episodes. */
 export function errorRecord(error: unknown): { type: string; message: string; statusCode?: number; stack?: string } {

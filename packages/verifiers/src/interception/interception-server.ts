@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { TroupeError } from '../errors/troupe-error.ts';
+import { InterceptionError, TroupeError } from '../errors/troupe-error.ts';
 import type { ModelResponse } from '../model/model-client.ts';
 import type { ParsedWireRequest, WireDialect, WireErrorInput } from './dialects/dialect.ts';
 import { WireRequestError } from './dialects/dialect.ts';
@@ -81,7 +81,7 @@ export class InterceptionServer {
 
   /** `http://127.0.0.1:PORT` (after `start`). */
   get url(): string {
-    if (!this.port) throw new Error('InterceptionServer: call start() before reading url');
+    if (!this.port) throw new InterceptionError('InterceptionServer: call start() before reading url');
     return `http://127.0.0.1:${this.port}`;
   }
 
@@ -114,7 +114,7 @@ export class InterceptionServer {
 
   /** Stops listening, aborts calls in flight and closes every connection. */
   async close(): Promise<void> {
-    this.abort.abort(new Error('interception server closed'));
+    this.abort.abort(new InterceptionError('interception server closed'));
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const socket of this.sockets) socket.destroy();
     this.server.closeAllConnections();
@@ -159,7 +159,7 @@ export class InterceptionServer {
       }
       parsed = dialect.parseRequest(body);
     } catch (error) {
-      return this.fail(res, dialect, wireErrorOf(error), error instanceof WireRequestError && error.status === 413);
+      return this.fail(res, dialect, wireErrorOf(error), WireRequestError.isInstance(error) && error.status === 413);
     }
     const retryCount = Number(req.headers['x-stainless-retry-count'] ?? 0) || 0;
     const meta = { dialect: dialect.name, retryCount, signal: this.abort.signal };
@@ -224,7 +224,7 @@ function keyOf(secret: string): string {
 
 /** Maps anything thrown while serving a call to a wire error (status + message). */
 export function wireErrorOf(error: unknown): WireErrorInput {
-  if (error instanceof WireRequestError) return { status: error.status, message: error.message, param: error.param };
+  if (WireRequestError.isInstance(error)) return { status: error.status, message: error.message, param: error.param };
   if (TroupeError.isInstance(error)) {
     switch (error.name) {
       case 'LimitError':

@@ -132,7 +132,7 @@ export class RolloutSession {
       const message = (error as Error)?.message ?? String(error);
       if (status === 400 && /context|too long|maximum.*tokens/i.test(message)) this.trace.stop('context_length');
       const providerError =
-        error instanceof ProviderError ? error : new ProviderError(message, { cause: error, statusCode: status ?? 502 });
+        ProviderError.isInstance(error) ? error : new ProviderError(message, { cause: error, statusCode: status ?? 502 });
       this.providerError = providerError;
       throw providerError;
     }

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
+import { MalformedReplyError } from '../errors/malformed-reply-error.ts';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../wire/openai-chat.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
@@ -37,11 +38,6 @@ export const OpenAICompatibleClientOptionsSchema = z
   })
   .strict();
 export type OpenAICompatibleClientOptions = z.input<typeof OpenAICompatibleClientOptionsSchema>;
-
-/** Why a reply could not be used (a body that is not a chat completion). */
-class MalformedReplyError extends Error {
-  override readonly name = 'MalformedReplyError';
-}
 
 /**
  * A `ModelClient` for any OpenAI-compatible chat completions server (vLLM, SGLang, OpenAI,

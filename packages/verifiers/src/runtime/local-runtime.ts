@@ -427,7 +427,7 @@ export class LocalRuntime implements Runtime {
       return sandbox;
     } catch (error) {
       slot.release();
-      if (error instanceof SandboxError || error instanceof ConfigError) throw error;
+      if (SandboxError.isInstance(error) || ConfigError.isInstance(error)) throw error;
       throw new SandboxError(`local sandbox could not be created under ${this.rootDir}: ${(error as Error).message}`, {
         cause: error,
       });

@@ -10,7 +10,7 @@ import { downloadTree, uploadTree } from './sandbox-file-tree.ts';
  */
 export function remoteSandboxError(options: { runtime: string; operation: string; id: string; error: unknown }): SandboxError {
   const { error } = options;
-  if (error instanceof SandboxError) return error;
+  if (SandboxError.isInstance(error)) return error;
   return new SandboxError(
     `${options.operation} failed in ${options.runtime} sandbox ${options.id}: ${(error as Error).message ?? String(error)}`,
     { cause: error },

@@ -201,7 +201,7 @@ export class ScriptedModelServer {
       parsed = dialect.parseRequest(entry.body);
       entry.request = parsed.request;
     } catch (error) {
-      const status = error instanceof WireRequestError ? error.status : 400;
+      const status = WireRequestError.isInstance(error) ? error.status : 400;
       return fail(status, (error as Error).message);
     }
     if (this.options.latencyMs) await delay(this.options.latencyMs);

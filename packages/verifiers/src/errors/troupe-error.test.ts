@@ -1,0 +1,75 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  errorRecord,
+  InterceptionError,
+  MalformedReplyError,
+  ProviderError,
+  SandboxError,
+  TroupeError,
+  WireRequestError,
+} from './index.ts';
+
+type ErrorsModule = typeof import('./index.ts');
+
+/**
+ * A second copy of the package's error classes, as when two versions of `@troupe/verifiers` are
+ * installed side by side: the same sources bundled into a module of its own and loaded from there.
+ */
+async function duplicateCopy(): Promise<ErrorsModule> {
+  const outfile = join(mkdtempSync(join(tmpdir(), 'troupe-errors-copy-')), 'errors.mjs');
+  await build({ entryPoints: [join(import.meta.dirname, 'index.ts')], bundle: true, format: 'esm', platform: 'node', outfile, logLevel: 'silent' });
+  return (await import(pathToFileURL(outfile).href)) as ErrorsModule;
+}
+
+describe('TroupeError kinds', () => {
+  let copy: ErrorsModule;
+  beforeAll(async () => {
+    copy = await duplicateCopy();
+  });
+
+  it('loads a real second copy (its classes are not ours)', () => {
+    expect(copy.ConfigError).not.toBe(ConfigError);
+    expect(new copy.ConfigError('x')).not.toBeInstanceOf(ConfigError);
+  });
+
+  it('isInstance matches an error of the same kind made by a duplicate copy', () => {
+    expect(ConfigError.isInstance(new copy.ConfigError('bad field'))).toBe(true);
+    expect(TroupeError.isInstance(new copy.SandboxError('gone'))).toBe(true);
+    expect(WireRequestError.isInstance(new copy.WireRequestError('bad body'))).toBe(true);
+    expect(MalformedReplyError.isInstance(new copy.MalformedReplyError('not JSON'))).toBe(true);
+    expect(InterceptionError.isInstance(new copy.InterceptionError('closed'))).toBe(true);
+  });
+
+  it('isInstance of a kind refuses the other kinds, in either copy', () => {
+    expect(ConfigError.isInstance(new SandboxError('x'))).toBe(false);
+    expect(ConfigError.isInstance(new copy.SandboxError('x'))).toBe(false);
+    expect(SandboxError.isInstance(new ProviderError('x'))).toBe(false);
+    expect(WireRequestError.isInstance(new MalformedReplyError('x'))).toBe(false);
+    expect(TroupeError.isInstance(new Error('plain'))).toBe(false);
+    expect(ConfigError.isInstance({ name: 'ConfigError', message: 'look-alike' })).toBe(false);
+    expect(ConfigError.isInstance(null)).toBe(false);
+  });
+
+  it('keeps the deprecated static is() as the same check', () => {
+    expect(ProviderError.is(new copy.ProviderError('x'))).toBe(true);
+    expect(ProviderError.is(new ConfigError('x'))).toBe(false);
+  });
+
+  it('has a stable name, a cause, and a status where the kind has one', () => {
+    const cause = new Error('root');
+    const error = new SandboxError('could not create', { cause });
+    expect(error.name).toBe('SandboxError');
+    expect(error.cause).toBe(cause);
+    const wire = new WireRequestError('too big', { status: 413, param: 'messages' });
+    expect([wire.name, wire.status, wire.statusCode, wire.param]).toEqual(['WireRequestError', 413, 413, 'messages']);
+    expect(new MalformedReplyError('m').name).toBe('MalformedReplyError');
+    expect(new InterceptionError('i').name).toBe('InterceptionError');
+    expect(errorRecord(new copy.ConfigError('bad'))).toMatchObject({ type: 'ConfigError', message: 'bad' });
+  });
+});
