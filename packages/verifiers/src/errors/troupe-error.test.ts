@@ -23,7 +23,14 @@ type ErrorsModule = typeof import('./index.ts');
  */
 async function duplicateCopy(): Promise<ErrorsModule> {
   const outfile = join(mkdtempSync(join(tmpdir(), 'troupe-errors-copy-')), 'errors.mjs');
-  await build({ entryPoints: [join(import.meta.dirname, 'index.ts')], bundle: true, format: 'esm', platform: 'node', outfile, logLevel: 'silent' });
+  await build({
+    entryPoints: [join(import.meta.dirname, 'index.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    outfile,
+    logLevel: 'silent',
+  });
   return (await import(pathToFileURL(outfile).href)) as ErrorsModule;
 }
 

@@ -131,8 +131,9 @@ export class RolloutSession {
       const status = statusOf(error);
       const message = (error as Error)?.message ?? String(error);
       if (status === 400 && /context|too long|maximum.*tokens/i.test(message)) this.trace.stop('context_length');
-      const providerError =
-        ProviderError.isInstance(error) ? error : new ProviderError(message, { cause: error, statusCode: status ?? 502 });
+      const providerError = ProviderError.isInstance(error)
+        ? error
+        : new ProviderError(message, { cause: error, statusCode: status ?? 502 });
       this.providerError = providerError;
       throw providerError;
     }
