@@ -43,6 +43,17 @@ describe('trainer CLI errors (issue 22 items 2 and 8)', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('refuses a bad --time-budget naming the flag, and --dry-run shows a good one in seconds', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
+    const bad = await trainer(['train', '--time-budget', 'soon', '--out', out]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^trainer: --time-budget: .*"soon"/);
+    expect(existsSync(out)).toBe(false);
+    const good = await trainer(['train', '--time-budget', '5m', '--dry-run']);
+    expect(good.code).toBe(0);
+    expect(JSON.parse(good.stdout).maxSeconds).toBe(300);
+  });
+
   it('says which algorithms exist for --algorithm ppo', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
     const result = await trainer(['train', '--algorithm', 'ppo', '--out', out]);

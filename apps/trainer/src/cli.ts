@@ -12,7 +12,8 @@ import { serveCommand } from './serve-command.ts';
 
 const USAGE = `usage: pnpm trainer <command>
   train [--config run.toml|run.json|'{…}'] [--set a.b=value]... [--dry-run] [--out DIR] [--seed N] [--max-steps N]
-        [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
+        [--time-budget SECONDS|5m|1h] [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
+        (--time-budget: stop at the first step boundary after it, checkpointed; schedules still span --max-steps)
         (no --config: Kuhn poker self-play, configs/kuhn-poker.toml)
   eval --checkpoint DIR [--hands N] [--seed N]     (Kuhn poker checkpoints: vs uniform, equilibrium, itself)
   crossplay --checkpoint [LABEL=]DIR [--checkpoint [LABEL=]DIR]... [--opponent uniform|equilibrium]...
@@ -33,6 +34,15 @@ function parseInlineConfig(text: string): Record<string, unknown> {
   } catch (error) {
     throw new RunConfigError(`config (inline) is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** `--time-budget`: seconds as `300`, `300s`, `5m` or `1h`; anything else is a flag error naming it. */
+export function parseDuration(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(s|m|h)?$/.exec(text.trim());
+  const seconds = match ? Number(match[1]) * { s: 1, m: 60, h: 3600 }[(match[2] ?? 's') as 's' | 'm' | 'h'] : Number.NaN;
+  if (!(seconds > 0))
+    throw new RunConfigError(`--time-budget: expected seconds, or a number with s, m or h (e.g. 5m), got "${text}"`);
+  return seconds;
 }
 
 /** The progress line: step, episodes, each source's reward per role and every evaluator metric. */
@@ -63,6 +73,7 @@ async function main(argv: string[]): Promise<number> {
         out: { type: 'string' },
         seed: { type: 'string' },
         'max-steps': { type: 'string' },
+        'time-budget': { type: 'string' },
         algorithm: { type: 'string' },
         resume: { type: 'boolean', default: false },
       },
@@ -72,6 +83,7 @@ async function main(argv: string[]): Promise<number> {
     const raw = inline ? parseInlineConfig(values.config as string) : await readRunConfigFile(path);
     if (values.seed !== undefined) raw.seed = Number(values.seed);
     if (values['max-steps'] !== undefined) raw.maxSteps = Number(values['max-steps']);
+    if (values['time-budget'] !== undefined) raw.maxSeconds = parseDuration(values['time-budget']);
     for (const assignment of values.set) applySet(raw, assignment);
     const config = parseRunConfig(camelKeys(raw));
     if (values.algorithm) {
@@ -110,7 +122,7 @@ async function main(argv: string[]): Promise<number> {
     });
     if (tty) process.stdout.write('\n');
     console.log(
-      `done: ${result.steps} steps, ${result.episodes} episodes in ${result.seconds.toFixed(0)} s (${result.trainer}); ${progressLine(result.last, result.steps)}; ` +
+      `done: ${result.steps} steps${result.steps < config.maxSteps ? ` (time budget reached; --resume continues to ${config.maxSteps})` : ''}, ${result.episodes} episodes in ${result.seconds.toFixed(0)} s (${result.trainer}); ${progressLine(result.last, config.maxSteps)}; ` +
         `1-minute load average ${loadAtStart.toFixed(1)} at start, ${(loadavg()[0] ?? 0).toFixed(1)} at the end; wrote ${out}/{metrics.jsonl,report.html,checkpoint/}`,
     );
     return 0;

@@ -93,6 +93,11 @@ export const RunConfigSchema = z
   .object({
     seed: z.number().int().default(0),
     maxSteps: z.number().int().positive().default(100),
+    /**
+     * Wall-clock budget in seconds (`--time-budget`): stop at the first step boundary at or after
+     * it, evaluated and checkpointed; learning-rate and KL schedules still run over `maxSteps`.
+     */
+    maxSeconds: z.number().positive().optional(),
     /** Groups per step, shared across the train sources by ratio. */
     groupsPerStep: z.number().int().positive().default(8),
     maxAsync: z.number().int().nonnegative().default(1),

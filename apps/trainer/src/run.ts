@@ -176,7 +176,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const resumed = restored?.checkpoint ?? null;
   const requested = parseRunConfig(options.config);
   const runState = restored?.run as { config: RunConfig } | undefined;
-  const config: RunConfig = runState ? { ...runState.config, maxSteps: requested.maxSteps } : requested;
+  const config: RunConfig = runState
+    ? { ...runState.config, maxSteps: requested.maxSteps, maxSeconds: requested.maxSeconds }
+    : requested;
   const baseDir = options.baseDir ?? process.cwd();
   let mainClient: ModelClient | null = null;
   const main = () => {
@@ -299,6 +301,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     trainer,
     inference,
     maxSteps: config.maxSteps,
+    ...(config.maxSeconds !== undefined ? { maxSeconds: config.maxSeconds } : {}),
     groupsPerStep: config.groupsPerStep,
     maxAsync: config.maxAsync,
     maxOffPolicySteps: config.maxOffPolicySteps,

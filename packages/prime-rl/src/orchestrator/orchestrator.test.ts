@@ -7,7 +7,7 @@ import { createAlgorithm } from '../algorithms/registry.ts';
 import { initWeights } from '../policy/config.ts';
 import { embeddedInference, embeddedPolicy, embeddedTrainer } from './embedded.ts';
 import { ModelRouter } from './model-router.ts';
-import { allocateGroups, Orchestrator } from './orchestrator.ts';
+import { allocateGroups, Orchestrator, type OrchestratorOptions } from './orchestrator.ts';
 import type { Trainer, TrainSource } from './types.ts';
 
 const WORDS = ['up', 'down'] as const;
@@ -37,7 +37,11 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function setup(options: { maxAsync: number; maxOffPolicySteps: number; maxSteps: number }) {
+async function setup(
+  options: { maxAsync: number; maxOffPolicySteps: number; maxSteps: number } & Partial<
+    Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery'>
+  >,
+) {
   const out = await mkdtemp(join(tmpdir(), 'troupe-orchestrator-'));
   dirs.push(out);
   let client: Env['baseAgents'][string]['client'] | null = null;
@@ -132,5 +136,15 @@ describe('Orchestrator', () => {
     expect(metrics.slice(1).map((m) => m['batch/samples'])).toEqual([0, 0]);
     // Only step 1's batch (on time) can reach the trainer; dropped groups never do.
     expect(run.trained.length).toBe((metrics[0]?.['batch/samples'] ?? 0) > 0 ? 1 : 0);
+  });
+
+  it('stops at the first step boundary after maxSeconds, checkpointed, and reports the steps it trained', async () => {
+    const run = await setup({ maxAsync: 1, maxOffPolicySteps: 8, maxSteps: 6, maxSeconds: 1e-6, checkpointEvery: 25 });
+    const result = await run.orchestrator.run();
+    await run.close();
+    expect(result.steps).toBe(1);
+    expect((await lines(run.out)).map((m) => m.step)).toEqual([1]);
+    const saved = JSON.parse(await readFile(join(run.out, 'checkpoint', 'meta.json'), 'utf8')) as { step: number };
+    expect(saved.step).toBe(1);
   });
 });

@@ -45,6 +45,12 @@ export interface OrchestratorOptions {
   trainer: Trainer;
   inference: Inference;
   maxSteps: number;
+  /**
+   * A wall-clock budget in seconds: the run stops at the first step boundary at or after it, and
+   * that step is evaluated and checkpointed as a last step is. The schedules still run over
+   * `maxSteps`, so `--resume` continues the same run. Default: no budget.
+   */
+  maxSeconds?: number;
   /** Groups dispatched per step, shared across sources by `ratio`. */
   groupsPerStep: number;
   /** Steps the rollouts may run ahead of the trainer (default 1; 0 = on-policy). */
@@ -73,6 +79,7 @@ export interface OrchestratorOptions {
 
 /** What a finished run reports. */
 export interface OrchestratorResult {
+  /** The last step trained: `maxSteps`, or earlier when `maxSeconds` stopped the run. */
   steps: number;
   episodes: number;
   seconds: number;
@@ -293,6 +300,7 @@ export class Orchestrator {
     })();
 
     let last: StepMetrics = {};
+    let stepsDone = start;
     try {
       for (let n = start + 1; n <= options.maxSteps; n++) {
         const stepStart = performance.now();
@@ -360,7 +368,10 @@ export class Orchestrator {
         }
         Object.assign(line, rollout.poolMetrics);
         for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
-        const evaluate = n % (options.evalEvery ?? 1) === 0 || n === options.maxSteps;
+        const final =
+          n === options.maxSteps ||
+          (options.maxSeconds !== undefined && (performance.now() - started) / 1000 >= options.maxSeconds);
+        const evaluate = n % (options.evalEvery ?? 1) === 0 || final;
         const evaluated = sources.filter((s) => s.evaluator);
         if (evaluate && evaluated.length) {
           const t3 = performance.now();
@@ -372,7 +383,7 @@ export class Orchestrator {
           }
           line['time/eval'] = performance.now() - t3;
         }
-        const dueEval = (options.evalSources ?? []).filter((e) => n % e.interval === 0 || n === options.maxSteps);
+        const dueEval = (options.evalSources ?? []).filter((e) => n % e.interval === 0 || final);
         if (dueEval.length) {
           const t4 = performance.now();
           const policy = await inference.evaluationPolicy({ weights, version: n, seed: 2_000_003 + n });
@@ -405,7 +416,7 @@ export class Orchestrator {
         options.onStep?.(line);
         const every = options.checkpointEvery ?? 25;
         const keep = options.keepCheckpoints?.includes(n) ?? false;
-        if ((every > 0 && (n % every === 0 || n === options.maxSteps)) || keep) {
+        if ((every > 0 && (n % every === 0 || final)) || keep) {
           const pools: Record<string, Record<string, number[]>> = {};
           const versions = new Map([...published.entries()].filter(([version]) => version < n));
           for (const pool of this.pools) {
@@ -434,9 +445,13 @@ export class Orchestrator {
             optimizer: trainerState.optimizer,
             inference: inferenceVersions,
           };
-          if (every > 0 && (n % every === 0 || n === options.maxSteps))
-            await saveCheckpoint({ dir: join(out, 'checkpoint'), ...checkpoint });
+          if (every > 0 && (n % every === 0 || final)) await saveCheckpoint({ dir: join(out, 'checkpoint'), ...checkpoint });
           if (keep) await saveCheckpoint({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
+        }
+        stepsDone = n;
+        if (final && n < options.maxSteps) {
+          log(`step ${n}: time budget of ${options.maxSeconds} s reached; stopping (--resume continues)`);
+          break;
         }
       }
     } finally {
@@ -445,7 +460,7 @@ export class Orchestrator {
       for (const w of waiters) w.resolve();
       await dispatcher;
     }
-    return { steps: options.maxSteps, episodes, seconds: (performance.now() - started) / 1000, last };
+    return { steps: stepsDone, episodes, seconds: (performance.now() - started) / 1000, last };
   }
 
   /** One rollout at one policy version: every source's share of the step's groups, scored. */
