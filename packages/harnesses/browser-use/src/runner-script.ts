@@ -1,7 +1,8 @@
 /**
  * The PEP 723 runner for `browser_use`: an OpenAI-chat tool loop (to interception) with one
  * `browser` tool whose Python code is piped to `browser-harness` (CDP helpers preloaded), against
- * headless Chromium started here unless `--cdp-url` is given. Not run here (PyPI).
+ * a headless Chromium it starts in the sandbox unless `--cdp-url` is given. Never run by the tests
+ * (its packages come from PyPI, out of reach of the test sandbox).
  */
 export function browserUseRunner(browserHarnessVersion: string): string {
   return `# /// script

@@ -12,15 +12,20 @@ import { makeScratchDir, removeScratchDir, writeSandboxFile } from './sandbox-fi
 
 /** Facts about a harness, for docs and the README table. */
 export interface HarnessInfo {
+  /** The harness id (`troupe eval --harness <id>`). */
   id: string;
   /** The program and the pinned version, e.g. `@openai/codex 0.171.0`. */
   program: string;
+  /** The version installed (the pinned default unless the options chose another). */
   version: string;
   /** The API dialect its model calls use. */
   dialect: Dialect;
-  /** True when its integration test runs the real program on this machine. */
-  verifiedHere: boolean;
-  /** Why (or how) it is or is not verified here. */
+  /**
+   * True when its integration test runs the real program (against a scripted model behind
+   * interception); false when the tests only check its commands against a recording sandbox.
+   */
+  testedForReal: boolean;
+  /** How its tests verify it, or why they cannot run it (one sentence, for the docs table). */
   verification: string;
 }
 

@@ -4,9 +4,9 @@ import { z } from 'zod';
 import {
   defineProgramHarness,
   installScript,
-  NOT_RUN_HERE_VERIFICATION,
   npmPackage,
   REAL_CLI_VERIFICATION,
+  RECORDED_ONLY_VERIFICATION,
 } from './program-harness.ts';
 
 const Demo = defineProgramHarness({
@@ -46,8 +46,8 @@ describe('defineProgramHarness', () => {
       program: 'demo 2.0.0 (vendor)',
       version: '2.0.0',
       dialect: 'messages',
-      verifiedHere: false,
-      verification: NOT_RUN_HERE_VERIFICATION,
+      testedForReal: false,
+      verification: RECORDED_ONLY_VERIFICATION,
     });
     expect(harness.capabilities).toMatchObject({ executesCode: true, needsContainer: true, supportsMcp: false });
   });
@@ -63,7 +63,7 @@ describe('defineProgramHarness', () => {
     expect(NpmDemo.installer.packageName).toBe('@demo/cli');
     const contained = NpmDemo.createHarness();
     expect(contained.capabilities).toMatchObject({ needsContainer: true, supportsMcp: true });
-    expect(contained.info).toMatchObject({ program: 'npm-demo 0.1.0', verifiedHere: true, verification: REAL_CLI_VERIFICATION });
+    expect(contained.info).toMatchObject({ program: 'npm-demo 0.1.0', testedForReal: true, verification: REAL_CLI_VERIFICATION });
     expect(NpmDemo.createHarness({ allowLocal: true }).capabilities.needsContainer).toBe(false);
   });
 

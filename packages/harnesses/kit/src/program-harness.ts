@@ -9,9 +9,12 @@ import { type NpmProgram, type ProvisionedProgram, provisionNpmProgram } from '.
 /** Where programs installed inside a sandbox live (uv tools, vendor binaries). */
 export const SANDBOX_TOOL_ROOT = '/var/tmp/troupe/tools';
 
-/** Why the sandbox-installed programs are not run on this machine, and what their tests check instead. */
-export const NOT_RUN_HERE_VERIFICATION =
-  'not run here: the install downloads from PyPI / the vendor, unreachable from this machine; commands and config checked against a recording sandbox';
+/**
+ * Why the sandbox-installed programs are not run by their tests, and what the tests check instead
+ * (the default `info.verification` of {@link installScript} programs).
+ */
+export const RECORDED_ONLY_VERIFICATION =
+  'not run by the tests: the install downloads from PyPI / the vendor, out of reach of the test sandbox; commands and config checked against a recording sandbox';
 
 /** How the real npm CLIs are verified (the default `verification` of their info). */
 export const REAL_CLI_VERIFICATION = 'real CLI against the scripted model behind interception (local sandbox)';
@@ -35,8 +38,8 @@ export interface ProgramInstaller<I, X> {
   readonly optionsShape: z.ZodRawShape;
   /** Whether the program needs a container under these options. */
   needsContainer(options: X): boolean;
-  /** Whether the program's integration test runs it for real (`info.verifiedHere`). */
-  readonly verifiedHere: boolean;
+  /** Whether the program's integration test runs it for real (`info.testedForReal`). */
+  readonly testedForReal: boolean;
   /** The default `info.verification`. */
   readonly verification: string;
   install(request: InstallRequest<X & CliHarnessOptions>): Promise<I>;
@@ -57,8 +60,8 @@ export function installScript<O = unknown>(
     script,
     optionsShape: {},
     needsContainer: () => true,
-    verifiedHere: false,
-    verification: NOT_RUN_HERE_VERIFICATION,
+    testedForReal: false,
+    verification: RECORDED_ONLY_VERIFICATION,
     install: (request) =>
       runInstallScript({
         sandbox: request.sandbox,
@@ -89,7 +92,7 @@ export function npmPackage(
     ...pkg,
     optionsShape: NpmOptionsShape,
     needsContainer: (options) => !options.allowLocal,
-    verifiedHere: true,
+    testedForReal: true,
     verification: REAL_CLI_VERIFICATION,
     install: ({ sandbox, log, signal, id, version, options }) =>
       provisionNpmProgram({
@@ -176,7 +179,7 @@ export class ProgramHarness<O extends CliHarnessOptions & { version?: string }, 
       program: spec.program(this.version, options),
       version: this.version,
       dialect: typeof spec.dialect === 'function' ? spec.dialect(options) : spec.dialect,
-      verifiedHere: spec.install.verifiedHere,
+      testedForReal: spec.install.testedForReal,
       verification: spec.verification ?? spec.install.verification,
     };
   }

@@ -2,7 +2,7 @@ import type { Dialect, HarnessCapabilities, Sandbox } from '@troupe/verifiers';
 import { z } from 'zod';
 import { CliHarness, type HarnessInfo, type LaunchPlan, type PlanContext } from './cli-harness.ts';
 import { CliHarnessOptionsSchema } from './harness-options.ts';
-import { installScript, NOT_RUN_HERE_VERIFICATION, SANDBOX_TOOL_ROOT } from './program-harness.ts';
+import { installScript, RECORDED_ONLY_VERIFICATION, SANDBOX_TOOL_ROOT } from './program-harness.ts';
 
 /** Installs uv when missing (the Python original does the same), into `/var/tmp/troupe/tools/bin`. */
 export const ENSURE_UV = [
@@ -23,10 +23,13 @@ export const SandboxProgramOptionsSchema = CliHarnessOptionsSchema.extend({
 }).strict();
 export type SandboxProgramOptions = z.infer<typeof SandboxProgramOptionsSchema>;
 
-/** The `HarnessInfo` of a sandbox-installed program that is not run here (`verifiedHere: false`). */
-export function notRunHereInfo(options: { id: string; program: string; version: string; dialect: Dialect }): HarnessInfo {
+/**
+ * The `HarnessInfo` of a sandbox-installed program whose tests check its commands against a
+ * recording sandbox and never run it (`testedForReal: false`, `verification: RECORDED_ONLY_VERIFICATION`).
+ */
+export function recordedOnlyInfo(options: { id: string; program: string; version: string; dialect: Dialect }): HarnessInfo {
   const { id, program, version, dialect } = options;
-  return { id, program, version, dialect, verifiedHere: false, verification: NOT_RUN_HERE_VERIFICATION };
+  return { id, program, version, dialect, testedForReal: false, verification: RECORDED_ONLY_VERIFICATION };
 }
 
 /** A program installed by a script inside the sandbox (PyPI via uv, a vendor installer). */

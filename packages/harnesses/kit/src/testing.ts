@@ -6,7 +6,7 @@ import { installForIntegrationTest, runShellToolScenario } from './shell-tool-sc
 
 /** A harness class as {@link describeRecordedHarness} needs it (what `defineProgramHarness` returns). */
 export interface RecordedHarnessClass {
-  new (): Harness & { info: { verifiedHere: boolean } };
+  new (): Harness & { info: { testedForReal: boolean } };
   readonly id: string;
   readonly createHarness: (options?: unknown) => Harness;
 }
@@ -26,7 +26,7 @@ export function describeRecordedHarness(options: {
   more?: () => void;
 }): void {
   const { harness: HarnessClass } = options;
-  describe(`${HarnessClass.id} (recorded, not run here)`, () => {
+  describe(`${HarnessClass.id} (recorded, not run by the tests)`, () => {
     it('installs the pinned program and launches it wired to interception', async () => {
       const { checks, sandbox } = await runRecordedHarnessConformance({
         harness: new HarnessClass(),
@@ -46,7 +46,7 @@ export function describeRecordedHarness(options: {
       const harness = new HarnessClass();
       expect(harness.capabilities.needsContainer).toBe(true);
       expect(harness.capabilities.executesCode).toBe(true);
-      expect(harness.info.verifiedHere).toBe(false);
+      expect(harness.info.testedForReal).toBe(false);
     });
 
     it('rejects unknown options naming the field', () => {

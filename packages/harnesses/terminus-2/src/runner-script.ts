@@ -1,7 +1,8 @@
 /**
  * The PEP 723 runner for Terminus 2: builds harbor's `Terminus2` agent with a litellm model at
- * the interception endpoint and runs it on the instruction in a local tmux session. Not run here
- * (harbor comes from PyPI): the harbor API used is unverified on this machine.
+ * the interception endpoint and runs it on the instruction in a local tmux session. Never run by
+ * the tests (harbor comes from PyPI, out of reach of the test sandbox): the harbor API it calls is
+ * unverified.
  */
 export function terminus2Runner(harborVersion: string): string {
   return `# /// script

@@ -328,11 +328,11 @@ export interface RecordedExpectations {
 }
 
 /**
- * Conformance for programs not run here: runs `setup` and `launch` against a `RecordingSandbox`
- * (whose launch command exits with code 3) and checks that the install commands carry the pinned
- * program, the launch passes the prompt, the endpoint reaches the program (env or config file),
- * the secret is passed by env or config file but never on the command line, stdin is closed, and
- * the exit code is mapped through.
+ * Conformance for programs the tests cannot run (their install downloads are out of reach): runs
+ * `setup` and `launch` against a `RecordingSandbox` (whose launch command exits with code 3) and
+ * checks that the install commands carry the pinned program, the launch passes the prompt, the
+ * endpoint reaches the program (env or config file), the secret is passed by env or config file
+ * but never on the command line, stdin is closed, and the exit code is mapped through.
  */
 export async function runRecordedHarnessConformance(options: {
   harness: Harness;

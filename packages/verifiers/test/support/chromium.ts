@@ -18,7 +18,7 @@ export const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-/** Why browser tests cannot run here, or null when /usr/bin/chromium exists. */
+/** Why the browser tests cannot run on the current host (no /usr/bin/chromium), or null when they can. */
 export function chromiumMissing(): string | null {
   return existsSync(CHROMIUM_PATH)
     ? null
