@@ -16,8 +16,11 @@ import { applySet, readRunConfigFile } from './run-config.ts';
 // (commit 943a2c4) and committed in __fixtures__/selfplay-golden.json: a faster loop must record
 // the same traces and the same rollout metrics, byte for byte, on the same seeds.
 
-/** Fields that differ between two runs of the same seed: clocks and random ids. */
-const VOLATILE = new Set(['timestamp', 'startedAt', 'endedAt', 'durationMs', 'timing']);
+/**
+ * Fields that differ between two runs of the same seed: clocks and random ids; and each call's
+ * `policyVersion`, recorded since the golden was taken (checked apart: every call is at version 0).
+ */
+const VOLATILE = new Set(['timestamp', 'startedAt', 'endedAt', 'durationMs', 'timing', 'policyVersion']);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function stable(value: unknown): unknown {
@@ -88,7 +91,10 @@ describe('self-play path: byte-identical to the recorded golden run', () => {
           env.runEpisode({ task: taskset.at(round * 96 + i), group: { id: `g${round}-${i >> 3}`, index: i & 7 } }),
         ),
       );
-      for (const episode of episodes) lines.push(JSON.stringify(stable(episode)));
+      for (const episode of episodes) {
+        for (const trace of episode.traces) for (const call of trace.calls) expect(call.policyVersion).toBe(0);
+        lines.push(JSON.stringify(stable(episode)));
+      }
     }
     expect(lines.length).toBe(golden.traces.episodes);
     // Some hands must reach a second decision, or the digest would not cover multi-turn prompts.

@@ -59,4 +59,18 @@ describe('PolicyModelClient', () => {
       for (const logprob of response.completionLogprobs ?? []) expect(logprob).toBeLessThanOrEqual(0);
     }
   });
+
+  it('names the policy version that served each call, through a weight update (issue 17)', async () => {
+    const client = await PolicyModelClient.create({
+      tokenizer,
+      config,
+      onnx: exportOnnx({ config, weights: initWeights(config) }),
+      version: 4,
+      maxTokens: 2,
+    });
+    const messages: Message[] = [{ role: 'user', content: 'act : [pass] [bet]' }];
+    expect((await client.complete({ model: 'policy', messages, sampling: {} })).policyVersion).toBe(4);
+    await client.updateWeights({ onnx: exportOnnx({ config, weights: initWeights({ ...config, seed: 9 }) }), version: 5 });
+    expect((await client.complete({ model: 'policy', messages, sampling: {} })).policyVersion).toBe(5);
+  });
 });

@@ -131,6 +131,9 @@ export class PolicyModelClient implements ModelClient {
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
+    // The weights serving this call: the orchestrator swaps weights only between rollouts, so a
+    // call never straddles an update there; elsewhere a call records the version it started on.
+    const policyVersion = this.version;
     const prompt = this.renderPrompt(request.messages);
     const limit = this.config.contextLength;
     if (prompt.length >= limit) {
@@ -169,6 +172,7 @@ export class PolicyModelClient implements ModelClient {
       promptTokenIds: prompt,
       completionTokenIds: completion,
       completionLogprobs: logprobs,
+      policyVersion,
     };
   }
 }

@@ -56,6 +56,11 @@ export interface ModelResponse {
   completionTokenIds?: number[];
   /** One logprob per sampled token. */
   completionLogprobs?: number[];
+  /**
+   * Version of the policy weights that served the call, when the server is a policy being
+   * trained (troupe's embedded inference; its HTTP server sends it as `policy_version`).
+   */
+  policyVersion?: number;
 }
 
 export interface ModelCallOptions {

@@ -60,6 +60,8 @@ export const ModelCallSchema = z.object({
   error: TraceErrorSchema.optional(),
   /** Number of tools offered in the request. */
   numTools: z.number().int().nonnegative().optional(),
+  /** Version of the policy weights that served the call (set by a trainer's inference; absent otherwise). */
+  policyVersion: z.number().int().nonnegative().optional(),
 });
 export type ModelCall = z.infer<typeof ModelCallSchema>;
 

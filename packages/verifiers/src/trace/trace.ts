@@ -226,6 +226,7 @@ export class Trace {
       startedAt: meta.startedAt,
       durationMs: meta.durationMs,
       numTools: request.tools?.length ?? 0,
+      ...(response.policyVersion !== undefined ? { policyVersion: response.policyVersion } : {}),
     });
     return node;
   }

@@ -121,6 +121,8 @@ export const ChatCompletionSchema = z.looseObject({
     .min(1),
   usage: ChatUsageSchema.nullish(),
   prompt_token_ids: z.array(z.number().int()).nullish(),
+  /** troupe's policy server (`serve-inference`): the version of the weights that served the call. */
+  policy_version: z.number().int().nonnegative().nullish(),
 });
 export type ChatCompletion = z.infer<typeof ChatCompletionSchema>;
 
@@ -319,5 +321,7 @@ export function chatCompletionToResponse(body: ChatCompletion, fallbackModel: st
   }
   if (completionIds) response.completionTokenIds = completionIds;
   if (entries?.length) response.completionLogprobs = entries.map((entry) => entry.logprob);
+  // troupe's policy server (`serve-inference`) names the weights that served the call.
+  if (body.policy_version != null) response.policyVersion = body.policy_version;
   return response;
 }

@@ -118,6 +118,8 @@ function renderChatResponse(response: ModelResponse, parsed: ParsedWireRequest):
   if (parsed.returnTokenIds) {
     if (response.completionTokenIds) choice.token_ids = response.completionTokenIds;
     if (response.promptTokenIds) body.prompt_token_ids = response.promptTokenIds;
+    // A policy server (troupe's `serve-inference`) names the weights that served the call.
+    if (response.policyVersion !== undefined) body.policy_version = response.policyVersion;
   }
   return body;
 }
