@@ -2,7 +2,7 @@
  * `pnpm bench:load`: 1,000 concurrent single-agent episodes, each an HTTP program that calls
  * `register(session).baseUrl` of the interception server with its rollout secret (the route an
  * external program takes; the programs run in a separate fleet process, as real ones would),
- * against a scripted model server with 50 ms latency in its own process. Measured here: the
+ * against a scripted model server with 50 ms latency in its own process. Measured: the
  * process that runs the env, the agents, interception and the model client.
  *
  * Last stdout line (JSON): episodes, lost (episodes missing from traces.jsonl or not ok),

@@ -30,7 +30,8 @@ process.stdin.resume();
  * none`): a unix socket on the host proxies to `127.0.0.1:<port>`, and a forwarder entered into
  * the container's network namespace with `nsenter` listens on the container's own
  * `127.0.0.1:<port>`. The program in the container uses the same URL as the host; nothing else
- * becomes reachable. Needs root and an engine on this machine (the container's pid is a host pid).
+ * becomes reachable. Needs root and the Docker engine on the same host as troupe (the container's
+ * pid is a host pid).
  */
 export class HostForwarder {
   private readonly forwards = new Map<string, Promise<{ server: Server; child: ChildProcess }>>();

@@ -16,7 +16,7 @@ import { exitCodeOf, KubernetesRuntime } from './kubernetes-runtime.ts';
  * (`/api/v1/namespaces/{ns}/pods`), and exec as a websocket upgrade of
  * `.../pods/{name}/exec?command=…&stdin=…` with the `v5.channel.k8s.io` channel protocol (first
  * byte of each binary message: 0 stdin, 1 stdout, 2 stderr, 3 status as a `V1Status` JSON,
- * 255 close-stream). Its "kubelet" runs the exec'd argv on this machine, each in its own process
+ * 255 close-stream). Its "kubelet" runs the exec'd argv on the test host, each in its own process
  * group, the way runc runs container execs. Not run against a live cluster.
  */
 class FakeApiServer {

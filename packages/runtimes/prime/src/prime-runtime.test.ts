@@ -12,7 +12,7 @@ import { PrimeRuntime } from './prime-runtime.ts';
  * client: `POST /sandbox` (snake_case request, camelCase `Sandbox` answer), `GET|DELETE
  * /sandbox/{id}` (status PENDING → PROVISIONING → RUNNING), and `POST /sandbox/{id}/command`
  * ({command, working_dir, env} → {stdout, stderr, exit_code}). Its "sandbox" runs each command
- * with `sh -c` on this machine, in its own process group. Not run against the live service.
+ * with `sh -c` on the test host, in its own process group. Not run against the live service.
  */
 class FakePrime {
   readonly requests: Array<{ path: string; headers: IncomingMessage['headers']; body: unknown }> = [];

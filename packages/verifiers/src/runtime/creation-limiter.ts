@@ -14,7 +14,7 @@ export const CreationLimitsSchema = z.object({
   /** Longest a create may wait for a slot before it fails with a `SandboxError`. */
   acquireTimeoutMs: z.number().int().positive().optional(),
   /**
-   * Hold `maxConcurrent` and `createsPerSecond` across every process on this machine with the same
+   * Hold `maxConcurrent` and `createsPerSecond` across every process on the host with the same
    * scope (several `troupe eval` runs against one Docker engine or one cloud quota): `true` scopes
    * them by the runtime's id, a string names the scope. Enforced with lock files under
    * `sharedLimitsDir`; a slot of a process that died is reclaimed.
