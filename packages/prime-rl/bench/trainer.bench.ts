@@ -21,7 +21,8 @@ const loadStart = loadavg()[0] as number;
 const backend = await initTfBackend();
 
 // Backend peak: 512² matmuls, ten chained per read-back. (A single matmul followed by dataSync()
-// measured 1.9 GFLOP/s here against 30 for the chain: the read-back, not the matmul, was timed.)
+// measured 1.9 GFLOP/s on the 2-core CI machine, 2026-12, against 30 for the chain: the
+// read-back, not the matmul, was timed.)
 const a = tf.randomNormal([512, 512]);
 const b = tf.randomNormal([512, 512]);
 const chain = () => {

@@ -226,7 +226,7 @@ export async function runHarnessConformance(options: {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The recording sandbox: for programs that cannot be downloaded here.
+// The recording sandbox: for programs the tests cannot download (PyPI and vendor installs).
 // ---------------------------------------------------------------------------------------------
 
 /** One command seen by a `RecordingSandbox`. */
