@@ -2,7 +2,7 @@
 """Checks a run's rollout files against prime-rl's MicroBatch wire and the trainer's invariants.
 
 Usage: check_rollouts.py <output_dir> [--seq-len N] [--pad-to-multiple-of M] [--world-size W]
-                         [--samples STEP=troupe-batch.jsonl ...]
+                         [--samples STEP=step_N.jsonl ...]
 
 Decodes every <output_dir>/rollouts/step_<N>/rank_<r>.bin with plain msgpack (as msgspec's
 array_like MicroBatch: a list of arrays, fields in declaration order, trailing defaults omitted)
@@ -18,11 +18,13 @@ and checks, per step:
   - no sample (sequence length minus padding) is longer than --seq-len;
   - temperatures are positive;
   - the token count of every micro batch is a multiple of --pad-to-multiple-of.
-With --samples, the step's samples as troupe exported them before packing (troupe.batch v1
-JSONL: a header line, then one sample per line) must be exactly the samples in the rank files:
-each exported sample (truncated to --seq-len) appears once with the same token ids, mask,
-logprobs and advantages, and every other packed sample is a zero-loss filler. This checks that
-the mask is on sampled tokens of trainable traces only, as troupe decided them.
+When a step has a sample export (troupe.batch v2 JSONL: a header line, then one prime-rl
+TrainingSample per line, as troupe packed them), the export must be exactly the samples in the
+rank files: each exported sample (truncated to --seq-len) appears once with the same token ids,
+mask, logprobs, advantages, temperatures and env name, and every other packed sample is a
+zero-loss filler. This checks that the mask is on sampled tokens of trainable traces only, as
+troupe decided them. Exports are found at <output_dir>/samples/step_<N>.jsonl (the
+orchestrator's transport.exportSamples) or given with --samples STEP=PATH.
 Prints one line per step and "ok: ..." at the end; exits 1 with every violation listed.
 Only the Python standard library and python3-msgpack are needed (Debian packages it).
 """
@@ -87,7 +89,7 @@ def as_struct(raw, where, errors):
 
 
 def packed_samples(batch):
-    """(tokens, mask, logprobs, advantages) of each packed sample, padding cut off."""
+    """(tokens, mask, logprobs, advantages, temperatures, env name) of each packed sample, padding cut off."""
     out = []
     start = 0
     lengths = batch["sequence_lengths"]
@@ -105,6 +107,8 @@ def packed_samples(batch):
                 tuple(batch["loss_mask"][start:end]),
                 tuple(batch["inference_logprobs"][start:end]),
                 tuple(batch["advantages"][start:end]),
+                tuple(batch["temperatures"][start:end]),
+                batch["env_names"][start] if end > start else "",
             )
         )
         start += length
@@ -116,24 +120,37 @@ def check_against_export(step, packed, path, seq_len, errors):
 
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f.read().split("\n") if line]
-    header = json.loads(lines[0])
-    if header.get("format") != "troupe.batch" or header.get("version") != 1:
-        errors.append(f"{path}: not a troupe.batch v1 file")
+    header = json.loads(lines[0]) if lines else {}
+    if header.get("format") != "troupe.batch" or header.get("version") != 2:
+        version = header.get("version")
+        errors.append(f"{path}: not a troupe.batch v2 sample export (header version {version})")
         return
+    if header.get("numSamples") != len(lines) - 1:
+        errors.append(f"{path}: header numSamples {header.get('numSamples')} but {len(lines) - 1} sample lines")
     remaining = {}
     for key in packed:
         remaining[key] = remaining.get(key, 0) + 1
     for number, line in enumerate(lines[1:], start=2):
         sample = json.loads(line)
-        cut = len(sample["tokenIds"]) if seq_len is None else seq_len
+        n = len(sample["token_ids"])
+        cut = n if seq_len is None else seq_len
+        advantages = sample.get("advantages")
+        if advantages is None:
+            advantages = [0.0] * n
         key = (
-            tuple(sample["tokenIds"][:cut]),
+            tuple(sample["token_ids"][:cut]),
             tuple(sample["mask"][:cut]),
             tuple(float(v) for v in sample["logprobs"][:cut]),
-            tuple(float(v) for v in sample["advantages"][:cut]),
+            tuple(float(v) for v in advantages[:cut]),
+            tuple(float(v) for v in sample["temperatures"][:cut]),
+            sample["env_name"],
         )
         if remaining.get(key, 0) == 0:
-            errors.append(f"step_{step}: {path} line {number} ({sample.get('role')}, trace {sample.get('traceId')}) is not in the rank files as exported")
+            origin = sample.get("troupe") or {}
+            errors.append(
+                f"step_{step}: {path} line {number} (role {origin.get('role')}, trace {origin.get('trace_id')}) "
+                "is not in the rank files as exported"
+            )
             continue
         remaining[key] -= 1
     for key, count in remaining.items():
@@ -234,6 +251,13 @@ def main() -> int:
         step_text, _, path = item.partition("=")
         exports[int(step_text)] = path
 
+    export_dir = os.path.join(args.output_dir, "samples")
+    if os.path.isdir(export_dir):
+        for name in os.listdir(export_dir):
+            found = re.fullmatch(r"step_(\d+)\.jsonl", name)
+            if found:
+                exports.setdefault(int(found.group(1)), os.path.join(export_dir, name))
+
     rollouts = os.path.join(args.output_dir, "rollouts")
     if not os.path.isdir(rollouts):
         print(f"error: {rollouts} does not exist", file=sys.stderr)
@@ -244,7 +268,7 @@ def main() -> int:
         errors.append(f"{rollouts}: no step_<N> directories")
     if steps and steps[0] < 1:
         errors.append(f"{rollouts}: step_{steps[0]} (steps are 1-indexed)")
-    totals = {"steps": 0, "micro_batches": 0, "tokens": 0, "trained_tokens": 0, "samples": 0}
+    totals = {"steps": 0, "micro_batches": 0, "tokens": 0, "trained_tokens": 0, "samples": 0, "exports_checked": 0}
     for step in steps:
         step_dir = os.path.join(rollouts, f"step_{step}")
         names = os.listdir(step_dir)
@@ -283,13 +307,14 @@ def main() -> int:
                 totals["samples"] += len(batch["sequence_lengths"])
         if step in exports:
             check_against_export(step, packed, exports[step], args.seq_len, errors)
+            totals["exports_checked"] += 1
         if len(set(counts)) > 1:
             errors.append(f"step_{step}: ranks hold different numbers of micro batches {counts}")
         totals["steps"] += 1
         print(f"step_{step}: {len(ranks)} ranks x {counts[0] if counts else 0} micro batches")
     for step in exports:
         if step not in steps:
-            errors.append(f"--samples {step}=…: no rollouts/step_{step}")
+            errors.append(f"sample export of step {step} ({exports[step]}): no rollouts/step_{step}")
     if errors:
         for error in errors[:200]:
             print(f"FAIL {error}", file=sys.stderr)

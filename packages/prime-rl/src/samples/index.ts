@@ -1,5 +1,4 @@
 export * from './batch-builder.ts';
-export * from './batch-format.ts';
 export * from './pack-micro-batches.ts';
 export * from './trace-to-samples.ts';
 export * from './training-sample.ts';

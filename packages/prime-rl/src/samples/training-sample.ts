@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 /**
- * One training sequence: one branch of one trainable trace, per token. The wire unit between the
- * orchestrator and a trainer (`troupe.batch` files hold one per line).
+ * One training sequence: one branch of one trainable trace, per token. What the orchestrator hands
+ * its trainer; on prime-rl's wire it becomes a `WireSample` (`toWireSample` in `/transport`).
  */
 export const TrainingSampleSchema = z
   .strictObject({

@@ -16,6 +16,8 @@ export const TransportConfigSchema = z.discriminatedUnion('type', [
     seqLen: z.number().int().positive().default(2048),
     /** The trainer's context-parallel degree. */
     padToMultipleOf: z.number().int().positive().default(1),
+    /** Also write each step's samples before packing to `<outputDir>/samples/step_<N>.jsonl` (sample-export.ts). */
+    exportSamples: z.boolean().default(false),
   }),
   z.strictObject({
     /** PUB on `port`, READY on `port + 1`; weights still come back through `broadcasts/`. */
@@ -24,6 +26,7 @@ export const TransportConfigSchema = z.discriminatedUnion('type', [
     dataWorldSize: z.number().int().positive().default(1),
     seqLen: z.number().int().positive().default(2048),
     padToMultipleOf: z.number().int().positive().default(1),
+    exportSamples: z.boolean().default(false),
     host: z.string().min(1).default('localhost'),
     port: z.number().int().min(1).max(65534).default(5555),
   }),

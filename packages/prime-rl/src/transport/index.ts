@@ -10,3 +10,4 @@ export * from './config.ts';
 export * from './prime-rl-link.ts';
 export * from './encode-planned.ts';
 export * from './loopback.ts';
+export * from './sample-export.ts';

@@ -49,6 +49,7 @@ export async function readRunModel(options: { outputDir: string }): Promise<RunM
 export async function clearRunDir(options: { outputDir: string }): Promise<void> {
   await rm(join(options.outputDir, 'rollouts'), { recursive: true, force: true });
   await rm(join(options.outputDir, 'broadcasts'), { recursive: true, force: true });
+  await rm(join(options.outputDir, 'samples'), { recursive: true, force: true });
 }
 
 /**

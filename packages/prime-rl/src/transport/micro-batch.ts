@@ -22,6 +22,16 @@ export interface WireSample {
   rlWeights?: readonly number[] | null;
   ceWeights?: readonly number[] | null;
   refKlWeights?: readonly number[] | null;
+  /** Where the sample came from (troupe's, not on the wire): kept by the JSONL sample export. */
+  provenance?: SampleProvenance;
+}
+
+/** The trace branch a wire sample was built from (dropped by packing, kept by the sample export). */
+export interface SampleProvenance {
+  role: string;
+  traceId: string;
+  episodeId: string;
+  branch: number;
 }
 
 /**

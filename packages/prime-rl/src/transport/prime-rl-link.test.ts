@@ -9,6 +9,7 @@ import { InferenceEndpointsSchema, parseTransportConfig } from './config.ts';
 import { broadcastStepDir, readRollouts } from './filesystem.ts';
 import type { WireSample } from './micro-batch.ts';
 import { openExternalPolicy, RolloutLink } from './prime-rl-link.ts';
+import { readSampleExport, sampleExportPath } from './sample-export.ts';
 
 const PYTHON = '/usr/bin/python3';
 const CHECKER = resolve(import.meta.dirname, '../../../../tooling/wire-check/check_rollouts.py');
@@ -22,6 +23,7 @@ describe('transport config', () => {
       dataWorldSize: 1,
       seqLen: 2048,
       padToMultipleOf: 1,
+      exportSamples: false,
       host: 'localhost',
       port: 5555,
     });
@@ -48,7 +50,14 @@ describe('one orchestrator step loop against a trainer on files and a vLLM-shape
   });
 
   it('sends steps 1..3, each sampled by policy v(N−1), and pushes each broadcast to inference', async () => {
-    const transport = parseTransportConfig({ type: 'filesystem', outputDir, dataWorldSize: 2, seqLen: 64, padToMultipleOf: 4 });
+    const transport = parseTransportConfig({
+      type: 'filesystem',
+      outputDir,
+      dataWorldSize: 2,
+      seqLen: 64,
+      padToMultipleOf: 4,
+      exportSamples: true,
+    });
     if (transport.type === 'in-process') throw new Error('unreachable');
     const link = await RolloutLink.open({ config: transport });
     const policy = openExternalPolicy({
@@ -74,6 +83,7 @@ describe('one orchestrator step loop against a trainer on files and a vLLM-shape
 
     const spans: { start: number; end: number }[][] = [];
     const sampled: number[] = [];
+    const sent: WireSample[][] = [];
     try {
       for (let step = 1; step <= 3; step++) {
         const samples: WireSample[] = [];
@@ -102,8 +112,9 @@ describe('one orchestrator step loop against a trainer on files and a vLLM-shape
         }
         spans.push(stepSpans);
         sampled.push(completionTokens);
-        const sent = await link.send({ step, samples });
-        expect(sent.microBatchesPerRank).toBeGreaterThan(0);
+        sent.push(samples);
+        const result = await link.send({ step, samples });
+        expect(result.microBatchesPerRank).toBeGreaterThan(0);
         await policy.relay.advanceTo({ step, timeoutMs: 30_000 });
       }
       await trainer;
@@ -130,13 +141,19 @@ describe('one orchestrator step loop against a trainer on files and a vLLM-shape
     );
     expect(vllm.violations).toEqual([]);
     expect(policy.pool.version).toBe(3);
+    // exportSamples: each step's samples as sent, per-token temperatures included.
+    for (const step of [1, 2, 3]) {
+      const exported = await readSampleExport({ path: sampleExportPath({ outputDir, step }) });
+      expect(exported.header.step).toBe(step);
+      expect(exported.samples).toEqual(sent[step - 1]);
+    }
 
     if (hasMsgpack) {
       const check = spawnSync(PYTHON, [CHECKER, outputDir, '--seq-len', '64', '--pad-to-multiple-of', '4', '--world-size', '2'], {
         encoding: 'utf8',
       });
       expect(check.stderr).toBe('');
-      expect(check.stdout).toMatch(/ok: steps=3 /);
+      expect(check.stdout).toMatch(/ok: steps=3 .* exports_checked=3/);
     }
   });
 });

@@ -5,6 +5,7 @@ import { type AdminRetry, InferenceAdmin } from './inference-admin.ts';
 import { InferencePool } from './inference-pool.ts';
 import type { WireSample } from './micro-batch.ts';
 import { type BinCost, planBatch, plannedSequenceLengths } from './prepare-batch.ts';
+import { sampleExportPath, writeSampleExport } from './sample-export.ts';
 import { BroadcastWeightRelay } from './weight-relay.ts';
 import { ZmqRolloutSender } from './zmq.ts';
 
@@ -20,7 +21,8 @@ export interface SentStep {
 
 /**
  * The orchestrator's end of the rollout wire: packs a step's samples as prime-rl does and sends
- * every rank its micro batches, over files or ZMQ as the `[transport]` table says.
+ * every rank its micro batches, over files or ZMQ as the `[transport]` table says. With
+ * `exportSamples` it first writes the step's samples as JSONL (`sampleExportPath`).
  */
 export class RolloutLink {
   private constructor(
@@ -52,6 +54,13 @@ export class RolloutLink {
       padToMultipleOf: this.config.padToMultipleOf,
       ...(this.cost ? { cost: this.cost } : {}),
     });
+    // The export goes first, so whoever sees a step's rank files also finds its samples.
+    if (this.config.exportSamples)
+      await writeSampleExport({
+        path: sampleExportPath({ outputDir: this.config.outputDir, step: options.step }),
+        samples: options.samples,
+        step: options.step,
+      });
     await this.sender.sendPayloads({ step: options.step, payloads: plan.map(encodePlannedMicroBatches) });
     let tokens = 0;
     for (const rank of plan) for (const batch of rank) tokens += plannedSequenceLengths(batch).reduce((sum, n) => sum + n, 0);

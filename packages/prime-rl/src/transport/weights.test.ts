@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ModelRequest } from '@troupe/verifiers';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { VllmShapedServer } from './__fixtures__/vllm-shaped-server.ts';
 import { broadcastStepDir } from './filesystem.ts';
 import { AdminCallError, type AdminRetry, InferenceAdmin } from './inference-admin.ts';
@@ -178,6 +178,24 @@ describe('weight updates on vLLM-shaped servers', () => {
     const before = counts(servers);
     await pool.complete(request('after update'));
     expect(chatSince(servers, before).map((call) => call.cacheSalt)).toEqual(['4']);
+  });
+
+  it('sends calls to the server with fewer calls in flight, not in turn: a held server gets none', async () => {
+    const [a, b] = servers as [VllmShapedServer, VllmShapedServer];
+    const pool = new InferencePool({ baseUrls: [a.baseUrl, b.baseUrl], model: 'policy' });
+    // Server a holds chat requests (as vLLM does while paused); the first call lands there.
+    a.paused = true;
+    const held = pool.complete(request('held'));
+    await vi.waitFor(() => expect(pool.outstanding()).toEqual([1, 0]));
+    // In turn, every second call would go to a and hang; by calls in flight all go to b.
+    for (const i of [1, 2, 3, 4]) await pool.complete(request(`quick ${i}`));
+    expect(b.chat).toHaveLength(4);
+    expect(pool.outstanding()).toEqual([1, 0]);
+    await fetch(`${a.root}/resume`, { method: 'POST' });
+    await held;
+    expect(a.chat).toHaveLength(1);
+    expect(pool.outstanding()).toEqual([0, 0]);
+    expect(a.violations).toEqual([]);
   });
 
   it('records the policy versions a rollout spans and the temperature of every sampled token', async () => {

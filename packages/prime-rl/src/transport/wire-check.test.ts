@@ -5,11 +5,11 @@ import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeEpisode, makeTrace } from '../algorithms/__fixtures__/episodes.ts';
 import { assignAdvantages } from '../algorithms/assign-advantages.ts';
-import { writeBatch } from '../samples/batch-format.ts';
 import { episodesToSamples } from '../samples/trace-to-samples.ts';
 import { FilesystemRolloutSender, readRollouts, rolloutRankPath } from './filesystem.ts';
 import { encodeMicroBatches, type WireSample } from './micro-batch.ts';
 import { prepareBatch } from './prepare-batch.ts';
+import { sampleExportPath, writeSampleExport } from './sample-export.ts';
 import { toWireSample } from './wire-sample.ts';
 
 const PYTHON = '/usr/bin/python3';
@@ -61,7 +61,7 @@ describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msg
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^step_1: 2 ranks x \d+ micro batches$/m);
-    expect(result.stdout).toMatch(/ok: steps=3 micro_batches=\d+ tokens=\d+ trained_tokens=\d+ samples=120\n$/);
+    expect(result.stdout).toMatch(/ok: steps=3 micro_batches=\d+ tokens=\d+ trained_tokens=\d+ samples=120 exports_checked=0\n$/);
     // Our own reader decodes the same files.
     const rank1 = await readRollouts({ outputDir: dir, step: 3, rank: 1 });
     expect(rank1.length).toBeGreaterThan(0);
@@ -114,7 +114,7 @@ describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msg
     expect(result.stderr).toMatch(/more than seq_len 8/);
   });
 
-  it('matches the step troupe exported as troupe.batch v1: trainable traces only, masks on sampled tokens', async () => {
+  it('matches the step troupe exported (troupe.batch v2): trainable traces only, masks on sampled tokens, temperatures', async () => {
     // Self-play episodes: two trainable seats with two turns each, an untrainable judge, and one errored seat.
     const episodes = Array.from({ length: 6 }, (_, e) => {
       const seat = (role: string, reward: number, ok = true) =>
@@ -132,54 +132,55 @@ describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msg
       traces.push(makeTrace({ role: 'judge', trainable: false, turns: [{ prompt: [7, 7], completion: [8] }] }));
       return makeEpisode({ traces, env: 'kuhn-poker' });
     });
-    const samples = episodesToSamples({ episodes });
-    expect(samples.map((sample) => sample.role).sort()).toEqual([...Array(6).fill('player0'), ...Array(5).fill('player1')]);
-    const exported = join(dir, 'step_1.troupe-batch.jsonl');
-    await writeBatch({ path: exported, samples, step: 1 });
-    const microBatches = prepareBatch({
-      samples: samples.map((sample) => toWireSample(sample, { temperatures: 1 })),
-      seqLen: 16,
-      dataWorldSize: 2,
-      padToMultipleOf: 4,
-    });
+    const troupeSamples = episodesToSamples({ episodes });
+    expect(troupeSamples.map((sample) => sample.role).sort()).toEqual([...Array(6).fill('player0'), ...Array(5).fill('player1')]);
+    const samples = troupeSamples.map((sample) => toWireSample(sample, { temperatures: 0.9 }));
+    // Where RolloutLink's exportSamples writes it, so the checker finds it by itself.
+    await writeSampleExport({ path: sampleExportPath({ outputDir: dir, step: 1 }), samples, step: 1 });
+    const microBatches = prepareBatch({ samples, seqLen: 16, dataWorldSize: 2, padToMultipleOf: 4 });
     await new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 2 }).send({ step: 1, microBatches });
-    const ok = check(dir, ['--seq-len', '16', '--world-size', '2', '--samples', `1=${exported}`]);
+    const ok = check(dir, ['--seq-len', '16', '--world-size', '2']);
     expect(ok.stderr).toBe('');
     expect(ok.status).toBe(0);
+    expect(ok.stdout).toMatch(/exports_checked=1/);
 
+    const exportWith = async (name: string, variant: WireSample[]) => {
+      const path = join(dir, name);
+      await writeSampleExport({ path, samples: variant, step: 1 });
+      return check(dir, ['--seq-len', '16', '--samples', `1=${path}`]);
+    };
     // An export that also holds the judge's trace does not match: the judge never reaches the wire.
     const judge = episodes[0]!.traces[2]!;
-    const withJudge = join(dir, 'with-judge.jsonl');
-    await writeBatch({
-      path: withJudge,
-      samples: [
-        ...samples,
-        {
-          ...samples[0]!,
-          tokenIds: [7, 7, 8],
-          mask: [false, false, true],
-          logprobs: [0, 0, -0.5],
-          advantages: [0, 0, 1],
-          role: 'judge',
-          traceId: judge.id,
-        },
-      ],
-      step: 1,
-    });
-    const extra = check(dir, ['--seq-len', '16', '--samples', `1=${withJudge}`]);
+    const extra = await exportWith('with-judge.jsonl', [
+      ...samples,
+      {
+        ...samples[0]!,
+        tokenIds: [7, 7, 8],
+        mask: [false, false, true],
+        logprobs: [0, 0, -0.5],
+        advantages: [0, 0, 1],
+        provenance: { role: 'judge', traceId: judge.id, episodeId: 'e0', branch: 0 },
+      },
+    ]);
     expect(extra.status).toBe(1);
-    expect(extra.stderr).toMatch(new RegExp(`line 13 \\(judge, trace ${judge.id}\\) is not in the rank files`));
+    expect(extra.stderr).toMatch(new RegExp(`line 13 \\(role judge, trace ${judge.id}\\) is not in the rank files`));
 
     // A mask moved off the sampled tokens is caught too.
-    const moved = samples.map((sample, i) =>
-      i === 2 ? { ...sample, mask: sample.mask.map((bit, t) => (t === 0 ? true : bit)) } : sample,
+    const moved = await exportWith(
+      'moved.jsonl',
+      samples.map((sample, i) => (i === 2 ? { ...sample, mask: sample.mask.map((bit, t) => (t === 0 ? true : bit)) } : sample)),
     );
-    const movedPath = join(dir, 'moved.jsonl');
-    await writeBatch({ path: movedPath, samples: moved, step: 1 });
-    const wrong = check(dir, ['--seq-len', '16', '--samples', `1=${movedPath}`]);
-    expect(wrong.status).toBe(1);
-    expect(wrong.stderr).toMatch(/line 4 \(player0, trace .*\) is not in the rank files as exported/);
-    expect(wrong.stderr).toMatch(/a packed sample of \d+ tokens with trained tokens is not in/);
+    expect(moved.status).toBe(1);
+    expect(moved.stderr).toMatch(/line 4 \(role player0, trace .*\) is not in the rank files as exported/);
+    expect(moved.stderr).toMatch(/a packed sample of \d+ tokens with trained tokens is not in/);
+
+    // So is a temperature the trainer would divide by that is not the one the tokens were sampled at.
+    const hotter = await exportWith(
+      'hotter.jsonl',
+      samples.map((sample, i) => (i === 5 ? { ...sample, temperatures: 1.2 } : sample)),
+    );
+    expect(hotter.status).toBe(1);
+    expect(hotter.stderr).toMatch(/line 7 \(role player\d, trace .*\) is not in the rank files as exported/);
   });
 
   it('fails a step numbered from 0 and a leftover temporary file', async () => {

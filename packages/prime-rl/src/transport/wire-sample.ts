@@ -6,7 +6,8 @@ import type { WireSample } from './micro-batch.ts';
 /**
  * A troupe `TrainingSample` in prime-rl's `TrainingSample` form: the same per-token ids, mask,
  * logprobs and advantages, the env as `envName`, and the sampling temperature (one for the whole
- * sample, or per token when a rollout changed it between turns).
+ * sample, or per token when a rollout changed it between turns). Role, trace, episode and branch
+ * go to `provenance` (not on the wire; the sample export keeps them).
  */
 export function toWireSample(sample: TrainingSample, options: { temperatures: number | readonly number[] }): WireSample {
   return {
@@ -16,6 +17,7 @@ export function toWireSample(sample: TrainingSample, options: { temperatures: nu
     temperatures: options.temperatures,
     envName: sample.env,
     advantages: sample.advantages,
+    provenance: { role: sample.role, traceId: sample.traceId, episodeId: sample.episodeId, branch: sample.branch },
   };
 }
 
