@@ -98,6 +98,7 @@ export {
 export { connectMcpServers, type McpConnection, type McpLoopTool, mcpResultText } from './tools/mcp-client.ts';
 export {
   assertHarnessSupportsTools,
+  assertRunToolsServable,
   defineTool,
   type ServedTools,
   serveTaskTools,

@@ -10,6 +10,7 @@ import { parseShard, type Shard } from '../eval/shard.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import { assertRunToolsServable } from '../tools/mcp-server.ts';
 import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
 import { progressReporter } from './progress.ts';
 import { createEvalEnv, hasRoleFlags, type RoleFlags, resolveEnvConfig } from './resolve-env.ts';
@@ -304,6 +305,16 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     return client;
   };
   const { env, taskset } = await createEvalEnv({ resolved, config, makeClient: makeTrackedClient, interception, log });
+  // A task that declares tools and no role that could serve them: refused before any episode runs.
+  const runTasks = Math.min(config.numTasks ?? taskset.size, taskset.size);
+  if (Number.isFinite(runTasks)) {
+    assertRunToolsServable({
+      env: env.id,
+      taskset: taskset.id,
+      roles: Object.fromEntries(env.roles.map((role) => [role, env.baseAgents[role].harness])),
+      tasks: Array.from({ length: runTasks }, (_, i) => taskset.at(i)),
+    });
+  }
   if (validateOnly) {
     process.stdout.write(
       `${JSON.stringify({ ...cleanConfig, roles: env.describeRoles(), taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`,

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { assertHarnessSupportsTools, defineTool, serveToolsHttp } from './mcp-server.ts';
+import { assertHarnessSupportsTools, assertRunToolsServable, defineTool, serveToolsHttp } from './mcp-server.ts';
 
 const add = defineTool({
   name: 'add',
@@ -35,5 +35,24 @@ describe('serveToolsHttp', () => {
     const harness = { id: 'null', capabilities: { supportsMcp: false } };
     expect(() => assertHarnessSupportsTools(harness, { key: 't1', tools: [add] })).toThrow(/"null".*"t1"/);
     expect(() => assertHarnessSupportsTools(harness, { key: 't2' })).not.toThrow();
+  });
+
+  it('refuses a run whose task declares tools when no role can serve them, naming the harness, the task and its taskset', () => {
+    const none = { id: 'null', capabilities: { supportsMcp: false } };
+    const bash = { id: 'bash', capabilities: { supportsMcp: true } };
+    const tasks = [{ key: 'plain' }, { key: 'needs-add', tools: [add] }];
+    const check =
+      (roles: Record<string, typeof none>, list = tasks) =>
+      () =>
+        assertRunToolsServable({ env: 'e', taskset: 'ts', roles, tasks: list });
+    expect(check({ agent: none })).toThrow(
+      'harness "null" (role agent) does not support MCP, but task "needs-add" of taskset ts declares tools (1)',
+    );
+    expect(check({ user: none, assistant: { ...none, id: 'pi' } })).toThrow(
+      'no role of env e has a harness that supports MCP (user: "null", assistant: "pi"), but task "needs-add"',
+    );
+    // A role that can serve them: which role gets the task is the env's code (agent.run checks per run).
+    expect(check({ user: none, assistant: bash })).not.toThrow();
+    expect(check({ agent: none }, [{ key: 'plain' }])).not.toThrow();
   });
 });

@@ -111,14 +111,45 @@ export async function serveToolsHttp(
   };
 }
 
+type McpHarness = { readonly id: string; readonly capabilities: { readonly supportsMcp: boolean } };
+
 /** Refuses, at the door, a harness without MCP support for a task that needs tools, naming both. */
 export function assertHarnessSupportsTools(
-  harness: { readonly id: string; readonly capabilities: { readonly supportsMcp: boolean } },
+  harness: McpHarness,
   task: { readonly key: string; readonly tools?: readonly unknown[] },
 ): void {
   if ((task.tools?.length ?? 0) > 0 && !harness.capabilities.supportsMcp) {
     throw new ConfigError(
       `harness "${harness.id}" does not support MCP, but task "${task.key}" needs tools (${task.tools?.length}); pick a harness with capabilities.supportsMcp (bash, claude_code, codex)`,
+    );
+  }
+}
+
+/**
+ * The run-wide door check of `troupe eval` / `troupe validate` (before any episode runs): a task
+ * of the run that declares tools is refused when no role of the env has a harness with
+ * `supportsMcp` — in a one-role env, that role's harness — naming the harness(es), the task and
+ * its taskset. When some role supports MCP, which role receives a task is the env's own code;
+ * `agent.run` still refuses a run that hands tools to a harness without MCP.
+ */
+export function assertRunToolsServable(options: {
+  env: string;
+  taskset: string;
+  roles: Readonly<Record<string, McpHarness>>;
+  tasks: Iterable<{ readonly key: string; readonly tools?: readonly unknown[] }>;
+}): void {
+  const roles = Object.entries(options.roles);
+  if (roles.some(([, harness]) => harness.capabilities.supportsMcp)) return;
+  for (const task of options.tasks) {
+    const count = task.tools?.length ?? 0;
+    if (count === 0) continue;
+    const [only] = roles;
+    const who =
+      roles.length === 1 && only
+        ? `harness "${only[1].id}" (role ${only[0]}) does not support MCP`
+        : `no role of env ${options.env} has a harness that supports MCP (${roles.map(([role, h]) => `${role}: "${h.id}"`).join(', ')})`;
+    throw new ConfigError(
+      `${who}, but task "${task.key}" of taskset ${options.taskset} declares tools (${count}); pick a harness with capabilities.supportsMcp (bash, claude_code, codex)`,
     );
   }
 }
