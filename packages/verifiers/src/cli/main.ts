@@ -311,7 +311,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     assertRunToolsServable({
       env: env.id,
       taskset: taskset.id,
-      roles: Object.fromEntries(env.roles.map((role) => [role, env.baseAgents[role].harness])),
+      roles: Object.fromEntries(Object.entries(env.baseAgents).map(([role, agent]) => [role, agent.harness])),
       tasks: Array.from({ length: runTasks }, (_, i) => taskset.at(i)),
     });
   }
