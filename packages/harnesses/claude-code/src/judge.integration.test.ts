@@ -1,62 +1,15 @@
-import { installForIntegrationTest, runAgenticJudgeEpisode } from '@troupe/harness-kit';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { CLAUDE_CODE_PROGRAM, ClaudeCodeHarness } from './claude-code-harness.ts';
+import { describeAgenticJudgeHarness } from '@troupe/harness-kit/testing';
+import { ClaudeCodeHarness } from './claude-code-harness.ts';
 
-// An `agentic-judge` episode whose judge is the real Claude Code CLI (cached in
-// ~/.cache/troupe/harnesses) on the `local` runtime: the solver is the `bash` harness, and one
-// scripted model (`agenticJudgeScript`) answers both, the judge through Claude Code's own Anthropic-messages dialect.
-
-describe('agentic-judge with the real claude CLI as judge', () => {
-  let unavailable: string | null = null;
-
-  beforeAll(async () => {
-    // Install once into the host cache (a no-op when the harness's own integration test ran).
-    unavailable = await installForIntegrationTest({
-      harness: new ClaudeCodeHarness({ allowLocal: true }),
-      packageName: CLAUDE_CODE_PROGRAM.packageName,
-      timeoutMs: 600_000,
-    });
-  }, 660_000);
-
-  it('scores the solver from the verdict claude wrote after re-running its file; the judge never trains', async (context) => {
-    if (unavailable) context.skip(unavailable);
-    // The env loads `claude_code` by id like any plugin; the spy only reads the rollout secret it is given.
-    const launch = vi.spyOn(ClaudeCodeHarness.prototype, 'launch');
-    try {
-      const episode = await runAgenticJudgeEpisode({
-        judge: { id: 'claude_code', allowLocal: true, timeoutMs: 240_000 },
-        // The judge, inside claude: one Bash call, then a final text reply.
-        judgeTool: {
-          id: 'toolu_judge_1',
-          name: 'Bash',
-          arguments: (command) => ({ command, description: 'verify and write the verdict' }),
-        },
-      });
-
-      expect(episode.errors).toEqual([]);
-      expect(episode.ok).toBe(true);
-      const solver = episode.traces.find((t) => t.agent.name === 'solver');
-      const judge = episode.traces.find((t) => t.agent.name === 'judge');
-      expect(judge?.ok).toBe(true);
-      expect(judge?.agent).toMatchObject({ harness: 'claude_code', trainable: false, runtime: 'local' });
-      expect(judge?.calls.length).toBeGreaterThanOrEqual(2);
-      expect(new Set(judge?.calls.map((c) => c.dialect))).toEqual(new Set(['messages']));
-      expect(judge?.calls[0]?.finishReason).toBe('tool_calls');
-      expect(judge?.info.artifacts).toEqual({ restored: ['answer.sh'], missing: [] });
-      expect(judge?.info.verdict).toMatchObject({
-        score: 1,
-        verdicts: [{ name: 'solved', verdict: 'yes', reason: 'sh answer.sh printed 42' }],
-      });
-      expect(solver?.agent.trainable).toBe(true);
-      expect(solver?.metrics['judge/solved']).toBe(1);
-      expect(solver?.rewards.judge).toEqual({ score: 1, weight: 1 });
-
-      expect(launch).toHaveBeenCalledTimes(1);
-      const secret = launch.mock.calls[0]?.[0].endpoint.secret ?? '';
-      expect(secret).toMatch(/^rs-/);
-      for (const trace of episode.traces) expect(JSON.stringify(trace.toJSON())).not.toContain(secret);
-    } finally {
-      launch.mockRestore();
-    }
-  }, 300_000);
+// An `agentic-judge` episode whose judge is the real Claude Code CLI on the `local` runtime: the
+// judge answers through Claude Code's own Anthropic-messages dialect, with one Bash call, then a
+// final text reply.
+describeAgenticJudgeHarness({
+  harness: ClaudeCodeHarness,
+  dialect: 'messages',
+  judgeTool: {
+    id: 'toolu_judge_1',
+    name: 'Bash',
+    arguments: (command) => ({ command, description: 'verify and write the verdict' }),
+  },
 });

@@ -1,123 +1,15 @@
-import { installForIntegrationTest, runShellToolScenario } from '@troupe/harness-kit';
-import {
-  defineTool,
-  Env,
-  InterceptionServer,
-  type ModelRequest,
-  registerHarness,
-  serveToolsHttp,
-  singleAgentEnv,
-  Task,
-} from '@troupe/verifiers';
-import { scriptedClient } from '@troupe/verifiers/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { CODEX_PROGRAM, CodexHarness } from './codex-harness.ts';
+import { describeMcpHarness } from '@troupe/harness-kit/testing';
+import { expect } from 'vitest';
+import { CodexHarness } from './codex-harness.ts';
 
 // The real Codex CLI is given a zod tool served over MCP streamable HTTP on loopback; the
-// scripted model (through interception) asks for `mcp__troupe__add`.
-describe('codex with MCP tools (real CLI)', () => {
-  const add = defineTool({
-    name: 'add',
-    description: 'adds two numbers',
-    input: z.object({ a: z.number(), b: z.number() }),
-    handler: ({ a, b }) => String(a + b),
-  });
-  let served: Awaited<ReturnType<typeof serveToolsHttp>>;
-  let harness: CodexHarness;
-  let unavailable: string | null = null;
-
-  beforeAll(async () => {
-    served = await serveToolsHttp([add]);
-    harness = new CodexHarness({ allowLocal: true, timeoutMs: 240_000, mcpServers: { troupe: { url: served.url } } });
-    unavailable = await installForIntegrationTest({ harness, packageName: CODEX_PROGRAM.packageName, timeoutMs: 600_000 });
-  }, 660_000);
-  afterAll(async () => served?.close());
-
-  it('declares supportsMcp; the scripted model calls mcp__troupe__add and the call reaches the served tool', async (context) => {
-    if (unavailable) context.skip(unavailable);
-    expect(harness.capabilities.supportsMcp).toBe(true);
-    const outcome = await runShellToolScenario({
-      harness,
-      toolName: 'mcp__troupe__add',
-      toolArguments: { a: 2, b: 40 },
-      fileName: 'unused.txt',
-      prompt: 'Add 2 and 40 with the add tool.',
-    });
-    expect(outcome.run.result.exitCode).toBe(0);
-    // codex read [mcp_servers.troupe] from config.toml and sent the server's tools in a
-    // `namespace` entry; the responses dialect offered it to the model as `mcp__troupe__add` and
-    // answered the call with `name: "add", namespace: "mcp__troupe"`, which codex routed to the server.
-    expect(outcome.run.trace.tools.map((t) => t.name)).toContain('mcp__troupe__add');
-    expect(served.calls).toEqual([{ name: 'add', args: { a: 2, b: 40 }, result: '42', isError: false }]);
-    // The MCP result codex sent back is on the trace as the tool message of the next call.
-    expect(outcome.toolResult).toMatch(/(^|\n)42$/);
-  }, 300_000);
-});
-
-// The agent wires the servers: one declared once in the agent config (`mcpServers.calc`) and the
-// task's own tools (served by the agent per run as server `troupe`); the harness is built
-// without any MCP option and gets both through its launch context.
-describe('codex gets MCP servers from the agent config and the task (real CLI)', () => {
-  const add = defineTool({
-    name: 'add',
-    description: 'adds two numbers',
-    input: z.object({ a: z.number(), b: z.number() }),
-    handler: ({ a, b }) => String(a + b),
-  });
-  const mul = defineTool({
-    name: 'mul',
-    description: 'multiplies two numbers',
-    input: z.object({ a: z.number(), b: z.number() }),
-    handler: ({ a, b }) => String(a * b),
-  });
-  // First the config server's tool, then the task's tool, then a final reply.
-  const script = (request: ModelRequest) => {
-    const answered = request.messages.filter((m) => m.role === 'tool').length;
-    if (answered === 0) return { toolCalls: [{ id: 'call_calc', name: 'mcp__calc__add', arguments: { a: 2, b: 40 } }] };
-    if (answered === 1) return { toolCalls: [{ id: 'call_task', name: 'mcp__troupe__mul', arguments: { a: 6, b: 7 } }] };
-    return 'done';
-  };
-  let served: Awaited<ReturnType<typeof serveToolsHttp>>;
-  let scripted: Awaited<ReturnType<typeof scriptedClient>>;
-  const interception = new InterceptionServer();
-  let unavailable: string | null = null;
-
-  beforeAll(async () => {
-    served = await serveToolsHttp([add]);
-    scripted = await scriptedClient({ script });
-    await interception.start();
-    const harness = new CodexHarness({ allowLocal: true, timeoutMs: 240_000 });
-    registerHarness('codex_mcp_agent_test', () => harness);
-    unavailable = await installForIntegrationTest({ harness, packageName: CODEX_PROGRAM.packageName, timeoutMs: 600_000 });
-  }, 660_000);
-  afterAll(async () => {
-    await served?.close();
-    await scripted?.close();
-    await interception.close();
-  });
-
-  it('calls the config server and the task tool; the calls land on the trace', async (context) => {
-    if (unavailable) context.skip(unavailable);
-    const env = await Env.create({
-      definition: singleAgentEnv,
-      config: {
-        id: 'single-agent',
-        agent: { harness: 'codex_mcp_agent_test', runtime: 'local', mcpServers: { calc: { url: served.url } } },
-      },
-      run: { model: 'scripted-model', client: scripted.client },
-      interception: async () => interception,
-    });
-    const task = new Task({ prompt: 'Add 2 and 40, then multiply 6 by 7, with the tools.' }, { tools: [mul] });
-    const episode = await env.runEpisode({ task, group: { id: 'g', index: 0 } });
-    expect(episode.errors).toEqual([]);
-    const trace = episode.traces[0]!;
-    expect(trace.errors).toEqual([]);
-    expect(served.calls).toEqual([{ name: 'add', args: { a: 2, b: 40 }, result: '42', isError: false }]);
-    expect(trace.info.toolCalls).toEqual([{ name: 'mul', args: { a: 6, b: 7 }, result: '42', isError: false }]);
-    const names = trace.tools.map((t) => t.name);
-    expect(names).toContain('mcp__calc__add');
-    expect(names).toContain('mcp__troupe__mul');
-    expect(trace.lastReply).toBe('done');
-  }, 300_000);
+// scripted model (through interception) asks for `mcp__troupe__add`. Then the agent wires the
+// servers: one from the agent config, and the task's own tools.
+describeMcpHarness({
+  harness: CodexHarness,
+  toolResult: /(^|\n)42$/,
+  // codex read [mcp_servers.troupe] from config.toml and sent the server's tools in a
+  // `namespace` entry; the responses dialect offered it to the model as `mcp__troupe__add` and
+  // answered the call with `name: "add", namespace: "mcp__troupe"`, which codex routed to the server.
+  expectOutcome: (outcome) => expect(outcome.run.trace.tools.map((t) => t.name)).toContain('mcp__troupe__add'),
 });

@@ -1,0 +1,77 @@
+import type { Harness } from '@troupe/verifiers';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { type JudgeTool, runAgenticJudgeEpisode } from './agentic-judge-scenario.ts';
+import { installForIntegrationTest } from './shell-tool-scenario.ts';
+
+/** An npm-program harness class as {@link describeAgenticJudgeHarness} needs it. */
+export interface JudgeHarnessClass {
+  new (options: { allowLocal: boolean }): Harness;
+  readonly id: string;
+  readonly installer: { readonly packageName: string };
+}
+
+/**
+ * The real-CLI judge test of an npm-program harness: an `agentic-judge` episode whose judge is the
+ * real program (cached in ~/.cache/troupe/harnesses; skipped, with the reason, when npm is out of
+ * reach) on the `local` runtime, the solver the `bash` harness, one scripted model answering both
+ * (`agenticJudgeScript`), the judge through the program's own `dialect` and its shell tool
+ * `judgeTool`. The solver is scored from the verdict the judge wrote after re-running its file; the
+ * judge never trains, and the rollout secret stays out of every trace.
+ */
+export function describeAgenticJudgeHarness(options: {
+  harness: JudgeHarnessClass;
+  /** The interception dialect the judge's calls arrive in. */
+  dialect: string;
+  judgeTool: JudgeTool;
+}): void {
+  const { harness: HarnessClass } = options;
+  describe(`agentic-judge with the real ${HarnessClass.id} CLI as judge`, () => {
+    let unavailable: string | null = null;
+
+    beforeAll(async () => {
+      // Install once into the host cache (a no-op when the harness's own integration test ran).
+      unavailable = await installForIntegrationTest({
+        harness: new HarnessClass({ allowLocal: true }),
+        packageName: HarnessClass.installer.packageName,
+        timeoutMs: 600_000,
+      });
+    }, 660_000);
+
+    it(`scores the solver from the verdict ${HarnessClass.id} wrote after re-running its file; the judge never trains`, async (context) => {
+      if (unavailable) context.skip(unavailable);
+      // The env loads the harness by id like any plugin; the spy only reads the rollout secret it is given.
+      const launch = vi.spyOn(HarnessClass.prototype as Harness, 'launch');
+      try {
+        const episode = await runAgenticJudgeEpisode({
+          judge: { id: HarnessClass.id, allowLocal: true, timeoutMs: 240_000 },
+          judgeTool: options.judgeTool,
+        });
+
+        expect(episode.errors).toEqual([]);
+        expect(episode.ok).toBe(true);
+        const solver = episode.traces.find((t) => t.agent.name === 'solver');
+        const judge = episode.traces.find((t) => t.agent.name === 'judge');
+        expect(judge?.ok).toBe(true);
+        expect(judge?.agent).toMatchObject({ harness: HarnessClass.id, trainable: false, runtime: 'local' });
+        expect(judge?.calls.length).toBeGreaterThanOrEqual(2);
+        expect(new Set(judge?.calls.map((c) => c.dialect))).toEqual(new Set([options.dialect]));
+        expect(judge?.calls[0]?.finishReason).toBe('tool_calls');
+        expect(judge?.info.artifacts).toEqual({ restored: ['answer.sh'], missing: [] });
+        expect(judge?.info.verdict).toMatchObject({
+          score: 1,
+          verdicts: [{ name: 'solved', verdict: 'yes', reason: 'sh answer.sh printed 42' }],
+        });
+        expect(solver?.agent.trainable).toBe(true);
+        expect(solver?.metrics['judge/solved']).toBe(1);
+        expect(solver?.rewards.judge).toEqual({ score: 1, weight: 1 });
+
+        expect(launch).toHaveBeenCalledTimes(1);
+        const secret = launch.mock.calls[0]?.[0].endpoint.secret ?? '';
+        expect(secret).toMatch(/^rs-/);
+        for (const trace of episode.traces) expect(JSON.stringify(trace.toJSON())).not.toContain(secret);
+      } finally {
+        launch.mockRestore();
+      }
+    }, 300_000);
+  });
+}
