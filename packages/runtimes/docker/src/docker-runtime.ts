@@ -63,6 +63,17 @@ export const DockerRuntimeOptionsSchema = z
   .strict();
 export type DockerRuntimeOptions = z.infer<typeof DockerRuntimeOptionsSchema>;
 
+/**
+ * Why `egress = { block = [...] }` is refused rather than half-enforced: a block list gives the
+ * container a route out and filters it, which needs packet-filter rules (iptables in the engine's
+ * `DOCKER-USER` chain or in the container's network namespace) that this runtime does not own —
+ * and the CI engine runs with `--bridge=none --iptables=false`, where the only route out is the
+ * host network, which has no per-container boundary at all. An allow list needs no route: the
+ * container keeps `NetworkMode: none` and each allowed destination gets a forwarder.
+ */
+const BLOCK_REFUSED =
+  'a block list is not offered: it needs a route out of the container plus packet-filter rules this runtime does not manage (with network = true the container shares the host network, which has no per-container boundary to filter at); list what the sandbox may reach with egress = { allow = ["host:port", …] } instead';
+
 function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -92,6 +103,8 @@ export class DockerRuntime implements Runtime {
 
   constructor(options: DockerRuntimeOptions & { docker?: Docker; logger?: RuntimeLogger } = {}) {
     const { docker, logger, ...rest } = options;
+    const egress: unknown = (rest as { egress?: unknown }).egress;
+    if (egress && typeof egress === 'object' && 'block' in egress) throw new ConfigError(`docker.egress.block: ${BLOCK_REFUSED}`);
     this.options = parseRuntimeOptions({ schema: DockerRuntimeOptionsSchema, value: rest, what: 'docker' });
     this.docker = docker ?? new Docker({ socketPath: this.options.socketPath ?? '/var/run/docker.sock' });
     this.limiter = new CreationLimiter(this.options, this.id);

@@ -37,6 +37,12 @@ describe('egress allow lists (parsing)', () => {
   it('is refused at the door with network: true, and by the local runtime', () => {
     expect(() => new DockerRuntime({ docker, egress: { allow: ['127.0.0.1:1'] }, network: true })).toThrow(ConfigError);
     expect(() => new DockerRuntime({ docker, egress: { allow: ['bad'] } })).toThrow(/docker.egress.allow\[0\]/);
+    // A block list is refused naming the field and the reason, alone or beside an allow list.
+    for (const egress of [{ block: ['1.1.1.1:443'] }, { allow: ['127.0.0.1:1'], block: ['example.com:80'] }]) {
+      expect(() => new DockerRuntime({ docker, egress } as never)).toThrow(
+        /^docker\.egress\.block: a block list is not offered: .*host network.*egress = \{ allow/,
+      );
+    }
     expect(() => new LocalRuntime({ egress: { allow: ['127.0.0.1:1'] } })).toThrow(
       /local.egress: the local runtime cannot enforce/,
     );
