@@ -247,7 +247,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   };
   const transport = config.transport.type === 'in-process' ? null : config.transport;
   if (transport && resumed) throw new RunConfigError('transport: --resume continues in-process runs only');
-  const trainer = transport
+  const wire = transport
     ? await wireTrainer({
         transport,
         tokenizer,
@@ -258,15 +258,18 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         startTimeoutMs: (config.inference?.startTimeoutSeconds ?? 600) * 1000,
         log,
       })
-    : await embeddedTrainer({
-        policy,
-        weights,
-        ...(resumed ? { optimizer: resumed.optimizer } : {}),
-        trainer: trainerConfig,
-        schedule,
-        workerThread,
-        log,
-      });
+    : null;
+  const trainer =
+    wire ??
+    (await embeddedTrainer({
+      policy,
+      weights,
+      ...(resumed ? { optimizer: resumed.optimizer } : {}),
+      trainer: trainerConfig,
+      schedule,
+      workerThread,
+      log,
+    }));
   const embedded = await embeddedInference({
     tokenizer,
     policy,
@@ -279,7 +282,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   });
   const inference =
     transport && config.inference
-      ? await wireInference({ inference: config.inference, outputDir: transport.outputDir, local: embedded, log })
+      ? await wireInference({
+          inference: config.inference,
+          outputDir: transport.outputDir,
+          local: embedded,
+          ...(wire ? { trainer: wire } : {}),
+          log,
+        })
       : embedded;
   mainClient = inference.client;
   log(

@@ -10,6 +10,7 @@ import {
   RolloutLink,
   readBroadcast,
   toWireSample,
+  type WireSample,
   waitForFile,
   writeRunModel,
 } from '@troupe/prime-rl/transport';
@@ -36,12 +37,23 @@ async function waitForBroadcast(options: { outputDir: string; step: number; runI
   }
 }
 
+/** The trainer process as the orchestrator's {@link Trainer}, plus what the wire inference needs of it. */
+export interface WireTrainer extends Trainer {
+  /**
+   * Sends every step up to `step` not sent yet as an empty `list[MicroBatch]` (steps the
+   * orchestrator skipped: an empty batch), so the trainer process trains them (a no-op) and
+   * broadcasts `broadcasts/step_<N>/`, which the inference servers are then updated from.
+   */
+  sendSkippedThrough(step: number): Promise<void>;
+}
+
 /**
  * The trainer process seen as the orchestrator's {@link Trainer}, over prime-rl's wire: `step`
  * packs the batch as prime-rl's `prepare_batch` and sends it (`rollouts/step_<N>/rank_<r>.bin` or
  * ZMQ), then waits for `broadcasts/step_<N>/STABLE` and returns the weights found there. A step
- * the orchestrator skipped (an empty batch) is sent as an empty `list[MicroBatch]`, so the
- * trainer's step numbers stay the orchestrator's.
+ * the orchestrator skipped (an empty batch) is sent as an empty `list[MicroBatch]` — before the
+ * next trained step, or as soon as the inference servers need its broadcast — so the trainer's
+ * step numbers stay the orchestrator's. Sends go out one at a time, in step order.
  */
 export async function wireTrainer(options: {
   transport: WireTransport;
@@ -53,7 +65,7 @@ export async function wireTrainer(options: {
   temperature: number;
   startTimeoutMs: number;
   log?: (line: string) => void;
-}): Promise<Trainer> {
+}): Promise<WireTrainer> {
   const { transport } = options;
   const outputDir = transport.outputDir;
   const runId = randomUUID();
@@ -72,14 +84,25 @@ export async function wireTrainer(options: {
   const link = await RolloutLink.open({ config: transport });
   let latest = await waitForBroadcast({ outputDir, step: 0, runId, timeoutMs: options.startTimeoutMs });
   let sent = 0;
+  // One send at a time, in step order (ZMQ frames are read in the order they are sent).
+  let queue: Promise<unknown> = Promise.resolve();
+  const sendInOrder = (step: number, samples: WireSample[]) => {
+    const next = queue.then(() => link.send({ step, samples }));
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  const sendSkippedThrough = async (step: number) => {
+    while (sent < step) await sendInOrder(++sent, []);
+  };
   const where = transport.type === 'zmq' ? `zmq tcp://${transport.host}:${transport.port}` : `files in ${outputDir}`;
   return {
     description: `trainer process over prime-rl's wire (${where}, ${transport.dataWorldSize} rank${transport.dataWorldSize > 1 ? 's' : ''})`,
+    sendSkippedThrough,
     async step({ samples, step }) {
-      while (sent < step - 1) await link.send({ step: ++sent, samples: [] });
+      await sendSkippedThrough(step - 1);
       const wire = samples.map((sample) => toWireSample(sample, { temperatures: options.temperature }));
-      await link.send({ step, samples: wire });
       sent = step;
+      await sendInOrder(step, wire);
       latest = await waitForBroadcast({ outputDir, step, runId, timeoutMs: Number.POSITIVE_INFINITY });
       const metrics = (latest.state.metrics ?? {}) as Record<string, number>;
       return { weights: latest.weights, metrics };
@@ -103,6 +126,8 @@ export async function wireInference(options: {
   inference: NonNullable<InferenceSection>;
   outputDir: string;
   local: Inference;
+  /** The trainer process: a version the orchestrator skipped (empty batch) is sent to it before the servers wait for its broadcast. */
+  trainer?: Pick<WireTrainer, 'sendSkippedThrough'>;
   log?: (line: string) => void;
 }): Promise<Inference> {
   const external = openExternalPolicy({ inference: options.inference, outputDir: options.outputDir });
@@ -118,6 +143,9 @@ export async function wireInference(options: {
       return external.relay.version;
     },
     async updateWeights({ version }) {
+      // Without this, a skipped step's broadcast never comes: the trainer would only hear of it
+      // with the next trained step, whose rollout waits for these very weights.
+      await options.trainer?.sendSkippedThrough(version);
       await external.relay.advanceTo({ step: version });
     },
     evaluationPolicy: (evaluation) => local.evaluationPolicy(evaluation),

@@ -11,6 +11,9 @@ import {
 import { adminRoot, isLive } from './inference-admin.ts';
 import type { VersionedInference } from './weight-relay.ts';
 
+/** Deadline of the `/liveness` check made when every server is marked down (see `InferencePool.recheck`). */
+const RECHECK_TIMEOUT_MS = 30_000;
+
 /** The policy versions one rollout was sampled under (prime-rl's `PolicySpan`). */
 export interface PolicySpan {
   /** Version served when the rollout's first call started. */
@@ -53,7 +56,8 @@ export interface InferencePoolOptions {
  * healthy server with the fewest calls in flight (ties rotate), asks for token ids and logprobs
  * (`return_token_ids`, `logprobs`), and carries `cache_salt` = the policy version so the prefix
  * cache never reuses keys computed under older weights. Health is `GET /liveness` at each
- * server's root; a server that fails a call is skipped until a health check passes again.
+ * server's root; a server that fails a call or a check is skipped until a health check passes
+ * again. When every server is marked down, a call first checks them all once more.
  */
 export class InferencePool implements ModelClient, VersionedInference {
   readonly model: string;
@@ -65,6 +69,7 @@ export class InferencePool implements ModelClient, VersionedInference {
   private readonly defaultTemperature: number;
   private current: number;
   private cursor = 0;
+  private rechecking: Promise<boolean[]> | null = null;
 
   constructor(options: InferencePoolOptions) {
     if (options.baseUrls.length === 0) throw new RangeError('InferencePool: baseUrls: at least one inference server');
@@ -168,7 +173,8 @@ export class InferencePool implements ModelClient, VersionedInference {
     cacheSalt: string,
     options?: ModelCallOptions,
   ): Promise<{ response: ModelResponse; server: number; temperature: number }> {
-    const server = this.pick();
+    let server = this.pick();
+    if (server < 0) server = await this.recheck();
     const sampling: Sampling = { ...request.sampling, extra: { ...request.sampling.extra, cache_salt: cacheSalt } };
     this.inFlight[server]!++;
     try {
@@ -190,13 +196,27 @@ export class InferencePool implements ModelClient, VersionedInference {
       if (!this.live[index]) continue;
       if (best < 0 || this.inFlight[index]! < this.inFlight[best]!) best = index;
     }
-    if (best < 0) {
+    if (best >= 0) this.cursor = (best + 1) % n;
+    return best;
+  }
+
+  /**
+   * Every server failed its last check. A busy server can miss one `/liveness` deadline (a
+   * loaded host, a long batch), so before failing the call: one more check, shared by the calls
+   * that wait for it, with a longer deadline.
+   */
+  private async recheck(): Promise<number> {
+    this.rechecking ??= this.checkHealth({ timeoutMs: RECHECK_TIMEOUT_MS }).finally(() => {
+      this.rechecking = null;
+    });
+    await this.rechecking;
+    const server = this.pick();
+    if (server < 0) {
       throw new ProviderError(`no live inference server among ${this.baseUrls.join(', ')} (last /liveness failed)`, {
         statusCode: 503,
       });
     }
-    this.cursor = (best + 1) % n;
-    return best;
+    return server;
   }
 }
 

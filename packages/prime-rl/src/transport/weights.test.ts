@@ -171,8 +171,13 @@ describe('weight updates on vLLM-shaped servers', () => {
     servers[1]!.live = false;
     await pool.checkHealth();
     await expect(pool.complete(request('none'))).rejects.toThrow(/no live inference server/);
-    servers[0]!.live = true;
+    // A server marked down by a missed check is asked again before a call fails: back up, it answers.
     servers[1]!.live = true;
+    const before1 = counts(servers);
+    await pool.complete(request('after a missed check'));
+    expect(chatSince(servers, before1)).toHaveLength(1);
+    expect(pool.health()).toEqual([false, true]);
+    servers[0]!.live = true;
     expect(await pool.checkHealth()).toEqual([true, true]);
     pool.setVersion(4);
     const before = counts(servers);
