@@ -7,7 +7,7 @@ import { makeEpisode, makeTrace } from '../algorithms/__fixtures__/episodes.ts';
 import { assignAdvantages } from '../algorithms/assign-advantages.ts';
 import { episodesToSamples } from '../samples/trace-to-samples.ts';
 import { FilesystemRolloutSender, readRollouts, rolloutRankPath } from './filesystem.ts';
-import { encodeMicroBatches, type WireSample } from './micro-batch.ts';
+import { encodeMicroBatches, type WireMicroBatch, type WireSample } from './micro-batch.ts';
 import { prepareBatch } from './prepare-batch.ts';
 import { sampleExportPath, writeSampleExport } from './sample-export.ts';
 import { toWireSample } from './wire-sample.ts';
@@ -112,6 +112,45 @@ describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msg
     result = check(dir, ['--seq-len', '8']);
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/more than seq_len 8/);
+  });
+
+  it('names each broken invariant: list lengths, length sums, positions, env names per sample, the reserved "all"', async () => {
+    const grid = prepareBatch({ samples: stepSamples(2, 12), seqLen: 64, dataWorldSize: 1 });
+    const victim = grid[0]!.findIndex((batch) => batch.sequenceLengths.length >= 2);
+    expect(victim).toBeGreaterThanOrEqual(0);
+    const base = grid[0]![victim]!;
+    const second = base.sequenceLengths[0]!;
+    const breaks: [string, WireMicroBatch, RegExp][] = [
+      ['short list', { ...base, advantages: base.advantages.slice(1) }, /\.advantages: \d+ entries, input_ids has \d+/],
+      [
+        'sum',
+        { ...base, sequenceLengths: base.sequenceLengths.map((n, i) => (i === 0 ? n - 1 : n)) },
+        /\.sequence_lengths: sums to \d+/,
+      ],
+      ['seq_lens sum', { ...base, seqLens: [...base.seqLens, 1] }, /\.seq_lens: sums to \d+/],
+      [
+        'positions',
+        { ...base, positionIds: base.positionIds.map((p, t) => (t === second ? p + 1 : p)) },
+        /sample 1 starts at position 1, not 0/,
+      ],
+      [
+        'env per sample',
+        { ...base, envNames: base.envNames.map((name, t) => (t === second + 1 ? 'other-env' : name)) },
+        /sample 1 env names \[.*'other-env'.*\] \(one non-empty name per sample\)/,
+      ],
+      ['all', { ...base, envNames: base.envNames.map(() => 'all') }, /'all' is reserved/],
+    ];
+    for (const [name, broken, message] of breaks) {
+      const sender = new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 1 });
+      const payload = encodeMicroBatches(grid[0]!.map((batch, index) => (index === victim ? broken : batch)));
+      await sender.sendPayloads({ step: 1, payloads: [payload] });
+      await sender.sendPayloads({ step: 2, payloads: [encodeMicroBatches(grid[0]!)] });
+      const result = check(dir, []);
+      expect(result.status, name).toBe(1);
+      expect(result.stderr, name).toMatch(new RegExp(`step_1/rank_0\\[${victim}\\]`));
+      expect(result.stderr, name).toMatch(message);
+      expect(result.stderr, name).not.toMatch(/step_2/);
+    }
   });
 
   it('matches the step troupe exported (troupe.batch v2): trainable traces only, masks on sampled tokens, temperatures', async () => {
