@@ -27,6 +27,8 @@ export const TokenTotalsSchema = z.object({
   cost: z.number(),
   /** Calls that reported a cost. */
   costedCalls: z.number().int(),
+  /** The part of `cost` spent by single-call judges scoring the traces (`trace.extraUsage`). */
+  judgeCost: z.number(),
 });
 export type TokenTotals = z.infer<typeof TokenTotalsSchema>;
 
@@ -124,7 +126,7 @@ export type ViewerIndex = z.infer<typeof ViewerIndexSchema>;
 const HISTOGRAM_BINS = 12;
 
 function emptyTokens(): TokenTotals {
-  return { prompt: 0, completion: 0, cached: 0, reasoning: 0, cost: 0, costedCalls: 0 };
+  return { prompt: 0, completion: 0, cached: 0, reasoning: 0, cost: 0, costedCalls: 0, judgeCost: 0 };
 }
 
 function addTraceTokens(into: TokenTotals, trace: TraceRecord): number {
@@ -142,6 +144,7 @@ function addTraceTokens(into: TokenTotals, trace: TraceRecord): number {
     }
     total += usage.promptTokens + usage.completionTokens + (usage.cachedInputTokens ?? 0);
   }
+  for (const usage of trace.extraUsage) into.judgeCost += usage.cost ?? 0;
   return total;
 }
 
@@ -152,6 +155,7 @@ function mergeTokens(into: TokenTotals, from: TokenTotals): void {
   into.reasoning += from.reasoning;
   into.cost += from.cost;
   into.costedCalls += from.costedCalls;
+  into.judgeCost += from.judgeCost;
 }
 
 /** Σ score·weight over the non-null rewards; null when the trace has none. */

@@ -6,7 +6,14 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumMissing, launchChromium } from '../../test/support/chromium.ts';
 import { writeFixtureRun } from './__fixtures__/fixture-run.ts';
-import { comparedRuns, FIRST_CALL_LOGPROBS, POLICY_VERSION, TOKEN_ADVANTAGE, tokenEpisode } from './__fixtures__/training-run.ts';
+import {
+  comparedRuns,
+  FIRST_CALL_LOGPROBS,
+  JUDGE_CALL_COST,
+  POLICY_VERSION,
+  TOKEN_ADVANTAGE,
+  tokenEpisode,
+} from './__fixtures__/training-run.ts';
 import type { ServedRun } from './serve-run.ts';
 import { serveRunFolder } from './serve-run-folder.ts';
 import { writeCompareReport } from './write-compare-report.ts';
@@ -85,6 +92,9 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
     expect(await cell(page, 'solver', 'pass@2', 'a')).toBe('100%');
     expect(await cell(page, 'solver', 'tokens-in', 'b')).not.toBe('—');
     expect(await cell(page, 'solver', 'cost', 'a')).toMatch(/^\$0\.\d+$/);
+    // Judge cost apart: B's solver traces were each scored by one single-call judge, A's by none.
+    expect(await cell(page, 'solver', 'judge-cost', 'a')).toBe('$0');
+    expect(await cell(page, 'solver', 'judge-cost', 'b')).toBe(`$${(7 * JUDGE_CALL_COST).toFixed(2)}`);
     expect(await page.locator('.compare-totals tr[data-metric="episodes"] td.delta').textContent()).toBe('+1');
     // Tasks of both runs, each with its episodes in A and in B.
     expect(await page.locator('.task-compare tbody tr').count()).toBe(4);
@@ -96,6 +106,11 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
     await page.screenshot({ path: join(IMAGES, 'compare-runs.png') });
     await page.selectOption('select[name="compare-sort"]', 'delta');
     expect(await page.locator('.task-compare tbody tr').first().getAttribute('data-task')).toBe('sum-to-34');
+    // B's own page: the solver's card gives its cost with the judges' share apart.
+    await page.goto(`${served.url}runs/tuned/`);
+    await page.waitForSelector('.role-foot');
+    const judges = `judges $${(7 * JUDGE_CALL_COST).toFixed(2)}`;
+    expect((await page.locator('.role-foot').allTextContents()).some((t) => t.includes(judges))).toBe(true);
     await page.close();
   });
 
@@ -210,6 +225,12 @@ describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${miss
     expect(await first.locator('.tok-stats').textContent()).toBe(
       `5 prompt · 6 sampled · mean logprob -1.243 · min -4 · mean advantage ${TOKEN_ADVANTAGE} · policy v${POLICY_VERSION}`,
     );
+    // The recorded call names the policy version in its raw block too (ModelCall.policyVersion).
+    await first.locator('details.call-raw summary').click();
+    await first.locator('.raw-response').waitFor();
+    expect(JSON.parse((await first.locator('.raw-response').textContent())!).policyVersion).toBe(POLICY_VERSION);
+    expect(await first.locator('.call-raw-meta').textContent()).toContain(`policy version: ${POLICY_VERSION}`);
+    await first.locator('details.call-raw summary').click();
     await page.screenshot({ path: join(IMAGES, 'tokens.png') });
     // Colour by advantage: every sampled token the same (one advantage), prompt tokens plain.
     await first.locator('select[name="colour-by"]').selectOption('advantage');

@@ -13,13 +13,15 @@ const START = Date.UTC(2025, 5, 2, 9, 0, 0);
 export const FIRST_CALL_LOGPROBS = [-0.01, -0.2, -2.5, -0.05, -4.0, -0.7];
 /** The advantage every sampled token of the episode gets. */
 export const TOKEN_ADVANTAGE = 0.75;
+/** What each single-call judge call of run B costs (one per solver trace). */
+export const JUDGE_CALL_COST = 0.01;
 /** The policy version the calls were served by. */
 export const POLICY_VERSION = 3;
 
 /**
  * One trainable trace of two calls recorded through `Trace.recordCall` with token ids (the second
  * call's prompt extends the first's prompt + completion), advantages set as a training algorithm
- * sets them, and `policyVersion` on each call.
+ * sets them, and the policy version each call was served by (`ModelResponse.policyVersion`).
  */
 export function tokenEpisode(): Episode {
   const t = { key: 'count-to-3', hash: 'hcount', data: { question: 'Count to three.' } };
@@ -41,6 +43,7 @@ export function tokenEpisode(): Episode {
       promptTokenIds: [101, 102, 103, 104, 105],
       completionTokenIds: [201, 202, 203, 204, 205, 206],
       completionLogprobs: FIRST_CALL_LOGPROBS,
+      policyVersion: POLICY_VERSION,
     },
     { dialect: 'openai-chat', startedAt: START + 10, durationMs: 120 },
   );
@@ -56,6 +59,7 @@ export function tokenEpisode(): Episode {
       promptTokenIds: [101, 102, 103, 104, 105, 201, 202, 203, 204, 205, 206, 106, 107],
       completionTokenIds: [207, 208],
       completionLogprobs: [-0.3, -0.02],
+      policyVersion: POLICY_VERSION,
     },
     { dialect: 'openai-chat', startedAt: START + 200, durationMs: 80 },
   );
@@ -63,7 +67,6 @@ export function tokenEpisode(): Episode {
     if (!node.sampled || !node.mask) continue;
     node.advantages = node.mask.filter(Boolean).map(() => TOKEN_ADVANTAGE);
   }
-  for (const call of trace.calls) (call as typeof call & { policyVersion: number }).policyVersion = POLICY_VERSION;
   trace.stop('agent_completed');
   trace.isCompleted = true;
   trace.startedAt = START;
@@ -90,5 +93,9 @@ export function comparedRuns(): { a: Episode[]; b: Episode[] } {
     }
   }
   b.push(judgeEpisode({ index: 3, rollout: 0, solved: true, start: clock, id: 'b-3-0' }));
+  // In B a single-call judge also scored each solver trace: its cost is the judges' share.
+  for (const episode of b)
+    for (const trace of episode.traces)
+      if (trace.agent.name === 'solver') trace.extraUsage.push({ promptTokens: 50, completionTokens: 5, cost: JUDGE_CALL_COST });
   return { a, b };
 }

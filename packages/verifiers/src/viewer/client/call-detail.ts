@@ -7,12 +7,12 @@ import type { MessageNode, ModelCall, TraceRecord } from './types.ts';
 import { prettyJson } from './widgets.ts';
 
 /**
- * The policy version that served a call: `policyVersion` on the call, else on the trace's `info`
- * (what a training run records); null when the run does not record one.
+ * The policy version that served a call: the call's `policyVersion` (recorded when a trainer's
+ * policy served it), else the trace's `info.policyVersion` (an env may stamp one); null when the
+ * run records none.
  */
 export function policyVersionOf(call: ModelCall | undefined, trace: TraceRecord): string | null {
-  const fromCall = (call as { policyVersion?: unknown } | undefined)?.policyVersion;
-  const value = fromCall ?? trace.info?.policyVersion;
+  const value = call?.policyVersion ?? trace.info?.policyVersion;
   return typeof value === 'number' || typeof value === 'string' ? String(value) : null;
 }
 
@@ -38,6 +38,7 @@ export function callResponse(call: ModelCall, node: MessageNode | undefined): Re
     finishReason: call.finishReason,
     usage: call.usage,
   };
+  if (call.policyVersion !== undefined) response.policyVersion = call.policyVersion;
   if (node.tokenIds) {
     response.tokenIds = node.tokenIds;
     response.mask = node.mask;

@@ -47,6 +47,14 @@ function roleRows(a: ViewerRoleSummary | undefined, b: ViewerRoleSummary | undef
       kind: 'tokens',
     },
     { key: 'cost', label: 'cost', a: a?.tokens.cost ?? null, b: b?.tokens.cost ?? null, kind: 'cost', higherIsBetter: false },
+    {
+      key: 'judge-cost',
+      label: 'of which judges',
+      a: a?.tokens.judgeCost ?? null,
+      b: b?.tokens.judgeCost ?? null,
+      kind: 'cost',
+      higherIsBetter: false,
+    },
     { key: 'turns', label: 'turns / trace', a: a?.turnsMean ?? null, b: b?.turnsMean ?? null, kind: 'num' },
   ];
   return rows;

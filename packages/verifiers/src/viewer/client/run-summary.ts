@@ -14,6 +14,12 @@ export interface RunSummaryOptions {
   onErrorType: (type: string) => void;
 }
 
+/** A role's cost, with the single-call judges' share apart when they cost anything. */
+function costText(tokens: ViewerRoleSummary['tokens']): string {
+  if (!tokens.judgeCost) return fmt.cost(tokens.cost);
+  return `${fmt.cost(tokens.cost)} (agent ${fmt.cost(tokens.cost - tokens.judgeCost)} · judges ${fmt.cost(tokens.judgeCost)})`;
+}
+
 function roleCard(role: ViewerRoleSummary, roles: Roles): HTMLElement {
   const color = roles.color(role.name);
   const stops = Object.entries(role.stopConditions).sort((a, b) => b[1] - a[1]);
@@ -91,7 +97,7 @@ function roleCard(role: ViewerRoleSummary, roles: Roles): HTMLElement {
       'div',
       { class: 'role-foot small' },
       h('span', { class: 'muted', text: 'tokens ' }),
-      `${fmt.tokens(role.tokens.prompt)} in · ${fmt.tokens(role.tokens.completion)} out${role.tokens.cost ? ` · ${fmt.cost(role.tokens.cost)}` : ''}`,
+      `${fmt.tokens(role.tokens.prompt)} in · ${fmt.tokens(role.tokens.completion)} out${role.tokens.cost ? ` · ${costText(role.tokens)}` : ''}`,
       h('span', { class: 'muted', text: ' · turns ' }),
       `${fmt.num(role.turnsMean, 1)} / trace`,
     ),
@@ -136,7 +142,9 @@ function kpis(index: ViewerIndex, roles: Roles): HTMLElement {
     kpi(
       'Cost',
       fmt.cost(totals.tokens.cost),
-      totals.tokens.costedCalls ? `${fmt.int(totals.tokens.costedCalls)} priced calls` : 'not reported',
+      totals.tokens.costedCalls
+        ? `${fmt.int(totals.tokens.costedCalls)} priced calls${totals.tokens.judgeCost ? ` · judges ${fmt.cost(totals.tokens.judgeCost)}` : ''}`
+        : 'not reported',
     ),
     kpi(
       'Errors',
