@@ -3,7 +3,9 @@ import { initWeights, LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyC
 
 /**
  * A dense layer `x·W + b` (x: [N, in]) with an explicit gradient: dX = dY·Wᵀ, dW = Xᵀ·dY,
- * db = Σ dY. On the wasm backend this is ≈2.8× faster than tfjs's own matMul gradient.
+ * db = 1ᵀ·dY. Every product is a plain 2-D matMul without transpose flags: the only form the
+ * wasm backend runs through XNNPACK (≈2.8× tfjs's own matMul gradient; a sum over axis 0 would
+ * transpose first).
  */
 export const dense = tf.customGrad((x, w, b, save) => {
   const xx = x as tf.Tensor2D;
@@ -14,20 +16,155 @@ export const dense = tf.customGrad((x, w, b, save) => {
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [sx, sw] = saved as [tf.Tensor2D, tf.Tensor2D];
       const g = dy as tf.Tensor2D;
-      return [tf.matMul(g, tf.transpose(sw)), tf.matMul(tf.transpose(sx), g), tf.sum(g, 0)];
+      const ones = tf.ones([1, g.shape[0]]) as tf.Tensor2D;
+      return [tf.matMul(g, tf.transpose(sw)), tf.matMul(tf.transpose(sx), g), tf.reshape(tf.matMul(ones, g), [g.shape[1]])];
     },
   };
 }) as (x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
 
-function layerNorm(x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D): tf.Tensor2D {
-  const { mean, variance } = tf.moments(x, -1, true);
-  return tf.add(tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, LAYER_NORM_EPS))), g), b);
+/**
+ * Rows of `x` [R, d] at `index` [N] (repeats allowed); the gradient adds each row's copies back
+ * (scatterND sums duplicate indices). tfjs's own gather gradient needs UnsortedSegmentSum, which
+ * the wasm backend lacks.
+ */
+const gatherRows = tf.customGrad((x, index, save) => {
+  const xx = x as tf.Tensor2D;
+  const shape = xx.shape;
+  // Tensors the gradient reads must be saved: the forward pass's scope disposes the others.
+  (save as tf.GradSaveFunc)([index as tf.Tensor1D]);
+  return {
+    // gatherND: the wasm backend's GatherV2 is ≈40× slower for whole rows.
+    value: tf.gatherND(xx, tf.reshape(index as tf.Tensor1D, [-1, 1])) as tf.Tensor2D,
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const ii = saved[0] as tf.Tensor1D;
+      return [tf.scatterND(tf.reshape(ii, [-1, 1]), dy as tf.Tensor2D, shape), tf.zerosLike(ii)];
+    },
+  };
+}) as (x: tf.Tensor2D, index: tf.Tensor1D) => tf.Tensor2D;
+
+/**
+ * Batched matrix product out[m, c, n] = Σ_k a[m, k, c] · b[k, c, n] for a: [M, K, C], b: [K, C, N],
+ * run as a depthwise convolution (input [1, M, K, C], filter [1, K, C, N], channel multiplier N):
+ * the wasm backend runs it through XNNPACK at 2-D matMul speed, where its batched matMul
+ * (rank > 2) falls back to a scalar loop 10–40× slower. The sum over k runs in the same order.
+ */
+function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
+  const [m, k, c] = a.shape;
+  const n = b.shape[2];
+  const out = tf.depthwiseConv2d(
+    tf.reshape(a, [1, m, k, c]) as tf.Tensor4D,
+    tf.reshape(b, [1, k, c, n]) as tf.Tensor4D,
+    1,
+    'valid',
+  );
+  return tf.reshape(out, [m, c, n]);
+}
+
+/**
+ * Causal multi-head self-attention over time-major rows, from the block's normalised input h
+ * [T·B, d] (row t·B + b) and the fused projection W [d, 3d], b [3d] to the merged heads [T·B, d]
+ * (before the output projection): q, k, v = h·W + b (three matMuls on W's column blocks), then
+ * softmax(Q·Kᵀ/√dh + causal)·V per head. q, k and v are read as [T, C, dh] with C = B·H
+ * (batch × head) channels; forward and gradient are five {@link bmm} products, with layouts
+ * chosen so that only P (forward) and dS (backward) are transposed at full [T, C, T] size.
+ */
+function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
+  return tf.customGrad((h, w, b, save) => {
+    const [rows, d] = (h as tf.Tensor2D).shape;
+    const c = (rows / time) * heads;
+    const dh = d / heads;
+    const scale = 1 / Math.sqrt(dh);
+    const ws = [0, 1, 2].map((i) => tf.slice(w as tf.Tensor2D, [0, i * d], [d, d]));
+    const [q3, k3, v3] = ws.map(
+      (wi, i) =>
+        tf.reshape(tf.add(tf.matMul(h as tf.Tensor2D, wi), tf.slice(b as tf.Tensor1D, [i * d], [d])), [
+          time,
+          c,
+          dh,
+        ]) as tf.Tensor3D,
+    ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+    // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
+    const scores = bmm(tf.transpose(q3, [0, 2, 1]), tf.transpose(k3, [2, 1, 0]));
+    const p = tf.softmax(tf.add(tf.mul(scores, scale), causal)) as tf.Tensor3D;
+    // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
+    const out = bmm(tf.transpose(p, [0, 2, 1]), v3);
+    (save as tf.GradSaveFunc)([h as tf.Tensor2D, w as tf.Tensor2D, q3, k3, v3, p]);
+    return {
+      value: tf.reshape(out, [rows, d]),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [sh, sw, sq, sk, sv, sp] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor3D, tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+        const dOut = tf.reshape(dy, [time, c, dh]) as tf.Tensor3D;
+        // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d], computed as [d, c, j] with a = dO as [d, i, c], b = P.
+        const dV = tf.transpose(bmm(tf.transpose(dOut, [2, 0, 1]), sp), [2, 1, 0]);
+        // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
+        const dP = bmm(tf.transpose(dOut, [0, 2, 1]), tf.transpose(sv, [2, 1, 0]));
+        // Softmax and scale: dS = (dP − Σ_j dP·P)·P / √dh.
+        const dS = tf.mul(tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp), scale) as tf.Tensor3D;
+        // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d] (as [d, c, j]).
+        const dQ = bmm(tf.transpose(dS, [0, 2, 1]), sk);
+        const dK = tf.transpose(bmm(tf.transpose(sq, [2, 0, 1]), dS), [2, 1, 0]);
+        // Through the projection: dW = hᵀ·[dQ dK dV], db = 1ᵀ·[dQ dK dV], dh = Σ dX·Wᵢᵀ.
+        const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
+        const hT = tf.transpose(sh);
+        const ones = tf.ones([1, rows]) as tf.Tensor2D;
+        const dW = tf.concat(
+          grads.map((g) => tf.matMul(hT, g)),
+          1,
+        );
+        const db = tf.reshape(
+          tf.concat(
+            grads.map((g) => tf.matMul(ones, g)),
+            1,
+          ),
+          [3 * d],
+        );
+        const dH = tf.addN(grads.map((g, i) => tf.matMul(g, tf.transpose(tf.slice(sw, [0, i * d], [d, d])))));
+        return [dH, dW, db];
+      },
+    };
+  }) as (h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
+}
+
+/**
+ * LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε), with an explicit
+ * gradient: dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = 1ᵀ·(dy·x̂), db = 1ᵀ·dy.
+ */
+const layerNorm = tf.customGrad((x, g, b, save) => {
+  const xx = x as tf.Tensor2D;
+  const { mean, variance } = tf.moments(xx, -1, true);
+  const std = tf.sqrt(tf.add(variance, LAYER_NORM_EPS));
+  const xhat = tf.div(tf.sub(xx, mean), std);
+  (save as tf.GradSaveFunc)([xhat, std, g as tf.Tensor1D]);
+  return {
+    value: tf.add(tf.mul(xhat, g as tf.Tensor1D), b as tf.Tensor1D),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
+      const [rows, d] = xh.shape;
+      const ones = tf.ones([1, rows]) as tf.Tensor2D;
+      const dxhat = tf.mul(dy, gg);
+      const centred = tf.sub(tf.sub(dxhat, tf.mean(dxhat, -1, true)), tf.mul(xh, tf.mean(tf.mul(dxhat, xh), -1, true)));
+      return [
+        tf.div(centred, sd),
+        tf.reshape(tf.matMul(ones, tf.mul(dy, xh) as tf.Tensor2D), [d]),
+        tf.reshape(tf.matMul(ones, dy as tf.Tensor2D), [d]),
+      ];
+    },
+  };
+}) as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
+
+/** The distinct rows of a token batch and, for each row, the index of its distinct row. */
+interface DistinctRows {
+  count: number;
+  tokens: Int32Array;
+  of: Int32Array;
 }
 
 /**
  * The policy: a small decoder-only transformer (pre-LayerNorm blocks, learned positions,
- * ReLU MLP, causal self-attention) whose weights live in tfjs variables. Embedding is
- * `oneHot(tokens)·E` because `gather` has no gradient on the wasm backend.
+ * ReLU MLP, causal self-attention) whose weights live in tfjs variables.
+ *
+ * Activations are time-major ([T·B, d], row t·B + b), so attention reads its batch × head
+ * channels without transposing the residual stream; the embedding is a row lookup.
  */
 export class PolicyModel {
   readonly config: PolicyConfig;
@@ -35,10 +172,12 @@ export class PolicyModel {
   private readonly byName: Map<string, tf.Variable>;
   private readonly mask: tf.Tensor1D;
   private readonly causal: tf.Tensor2D;
-  /** Compute repeated rows once in {@link forward} (default true; false runs every row, for comparisons). */
+  /** Compute repeated rows once (default true; false runs every row, for comparisons). */
   shareRows = true;
-  /** Distinct rows the last {@link forward} ran over when it shared repeated rows, else null. */
+  /** Distinct rows the last forward pass ran over when it shared repeated rows, else null. */
   lastDistinctRows: number | null = null;
+  /** Rows (sequences) the last forward pass ran the transformer over. */
+  lastRows = 0;
 
   constructor(options: { config: PolicyConfig; weights?: NamedWeight[] }) {
     this.config = options.config;
@@ -65,33 +204,49 @@ export class PolicyModel {
     return v;
   }
 
-  /**
-   * Logits [B, T, V] for int32 tokens [B, T] (T ≤ contextLength). Call inside tf.tidy or a gradient function.
-   *
-   * Rows that repeat an earlier row exactly are computed once: when the batch holds few distinct
-   * rows (self-play over a small game: a 576-hand Kuhn batch has ≈30 distinct sequences among
-   * 1,152) the transformer runs over the distinct rows only and a 0/1 selection matmul copies
-   * their logits to every row (its gradient sums the copies' gradients). The logits are the
-   * same values; only the order in which the weight gradients are summed changes. It applies
-   * when the selection costs less than the rows it saves (never when every row is distinct).
-   */
+  /** Logits [B, T, V] for int32 tokens [B, T] (T ≤ contextLength). Call inside tf.tidy or a gradient function. */
   forward(tokens: tf.Tensor2D): tf.Tensor3D {
-    const shared = this.distinctRows(tokens);
-    this.lastDistinctRows = shared?.count ?? null;
-    if (!shared) return this.forwardRows(tokens);
     const [batch, time] = tokens.shape;
-    const v = this.config.vocabSize;
-    const distinct = shared.count;
-    const logits = this.forwardRows(tf.tensor2d(shared.tokens, [distinct, time], 'int32'));
-    const select = tf.tensor2d(shared.select, [batch, distinct]);
-    return tf.reshape(tf.matMul(select, tf.reshape(logits, [distinct, time * v])), [batch, time, v]);
+    const every = Int32Array.from({ length: batch * time }, (_, i) => i);
+    const logits = this.logitsAt(tokens.dataSync() as Int32Array, [batch, time], every);
+    return tf.reshape(logits, [batch, time, this.config.vocabSize]);
   }
 
-  /** The distinct rows of `tokens` and the [B, distinct] one-hot selection, when sharing them pays; else null. */
-  private distinctRows(tokens: tf.Tensor2D): { count: number; tokens: Int32Array; select: Float32Array } | null {
-    const [batch, time] = tokens.shape;
-    if (!this.shareRows || batch < 4) return null;
-    const data = tokens.dataSync() as Int32Array;
+  /**
+   * Logits [N, V] at N positions of a token batch (`positions[i]` = row · T + t; tokens: int32
+   * data [B, T], T ≤ contextLength): the output head runs on those positions only (a loss that
+   * reads a few positions per row needs no others). Call inside tf.tidy or a gradient function.
+   *
+   * Rows that repeat an earlier row exactly are computed once (self-play over a small game: a
+   * 576-hand Kuhn batch has ≈30 distinct sequences among 1,152): the transformer runs over the
+   * distinct rows and each position reads its distinct row's hidden state (the gradient sums the
+   * copies). The logits are the same values; only the order in which gradients are summed changes.
+   */
+  logitsAt(tokens: Int32Array, shape: [number, number], positions: Int32Array): tf.Tensor2D {
+    const [batch, time] = shape;
+    if (tokens.length !== batch * time) throw new RangeError(`tokens: ${tokens.length} values for shape [${batch}, ${time}]`);
+    if (time > this.config.contextLength)
+      throw new RangeError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
+    const shared = this.distinctRows(tokens, batch, time);
+    const rows = shared?.count ?? batch;
+    this.lastDistinctRows = shared ? shared.count : null;
+    this.lastRows = rows;
+    const of = shared?.of;
+    const index = new Int32Array(positions.length);
+    for (let i = 0; i < positions.length; i++) {
+      const p = positions[i] as number;
+      const b = Math.floor(p / time);
+      if (!(p >= 0 && b < batch)) throw new RangeError(`positions[${i}] = ${p} is outside [0, ${batch * time})`);
+      index[i] = (p - b * time) * rows + (of ? (of[b] as number) : b);
+    }
+    const hidden = this.hidden(shared?.tokens ?? tokens, rows, time);
+    const at = gatherRows(hidden, tf.tensor1d(index, 'int32'));
+    return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
+  }
+
+  /** The distinct rows of `tokens` [B, T] when some row repeats and sharing is on, else null. */
+  private distinctRows(data: Int32Array, batch: number, time: number): DistinctRows | null {
+    if (!this.shareRows || batch < 2) return null;
     const index = new Map<string, number>();
     const of = new Int32Array(batch);
     const firsts: number[] = [];
@@ -106,46 +261,33 @@ export class PolicyModel {
       of[b] = u;
     }
     const count = firsts.length;
-    const { dModel: d, vocabSize: v, ffnMult, layers } = this.config;
-    // Multiply-adds per row: the transformer's (embedding, blocks, attention, head) against the selection's.
-    const perRow = time * (2 * v * d + layers * (4 * d * d + 2 * d * d * ffnMult + 2 * time * d));
-    if (count === batch || batch * count * time * v >= (batch - count) * perRow) return null;
+    if (count === batch) return null;
     const distinct = new Int32Array(count * time);
     firsts.forEach((b, u) => {
       distinct.set(data.subarray(b * time, (b + 1) * time), u * time);
     });
-    const select = new Float32Array(batch * count);
-    for (let b = 0; b < batch; b++) select[b * count + (of[b] as number)] = 1;
-    return { count, tokens: distinct, select };
+    return { count, tokens: distinct, of };
   }
 
-  private forwardRows(tokens: tf.Tensor2D): tf.Tensor3D {
-    const [batch, time] = tokens.shape;
-    const { dModel: d, heads, vocabSize: v } = this.config;
-    const dh = d / heads;
-    if (time > this.config.contextLength)
-      throw new RangeError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
-    const flat = tf.oneHot(tf.reshape(tokens, [-1]) as tf.Tensor1D, v).toFloat() as tf.Tensor2D;
-    let x: tf.Tensor2D = tf.matMul(flat, this.w('tok_emb') as tf.Tensor2D);
-    const pos = tf.slice(this.w('pos_emb'), [0, 0], [time, d]);
-    x = tf.reshape(tf.add(tf.reshape(x, [batch, time, d]), pos), [batch * time, d]) as tf.Tensor2D;
-    const causal = tf.slice(this.causal, [0, 0], [time, time]);
-    const split = (m: tf.Tensor2D) => tf.transpose(tf.reshape(m, [batch, time, heads, dh]), [0, 2, 1, 3]) as tf.Tensor4D;
+  /** Final hidden states (after the last LayerNorm), time-major [T·B, d], of token rows [B, T] given as data. */
+  private hidden(tokens: Int32Array, batch: number, time: number): tf.Tensor2D {
+    const { dModel: d, heads } = this.config;
+    const timeMajor = new Int32Array(batch * time);
+    for (let b = 0; b < batch; b++) for (let t = 0; t < time; t++) timeMajor[t * batch + b] = tokens[b * time + t] as number;
+    const emb = gatherRows(this.w('tok_emb') as tf.Tensor2D, tf.tensor1d(timeMajor, 'int32'));
+    const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
+    let x = tf.reshape(tf.add(tf.reshape(emb, [time, batch, d]), pos), [time * batch, d]) as tf.Tensor2D;
+    const causal = tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time]) as tf.Tensor3D;
+    const attend = selfAttention(time, heads, causal);
     for (let l = 0; l < this.config.layers; l++) {
       const h = layerNorm(x, this.w(`l${l}.ln1.g`) as tf.Tensor1D, this.w(`l${l}.ln1.b`) as tf.Tensor1D);
-      const qkv = dense(h, this.w(`l${l}.qkv.w`) as tf.Tensor2D, this.w(`l${l}.qkv.b`) as tf.Tensor1D);
-      const [q, k, vv] = tf.split(qkv, 3, 1) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D];
-      const scores = tf.add(tf.mul(tf.matMul(split(q), split(k), false, true), 1 / Math.sqrt(dh)), causal);
-      const att = tf.matMul(tf.softmax(scores), split(vv));
-      const merged = tf.reshape(tf.transpose(att, [0, 2, 1, 3]), [batch * time, d]) as tf.Tensor2D;
+      const merged = attend(h, this.w(`l${l}.qkv.w`) as tf.Tensor2D, this.w(`l${l}.qkv.b`) as tf.Tensor1D);
       x = tf.add<tf.Tensor2D>(x, dense(merged, this.w(`l${l}.proj.w`) as tf.Tensor2D, this.w(`l${l}.proj.b`) as tf.Tensor1D));
       const h2 = layerNorm(x, this.w(`l${l}.ln2.g`) as tf.Tensor1D, this.w(`l${l}.ln2.b`) as tf.Tensor1D);
       const f = tf.relu(dense(h2, this.w(`l${l}.fc1.w`) as tf.Tensor2D, this.w(`l${l}.fc1.b`) as tf.Tensor1D));
       x = tf.add<tf.Tensor2D>(x, dense(f, this.w(`l${l}.fc2.w`) as tf.Tensor2D, this.w(`l${l}.fc2.b`) as tf.Tensor1D));
     }
-    const hf = layerNorm(x, this.w('lnf.g') as tf.Tensor1D, this.w('lnf.b') as tf.Tensor1D);
-    const logits = tf.add(dense(hf, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
-    return tf.reshape(logits, [batch, time, v]);
+    return layerNorm(x, this.w('lnf.g') as tf.Tensor1D, this.w('lnf.b') as tf.Tensor1D);
   }
 
   /** Copies of the current weights (for export, checkpoints and the ONNX graph). */

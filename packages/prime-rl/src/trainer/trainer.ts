@@ -35,9 +35,12 @@ export interface OptimizerState {
 export class Trainer {
   readonly model: PolicyModel;
   readonly config: TrainerConfig;
-  private readonly m: tf.Variable[];
-  private readonly v: tf.Variable[];
-  private readonly decays: boolean[];
+  /** AdamW moments of every weight, flattened in weight order into one vector each (one update for all). */
+  private readonly m: tf.Variable;
+  private readonly v: tf.Variable;
+  /** 1 on the elements of weights that decay (matrices other than the embeddings), else 0. */
+  private readonly decayMask: tf.Tensor1D;
+  private readonly sizes: number[];
   private readonly allowed: tf.Tensor1D;
   private readonly logRefSize: number;
   step = 0;
@@ -51,14 +54,32 @@ export class Trainer {
     this.config = TrainerConfigSchema.parse(options.trainer ?? {});
     this.model = new PolicyModel({ config: options.policy, ...(options.weights ? { weights: options.weights } : {}) });
     const weights = this.model.getWeights();
-    this.decays = weights.map((w) => w.shape.length === 2 && !w.name.endsWith('_emb'));
+    this.sizes = weights.map((w) => w.data.length);
+    const total = this.sizes.reduce((a, b) => a + b, 0);
+    const decay = new Float32Array(total);
+    let offset = 0;
+    for (const w of weights) {
+      if (w.shape.length === 2 && !w.name.endsWith('_emb')) decay.fill(1, offset, offset + w.data.length);
+      offset += w.data.length;
+    }
+    this.decayMask = tf.keep(tf.tensor1d(decay));
     const state = options.optimizer;
-    this.m = this.model.variables.map((x, i) =>
-      tf.variable(state ? tf.tensor(state.m[i]?.data as Float32Array, x.shape) : tf.zerosLike(x), false),
-    );
-    this.v = this.model.variables.map((x, i) =>
-      tf.variable(state ? tf.tensor(state.v[i]?.data as Float32Array, x.shape) : tf.zerosLike(x), false),
-    );
+    const flat = (parts: NamedWeight[] | undefined, what: string) => {
+      const out = new Float32Array(total);
+      if (!parts) return out;
+      if (parts.length !== weights.length)
+        throw new TypeError(`optimizer.${what}: ${parts.length} tensors for ${weights.length} weights`);
+      let at = 0;
+      parts.forEach((part, i) => {
+        if (part.data.length !== this.sizes[i])
+          throw new TypeError(`optimizer.${what}[${i}] (${part.name}): ${part.data.length} values, expected ${this.sizes[i]}`);
+        out.set(part.data, at);
+        at += part.data.length;
+      });
+      return out;
+    };
+    this.m = tf.variable(tf.tensor1d(flat(state?.m, 'm')), false);
+    this.v = tf.variable(tf.tensor1d(flat(state?.v, 'v')), false);
     this.step = state?.step ?? 0;
     const allowedIds = options.policy.outputTokens ?? Array.from({ length: options.policy.vocabSize }, (_, i) => i);
     const allowed = new Float32Array(options.policy.vocabSize);
@@ -90,32 +111,40 @@ export class Trainer {
       let sums: tf.Scalar[] | null = null;
       for (const bucket of buckets) {
         const { time } = bucket;
-        flops += stepFlops(this.model.config, bucket.rows.length, time);
         paddedTokens += bucket.rows.length * time;
-        const { value, grads, metrics } = this.bucketGradients(bucket.rows, time, denom, refKlTau);
+        const result = this.bucketGradients(bucket.rows, time, denom, refKlTau);
+        if (!result) continue;
+        const { value, grads, metrics } = result;
+        flops += result.flops;
         const gradList = this.model.variables.map((v) => grads[v.name] as tf.Tensor);
         total = total ? total.map((g, i) => tf.add(g, gradList[i] as tf.Tensor)) : gradList;
         const scalars = [value, ...metrics];
         sums = sums ? sums.map((x, i) => tf.add(x, scalars[i] as tf.Scalar)) : scalars;
       }
-      if (!total || !sums) throw new RangeError('trainStep: empty batch');
-      const gradList: tf.Tensor[] = total;
-      const gradNorm = tf.sqrt(tf.addN(gradList.map((g) => tf.sum(tf.square(g)))));
+      if (rows.length === 0) throw new RangeError('trainStep: empty batch');
+      // No loss token anywhere: a zero gradient (the moments still decay and weights still decay).
+      total ??= this.model.variables.map((v) => tf.zerosLike(v));
+      sums ??= Array.from({ length: 6 }, () => tf.scalar(0));
+      // AdamW on all weights at once, flattened in weight order: a dozen kernels per step instead
+      // of a dozen per weight (each kernel costs ~10–60 µs of tfjs overhead whatever its size).
+      const flatten = (xs: tf.Tensor[]) => tf.concat(xs.map((x) => tf.reshape(x, [-1])));
+      const grad = flatten(total);
+      const gradNorm = tf.sqrt(tf.sum(tf.square(grad)));
       const scale = tf.minimum(1, tf.div(cfg.maxGradNorm, tf.add(gradNorm, 1e-6)));
       this.step++;
       const b2 = cfg.betas[1];
       const b1 = options.beta1 ?? cfg.betas[0];
       const c1 = 1 - b1 ** this.step;
       const c2 = 1 - b2 ** this.step;
+      const g = tf.mul(grad, scale);
+      this.m.assign(tf.add(tf.mul(this.m, b1), tf.mul(g, 1 - b1)));
+      this.v.assign(tf.add(tf.mul(this.v, b2), tf.mul(tf.square(g), 1 - b2)));
+      const weights = flatten(this.model.variables);
+      let update = tf.div(tf.div(this.m, c1), tf.add(tf.sqrt(tf.div(this.v, c2)), cfg.eps));
+      if (cfg.weightDecay > 0) update = tf.add(update, tf.mul(tf.mul(weights, cfg.weightDecay), this.decayMask));
+      const next = tf.split(tf.sub(weights, tf.mul(update, lr)), this.sizes);
       this.model.variables.forEach((w, i) => {
-        const g = tf.mul(gradList[i] as tf.Tensor, scale);
-        const m = this.m[i] as tf.Variable;
-        const v = this.v[i] as tf.Variable;
-        m.assign(tf.add(tf.mul(m, b1), tf.mul(g, 1 - b1)));
-        v.assign(tf.add(tf.mul(v, b2), tf.mul(tf.square(g), 1 - b2)));
-        let update = tf.div(tf.div(m, c1), tf.add(tf.sqrt(tf.div(v, c2)), cfg.eps));
-        if (this.decays[i] && cfg.weightDecay > 0) update = tf.add(update, tf.mul(w, cfg.weightDecay));
-        w.assign(tf.sub(w, tf.mul(update, lr)));
+        w.assign(tf.reshape(next[i] as tf.Tensor, w.shape));
       });
       return tf.stack([...sums, gradNorm as tf.Scalar]);
     });
@@ -140,42 +169,46 @@ export class Trainer {
     };
   }
 
-  /** Loss (normalised by `denom`, the batch's loss tokens), metrics and gradients of one bucket padded to `time`. */
+  /**
+   * Loss (normalised by `denom`, the batch's loss tokens), metrics and gradients of one bucket
+   * padded to `time`, or null when the bucket holds no loss token (its gradient is zero). The
+   * output head and the loss run on the loss tokens only, in row order.
+   */
   private bucketGradients(rows: readonly TrainRow[], time: number, denom: number, refKlTau: number) {
     const cfg = this.config;
     const b = rows.length;
     const tokens = new Int32Array(b * time);
-    const targets = new Int32Array(b * (time - 1));
-    const mask = new Float32Array(b * (time - 1));
-    const infLp = new Float32Array(b * (time - 1));
-    const adv = new Float32Array(b * (time - 1));
+    const positions: number[] = [];
+    const targets: number[] = [];
+    const infLp: number[] = [];
+    const adv: number[] = [];
     rows.forEach((row, i) => {
       if (row.tokenIds.length > time)
         throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
       tokens.set(row.tokenIds, i * time);
       for (let j = 1; j < row.tokenIds.length; j++) {
-        const k = i * (time - 1) + j - 1;
-        targets[k] = row.tokenIds[j] as number;
-        if (row.mask[j]) {
-          mask[k] = 1;
-          infLp[k] = row.logprobs[j] as number;
-          adv[k] = row.advantages[j] as number;
-        }
+        if (!row.mask[j]) continue;
+        // The logits at position j − 1 predict token j.
+        positions.push(i * time + j - 1);
+        targets.push(row.tokenIds[j] as number);
+        infLp.push(row.logprobs[j] as number);
+        adv.push(row.advantages[j] as number);
       }
     });
-    const tTokens = tf.tensor2d(tokens, [b, time], 'int32');
-    const tTargets = tf.tensor2d(targets, [b, time - 1], 'int32');
-    const tMask = tf.tensor2d(mask, [b, time - 1]);
-    const tInf = tf.tensor2d(infLp, [b, time - 1]);
-    const tAdv = tf.tensor2d(adv, [b, time - 1]);
+    if (positions.length === 0) return null;
+    const tInf = tf.tensor1d(infLp);
+    const tAdv = tf.tensor1d(adv);
+    const tTargets = tf.tensor1d(targets, 'int32');
+    const at = Int32Array.from(positions);
     const metrics: tf.Scalar[] = [];
+    let modelRows = b;
     const { value, grads } = tf.variableGrads(() => {
-      const logits = this.model.forward(tTokens);
-      const head = tf.slice(logits, [0, 0, 0], [b, time - 1, -1]);
+      const head = this.model.logitsAt(tokens, [b, time], at);
+      modelRows = this.model.lastRows;
       const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
       const onehot = tf.oneHot(tTargets, this.model.config.vocabSize);
       const logpi = tf.sum(tf.mul(lp, onehot), -1);
-      const logr = tf.mul(tf.sub(logpi, tInf), tMask);
+      const logr = tf.sub(logpi, tInf);
       const r = tf.exp(logr);
       const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
       // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
@@ -184,20 +217,20 @@ export class Trainer {
         tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))),
         tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))),
       );
-      const keep = tf.mul(tMask, tf.sub(1, masked));
+      const keep = tf.sub(1, masked);
       const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
-      const rlLoss = tf.div(tf.sum(tf.mul(rlTok, tMask)), denom);
+      const rlLoss = tf.div(tf.sum(rlTok), denom);
       const p = tf.exp(lp);
       const klTok = tf.sum(tf.mul(tf.mul(p, tf.add(lp, this.logRefSize)), this.allowed), -1);
-      const refKl = tf.div(tf.sum(tf.mul(klTok, tMask)), denom);
+      const refKl = tf.div(tf.sum(klTok), denom);
       const loss = refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, refKlTau)) : rlLoss;
-      const entropy = tf.div(tf.sum(tf.mul(tf.neg(tf.sum(tf.mul(p, lp), -1)), tMask)), denom);
-      const mismatch = tf.div(tf.sum(tf.mul(tf.sub(tf.sub(r, 1), logr), tMask)), denom);
-      const maskedFrac = tf.div(tf.sum(tf.mul(masked, tMask)), denom);
+      const entropy = tf.div(tf.sum(tf.neg(tf.sum(tf.mul(p, lp), -1))), denom);
+      const mismatch = tf.div(tf.sum(tf.sub(tf.sub(r, 1), logr)), denom);
+      const maskedFrac = tf.div(tf.sum(masked), denom);
       metrics.push(...([rlLoss, refKl, entropy, mismatch, maskedFrac].map((x) => tf.keep(x)) as tf.Scalar[]));
       return loss as tf.Scalar;
     }, this.model.variables);
-    return { value, grads, metrics };
+    return { value, grads, metrics, flops: stepFlops(this.model.config, { rows: modelRows, time, outputs: positions.length }) };
   }
 
   getWeights(): NamedWeight[] {
@@ -206,14 +239,23 @@ export class Trainer {
 
   optimizerState(): OptimizerState {
     const names = this.model.getWeights();
-    const dump = (vars: tf.Variable[]) =>
-      vars.map((x, i) => ({ name: names[i]?.name ?? '', shape: x.shape, data: new Float32Array(x.dataSync() as Float32Array) }));
+    const dump = (flat: tf.Variable) => {
+      const data = flat.dataSync() as Float32Array;
+      let at = 0;
+      return names.map(({ name, shape, data: w }) => {
+        const part = data.slice(at, at + w.length);
+        at += w.length;
+        return { name, shape, data: part };
+      });
+    };
     return { step: this.step, m: dump(this.m), v: dump(this.v) };
   }
 
   dispose(): void {
     this.model.dispose();
-    for (const x of [...this.m, ...this.v]) x.dispose();
+    this.m.dispose();
+    this.v.dispose();
+    this.decayMask.dispose();
     this.allowed.dispose();
   }
 }
@@ -249,11 +291,17 @@ export function lengthBuckets(
   return buckets;
 }
 
-/** Matmul FLOPs of one training step (forward ×3 for forward + backward). */
-export function stepFlops(config: PolicyConfig, batch: number, time: number): number {
+/**
+ * Matmul FLOPs one bucket's training step needs (forward, and ×3 for forward + backward): the
+ * blocks over `rows` sequences (distinct rows when repeated rows are shared) × `time` positions,
+ * attention over all T² pairs of a row, and the output head over the `outputs` loss tokens only.
+ * The embedding is a row lookup: no FLOPs.
+ */
+export function stepFlops(config: PolicyConfig, shape: { rows: number; time: number; outputs: number }): number {
   const { dModel: d, vocabSize: v, ffnMult, layers } = config;
-  const tokens = batch * time;
-  const perLayer = 2 * tokens * (d * 3 * d + d * d + 2 * d * d * ffnMult) + 2 * 2 * batch * time * time * d;
-  const forward = 2 * tokens * v * d + layers * perLayer + 2 * tokens * d * v;
+  const { rows, time, outputs } = shape;
+  const tokens = rows * time;
+  const perLayer = 2 * tokens * (d * 3 * d + d * d + 2 * d * d * ffnMult) + 2 * 2 * rows * time * time * d;
+  const forward = layers * perLayer + 2 * outputs * d * v;
   return 3 * forward;
 }
