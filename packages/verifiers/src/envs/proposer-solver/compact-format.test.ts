@@ -2,10 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Env } from '../../env/env.ts';
 import type { ModelRequest } from '../../model/model-client.ts';
 import { type ScriptedClient, scriptedClient } from '../../testing/scripted-model-server.ts';
-import { compactProbeSet, compactTruth, parseCompactProposal, proposerSolverTraining } from './compact-format.ts';
+import {
+  compactProbeSet,
+  compactTruth,
+  parseCompactProposal,
+  parseCompactSequence,
+  proposerSolverTraining,
+} from './compact-format.ts';
 import { proposerSolverEnv } from './proposer-solver-env.ts';
 
 let model: ScriptedClient;
+let proposerReply = '3 9 1 9';
 let solverReplies: string[] = [];
 let calls = 0;
 const textOf = (request: ModelRequest) =>
@@ -14,7 +21,7 @@ const textOf = (request: ModelRequest) =>
 beforeAll(async () => {
   model = await scriptedClient({
     script: (request) =>
-      textOf(request).startsWith('propose') ? '3 9 1 9' : (solverReplies[calls++ % solverReplies.length] ?? ''),
+      textOf(request).startsWith('propose') ? proposerReply : (solverReplies[calls++ % solverReplies.length] ?? ''),
   });
 });
 afterAll(() => model.close());
@@ -49,6 +56,85 @@ describe('proposer-solver, compact format', () => {
     expect(proposer?.metrics.difficulty).toBe(3);
     expect(proposer?.metrics.valid).toBe(1);
     expect(JSON.stringify(solvers[0]?.toJSON())).toContain('largest digit of 3 9 1 ?');
+  });
+
+  async function compactEpisode(config: Record<string, unknown>) {
+    calls = 0;
+    const env = await Env.create({
+      definition: proposerSolverEnv,
+      config: { id: 'proposer-solver', format: 'compact', proposer: { harness: 'null' }, solver: { harness: 'null' }, ...config },
+      run: { model: 'm', client: model.client },
+    });
+    const task = (await proposerSolverEnv.taskset?.(env.options))?.at(0); // largest digit
+    if (!task) throw new Error('no seed task');
+    return env.runEpisode({ task, group: { id: 'g', index: 0 } });
+  }
+
+  it("with claims = 'verified', a wrong claim is an invalid problem: learnability 0, valid 0, no solver runs, no error", async () => {
+    proposerReply = '3 9 1 5'; // largest digit of 3 9 1 is 9, not 5
+    solverReplies = ['5', '5', '1', '4'];
+    const episode = await compactEpisode({ claims: 'verified' });
+    expect(episode.ok).toBe(true);
+    expect(episode.errors).toEqual([]);
+    expect(episode.traces.map((t) => t.agent.name)).toEqual(['proposer']);
+    expect(calls).toBe(0);
+    const [proposer] = episode.traces;
+    expect(proposer?.agent.trainable).toBe(true);
+    expect(proposer?.metrics.valid).toBe(0);
+    expect(proposer?.metrics.difficulty).toBe(3);
+    expect(proposer?.metrics.solve_rate).toBeNull();
+    expect(proposer?.rewards.learnability).toEqual({ score: 0, weight: 1 });
+  });
+
+  it("with claims = 'trusted' (the literal rules), the same wrong claim is posed and solvers matching it are right", async () => {
+    proposerReply = '3 9 1 5';
+    solverReplies = ['5', '5', '1', '4'];
+    const episode = await compactEpisode({});
+    const solvers = episode.byAgent.solver ?? [];
+    expect(solvers.map((t) => t.rewards.correct?.score).sort()).toEqual([0, 0, 1, 1]);
+    const proposer = episode.byAgent.proposer?.[0];
+    expect(proposer?.metrics.valid).toBe(0);
+    expect(proposer?.rewards.learnability?.score).toBe(1);
+  });
+
+  it("with claims = 'verified', a right claim plays as before: solvers scored against it, learnability 4p(1−p)", async () => {
+    proposerReply = '3 9 1 9';
+    solverReplies = ['9', '2', '9', '9'];
+    const episode = await compactEpisode({ claims: 'verified', n: 4 });
+    const solvers = episode.byAgent.solver ?? [];
+    expect(solvers.map((t) => [t.rewards.correct?.score, t.agent.trainable])).toEqual(expect.arrayContaining([[1, true]]));
+    expect(solvers.map((t) => t.rewards.correct?.score).sort()).toEqual([0, 1, 1, 1]);
+    const proposer = episode.byAgent.proposer?.[0];
+    expect(proposer?.metrics.valid).toBe(1);
+    expect(proposer?.metrics.solve_rate).toBe(0.75);
+    expect(proposer?.rewards.learnability?.score).toBeCloseTo(0.75);
+  });
+
+  it("with claims = 'executed', the proposer writes the sequence alone and the answer is the rule run on it", async () => {
+    proposerReply = '3 9 1 5'; // no claim: the sequence is 3 9 1 5, whose largest digit is 9
+    solverReplies = ['5', '9', '9', '9'];
+    const episode = await compactEpisode({ claims: 'executed' });
+    expect(episode.ok).toBe(true);
+    const solvers = episode.byAgent.solver ?? [];
+    expect(JSON.stringify(solvers[0]?.toJSON())).toContain('largest digit of 3 9 1 5 ?');
+    expect(solvers.map((t) => t.rewards.correct?.score).sort()).toEqual([0, 1, 1, 1]);
+    const proposer = episode.byAgent.proposer?.[0];
+    expect(proposer?.info.proposal).toEqual({ digits: [3, 9, 1, 5], answer: 9 });
+    expect(proposer?.metrics).toMatchObject({ difficulty: 4, valid: 1, solve_rate: 0.75 });
+    expect(proposer?.rewards.learnability?.score).toBeCloseTo(0.75);
+    expect(() => parseCompactSequence('')).toThrow(/at least one digit/);
+    expect(() => parseCompactSequence('1 2 3 4 5 6 7 8 9')).toThrow(/longer than 8/);
+    expect(parseCompactSequence('7')).toEqual([7]);
+  });
+
+  it("refuses claims = 'verified' without the compact format, naming the field", async () => {
+    await expect(
+      Env.create({
+        definition: proposerSolverEnv,
+        config: { id: 'proposer-solver', claims: 'verified', proposer: { harness: 'null' }, solver: { harness: 'null' } },
+        run: { model: 'm', client: model.client },
+      }),
+    ).rejects.toThrow(/claims.*compact/s);
   });
 
   it('declares a digit reply head only in the compact format, and a fixed probe set per length', () => {

@@ -49,13 +49,30 @@ export function compactSolverPrompt(rule: CompactRule, digits: readonly number[]
 export function parseCompactProposal(reply: string): CompactProposal {
   const words = reply.trim().split(/\s+/).filter(Boolean);
   if (words.length < 2) throw new ParseError(`the compact proposal needs digits then an answer, got ${JSON.stringify(reply)}`);
-  if (!words.every((w) => /^\d$/.test(w)))
-    throw new ParseError(`the compact proposal must be single digits, got ${JSON.stringify(reply)}`);
-  const numbers = words.map(Number);
+  const numbers = digitWords(reply, words);
   const digits = numbers.slice(0, -1);
   if (digits.length > COMPACT_MAX_LENGTH)
     throw new ParseError(`the compact proposal is longer than ${COMPACT_MAX_LENGTH} digits`);
   return { digits, answer: numbers.at(-1) as number };
+}
+
+/**
+ * Parses a compact proposer reply without a claim (`claims: 'executed'`): the sequence only, 1 to
+ * `COMPACT_MAX_LENGTH` digit words; the answer is the rule executed on it. Anything else is a ParseError.
+ */
+export function parseCompactSequence(reply: string): number[] {
+  const words = reply.trim().split(/\s+/).filter(Boolean);
+  if (words.length < 1) throw new ParseError(`the compact proposal needs at least one digit, got ${JSON.stringify(reply)}`);
+  const digits = digitWords(reply, words);
+  if (digits.length > COMPACT_MAX_LENGTH)
+    throw new ParseError(`the compact proposal is longer than ${COMPACT_MAX_LENGTH} digits`);
+  return digits;
+}
+
+function digitWords(reply: string, words: readonly string[]): number[] {
+  if (!words.every((w) => /^\d$/.test(w)))
+    throw new ParseError(`the compact proposal must be single digits, got ${JSON.stringify(reply)}`);
+  return words.map(Number);
 }
 
 /** The true answer of a rule on a sequence (the env uses it only for the `valid` metric and the probe). */
@@ -110,7 +127,7 @@ export interface CompactReadablePolicy {
 /**
  * The compact format's training hooks: digits and rule words in the vocabulary, a digit reply
  * head, the longest conversation, and the probe evaluator — greedy solver accuracy on the fixed
- * probe set per difficulty (`probe/accuracy/len<k>`, and the mean).
+ * probe set per difficulty (`probe/accuracy/len<k>`), per rule (`probe/accuracy/<rule>`), and the mean.
  */
 export const proposerSolverTraining = {
   vocabulary: (options: { format?: string }) =>
@@ -143,6 +160,7 @@ export const proposerSolverTraining = {
             if (!read) return { metrics: {} };
             const probes = compactProbeSet();
             const right = new Map<number, number[]>();
+            const byRule = new Map<string, number[]>();
             await Promise.all(
               probes.map(async (probe) => {
                 const p = await read({
@@ -153,9 +171,16 @@ export const proposerSolverTraining = {
                 const list = right.get(probe.digits.length) ?? [];
                 list.push(best === probe.truth ? 1 : 0);
                 right.set(probe.digits.length, list);
+                const rule = byRule.get(probe.rule.name) ?? [];
+                rule.push(best === probe.truth ? 1 : 0);
+                byRule.set(probe.rule.name, rule);
               }),
             );
             const metrics: Record<string, number> = {};
+            for (const rule of COMPACT_RULES) {
+              const list = byRule.get(rule.name) ?? [];
+              metrics[`probe/accuracy/${rule.name}`] = list.reduce((a, b) => a + b, 0) / list.length;
+            }
             let all = 0;
             let n = 0;
             for (const [length, list] of [...right].sort((a, b) => a[0] - b[0])) {

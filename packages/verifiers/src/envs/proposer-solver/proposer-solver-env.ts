@@ -10,6 +10,7 @@ import {
   compactSolverPrompt,
   compactTruth,
   parseCompactProposal,
+  parseCompactSequence,
   proposerSolverTraining,
 } from './compact-format.ts';
 import { type Proposal, parseProposal } from './proposal-parser.ts';
@@ -30,8 +31,28 @@ export const ProposerSolverOptionsSchema = z
      * digit per token; solvers reply with one digit (for tiny trained policies).
      */
     format: z.enum(['json', 'compact']).default('json'),
+    /**
+     * `trusted` (default, the issue's literal rules): solvers are right when they match the
+     * proposer's claimed answer, whatever the truth; the env computes the truth only for the
+     * proposer's `valid` metric. `verified` (compact format only): the env executes the rule on the
+     * proposed sequence, as the seed's proposer verifies its answer by running its code; a claim
+     * that disagrees makes the problem invalid — `valid` 0, learnability 0, no solver runs (so no
+     * solver trains on it) — recorded as metrics, not as an error. `executed` (compact only): the
+     * proposer writes the sequence alone and the answer is the rule executed on it — what a
+     * proposer that verifies end to end before emitting would claim — so every problem is valid.
+     */
+    claims: z.enum(['trusted', 'verified', 'executed']).default('trusted'),
   })
-  .strict();
+  .strict()
+  .superRefine((options, context) => {
+    if (options.claims !== 'trusted' && options.format !== 'compact') {
+      context.addIssue({
+        code: 'custom',
+        path: ['claims'],
+        message: `claims = '${options.claims}' needs format = 'compact': the env can execute a compact rule, not a word problem (the json proposer verifies its own answer with code)`,
+      });
+    }
+  });
 export type ProposerSolverOptions = z.output<typeof ProposerSolverOptionsSchema>;
 
 /** Appended to the proposed problem for each solver. */
@@ -60,6 +81,10 @@ export function solveTask(options: { proposal: Proposal; from: Task; proposerTra
   );
 }
 
+function executedProposal(rule: string, digits: number[]) {
+  return { digits, answer: compactTruth(rule, digits) };
+}
+
 function failure(trace: Trace): string {
   const error = trace.errors.at(-1);
   return error ? `${error.type}: ${error.message}` : 'not ok';
@@ -69,6 +94,8 @@ function failure(trace: Trace): string {
  * `proposer-solver`: a proposer invents a problem with an integer answer from a seed topic (and
  * verifies it with code); `n` solvers attempt it concurrently. Solvers earn `correct`; the
  * proposer earns `learnability` = 4p(1−p) with p = `solve_rate`, peaking when half solve it.
+ * With `claims: 'verified'` (compact format) a claimed answer the rule does not give is an
+ * invalid problem: learnability 0 and no solver runs.
  */
 export const proposerSolverEnv = Object.assign(
   defineEnv({
@@ -88,10 +115,16 @@ export const proposerSolverEnv = Object.assign(
         const rule = compactRuleOf(task);
         const proposed = await agents.proposer.run(task, { signal });
         if (!proposed.ok) throw new EnvError(`the proposer failed (${failure(proposed)}), so no problem was posed`);
-        const proposal = parseCompactProposal(proposed.lastReply);
+        const proposal =
+          options.claims === 'executed'
+            ? executedProposal(rule.name, parseCompactSequence(proposed.lastReply))
+            : parseCompactProposal(proposed.lastReply);
         proposed.info.proposal = proposal;
         proposed.recordMetric('difficulty', proposal.digits.length);
-        proposed.recordMetric('valid', compactTruth(rule.name, proposal.digits) === proposal.answer ? 1 : 0);
+        const valid = compactTruth(rule.name, proposal.digits) === proposal.answer;
+        proposed.recordMetric('valid', valid ? 1 : 0);
+        // A verified claim that is wrong is a broken problem: it is not posed (see finalize).
+        if (options.claims === 'verified' && !valid) return;
         const solving = new Task<SolveTaskData>(
           {
             name: `solve:${task.key}`,
@@ -125,9 +158,15 @@ export const proposerSolverEnv = Object.assign(
       const solving = solveTask({ proposal, from: task, proposerTrace: proposed.id });
       await Promise.all(Array.from({ length: options.n }, () => agents.solver.run(solving, { signal })));
     },
-    finalize({ episode }) {
+    finalize({ episode, options }) {
       const proposer = episode.traces.find((t) => t.agent.name === 'proposer');
       if (!proposer) return;
+      if (options.claims === 'verified' && proposer.metrics.valid === 0) {
+        // The verification failed: learnability 0; the solve rate of an unposed problem is unknown.
+        proposer.recordMetric('solve_rate', null);
+        proposer.recordReward('learnability', 0);
+        return;
+      }
       const solvers = episode.traces.filter((t) => t.agent.name === 'solver');
       const scores = solvers.map((t) => t.rewards.correct?.score);
       if (solvers.length === 0 || solvers.some((t) => !t.ok) || scores.some((s) => s === undefined)) {
