@@ -16,6 +16,10 @@ export const CliHarnessOptionsSchema = z
     keepScratch: z.boolean().optional(),
   })
   .strict();
+/**
+ * The options every external-program harness accepts; {@link CliHarnessOptionsSchema} documents each
+ * field and its unit, and `parseHarnessOptions` throws a `ConfigError` naming a bad field.
+ */
 export type CliHarnessOptions = z.infer<typeof CliHarnessOptionsSchema>;
 
 /**

@@ -21,6 +21,10 @@ export const SandboxProgramOptionsSchema = CliHarnessOptionsSchema.extend({
   /** The program version to install (default: the harness's pinned release). */
   version: z.string().min(1).optional(),
 }).strict();
+/**
+ * The options of a sandbox-installed program harness: the common {@link CliHarnessOptions} plus
+ * `version`, the program version to install (see {@link SandboxProgramOptionsSchema}).
+ */
 export type SandboxProgramOptions = z.infer<typeof SandboxProgramOptionsSchema>;
 
 /**

@@ -1,13 +1,9 @@
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
+import type { CreationSlot, ExecOptions, ExecResult, RuntimeCapabilities, SandboxOptions } from '@troupe/verifiers';
 import {
   ApiKeyRuntimeOptionsSchema,
-  type CreationSlot,
-  type ExecOptions,
-  type ExecResult,
   RemoteRuntime,
   RemoteSandbox,
-  type RuntimeCapabilities,
-  type SandboxOptions,
   shellJoin,
   shellQuote,
   withoutSecrets,
@@ -29,6 +25,11 @@ export const DaytonaRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
   /** Seconds to wait for a sandbox to start (default 120). */
   createTimeoutSeconds: z.number().int().positive().optional(),
 }).strict();
+/**
+ * The `daytona` runtime's options, as `new DaytonaRuntime(options)` and the agent config's
+ * `runtime = { id = "daytona", … }` take them; {@link DaytonaRuntimeOptionsSchema} documents each
+ * field, its unit and its default.
+ */
 export type DaytonaRuntimeOptions = z.infer<typeof DaytonaRuntimeOptionsSchema>;
 
 const STDERR_DIR = '/tmp/.troupe-stderr';
@@ -133,11 +134,13 @@ export class DaytonaSandbox extends RemoteSandbox {
 
 /** Sandboxes on Daytona (`@daytonaio/sdk`): labelled, network blocked unless allowed, deleted on stop. */
 export class DaytonaRuntime extends RemoteRuntime<DaytonaRuntimeOptions, DaytonaSandbox> {
+  static readonly id = 'daytona';
+  static readonly optionsSchema = DaytonaRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
   private readonly client: Daytona;
 
   constructor(options: DaytonaRuntimeOptions) {
-    super({ id: 'daytona', schema: DaytonaRuntimeOptionsSchema, options });
+    super({ id: DaytonaRuntime.id, schema: DaytonaRuntime.optionsSchema, options });
     this.client = new Daytona({
       apiKey: this.options.apiKey,
       apiUrl: this.options.apiUrl ?? 'https://app.daytona.io/api',

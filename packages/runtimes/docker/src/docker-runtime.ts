@@ -61,6 +61,11 @@ export const DockerRuntimeOptionsSchema = z
     ...CreationLimitsSchema.shape,
   })
   .strict();
+/**
+ * The `docker` runtime's options, as `new DockerRuntime(options)` and the agent config's
+ * `runtime = { id = "docker", … }` take them; {@link DockerRuntimeOptionsSchema} documents each
+ * field, its unit and its default.
+ */
 export type DockerRuntimeOptions = z.infer<typeof DockerRuntimeOptionsSchema>;
 
 /**

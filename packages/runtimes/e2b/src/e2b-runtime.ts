@@ -33,6 +33,11 @@ export const E2BRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
   /** Working directory (default `/home/user`). */
   workdir: z.string().startsWith('/').optional(),
 }).strict();
+/**
+ * The `e2b` runtime's options, as `new E2BRuntime(options)` and the agent config's
+ * `runtime = { id = "e2b", … }` take them; {@link E2BRuntimeOptionsSchema} documents each field, its
+ * unit and its default.
+ */
 export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
 
 /** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */
@@ -133,10 +138,12 @@ export class E2BSandbox extends RemoteSandbox {
 
 /** Sandboxes on E2B (`e2b` SDK): create from a template, commands and files over envd, killed on stop. */
 export class E2BRuntime extends RemoteRuntime<E2BRuntimeOptions, E2BSandbox> {
+  static readonly id = 'e2b';
+  static readonly optionsSchema = E2BRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
 
   constructor(options: E2BRuntimeOptions) {
-    super({ id: 'e2b', schema: E2BRuntimeOptionsSchema, options });
+    super({ id: E2BRuntime.id, schema: E2BRuntime.optionsSchema, options });
   }
 
   private connection() {

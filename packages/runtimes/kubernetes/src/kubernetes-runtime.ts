@@ -41,6 +41,11 @@ export const KubernetesRuntimeOptionsSchema = z
     ...CreationLimitsSchema.shape,
   })
   .strict();
+/**
+ * The `kubernetes` runtime's options, as `new KubernetesRuntime(options)` and the agent config's
+ * `runtime = { id = "kubernetes", … }` take them; {@link KubernetesRuntimeOptionsSchema} documents
+ * each field, its unit and its default.
+ */
 export type KubernetesRuntimeOptions = z.infer<typeof KubernetesRuntimeOptionsSchema>;
 
 const CONTAINER = 'sandbox';

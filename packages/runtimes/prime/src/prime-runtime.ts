@@ -1,14 +1,10 @@
 import { posix } from 'node:path';
+import type { CreationSlot, ExecOptions, ExecResult, RuntimeCapabilities, SandboxOptions } from '@troupe/verifiers';
 import {
   ApiKeyRuntimeOptionsSchema,
-  type CreationSlot,
-  type ExecOptions,
-  type ExecResult,
   RemoteRuntime,
   RemoteSandbox,
-  type RuntimeCapabilities,
   SandboxError,
-  type SandboxOptions,
   shellJoin,
   shellQuote,
   withoutSecrets,
@@ -32,6 +28,11 @@ export const PrimeRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
   /** Delay between status polls in ms (default 1000). */
   pollIntervalMs: z.number().int().nonnegative().optional(),
 }).strict();
+/**
+ * The `prime` runtime's options, as `new PrimeRuntime(options)` and the agent config's
+ * `runtime = { id = "prime", … }` take them; {@link PrimeRuntimeOptionsSchema} documents each field,
+ * its unit and its default.
+ */
 export type PrimeRuntimeOptions = z.infer<typeof PrimeRuntimeOptionsSchema>;
 
 /** `Sandbox` as the API returns it (camelCase); only the fields troupe reads. */
@@ -191,12 +192,14 @@ export class PrimeSandbox extends RemoteSandbox {
 
 /** Sandboxes on Prime Intellect over its REST API: created, polled until RUNNING, deleted on stop. */
 export class PrimeRuntime extends RemoteRuntime<PrimeRuntimeOptions, PrimeSandbox> {
+  static readonly id = 'prime';
+  static readonly optionsSchema = PrimeRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: false };
   private readonly api: PrimeSandboxApi;
 
   constructor(options: PrimeRuntimeOptions & { fetch?: typeof fetch }) {
     const { fetch: injectedFetch, ...rest } = options;
-    super({ id: 'prime', schema: PrimeRuntimeOptionsSchema, options: rest });
+    super({ id: PrimeRuntime.id, schema: PrimeRuntime.optionsSchema, options: rest });
     this.api = new PrimeSandboxApi({
       apiKey: this.options.apiKey,
       baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1',
