@@ -1,9 +1,13 @@
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
-import type { CreationSlot, ExecOptions, ExecResult, RuntimeCapabilities, SandboxOptions } from '@troupe/verifiers';
 import {
   ApiKeyRuntimeOptionsSchema,
+  type CreationSlot,
+  type ExecOptions,
+  type ExecResult,
   RemoteRuntime,
   RemoteSandbox,
+  type RuntimeCapabilities,
+  type SandboxOptions,
   shellJoin,
   shellQuote,
   withoutSecrets,
@@ -134,13 +138,11 @@ export class DaytonaSandbox extends RemoteSandbox {
 
 /** Sandboxes on Daytona (`@daytonaio/sdk`): labelled, network blocked unless allowed, deleted on stop. */
 export class DaytonaRuntime extends RemoteRuntime<DaytonaRuntimeOptions, DaytonaSandbox> {
-  static readonly id = 'daytona';
-  static readonly optionsSchema = DaytonaRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
   private readonly client: Daytona;
 
   constructor(options: DaytonaRuntimeOptions) {
-    super({ id: DaytonaRuntime.id, schema: DaytonaRuntime.optionsSchema, options });
+    super({ id: 'daytona', schema: DaytonaRuntimeOptionsSchema, options });
     this.client = new Daytona({
       apiKey: this.options.apiKey,
       apiUrl: this.options.apiUrl ?? 'https://app.daytona.io/api',
