@@ -32,6 +32,11 @@ export const RoleBindingSchema = z
   .refine((b) => [b.policy, b.model, b.checkpoint, b.pool].filter((x) => x !== undefined).length <= 1, {
     message: 'give one of policy, model, checkpoint or pool',
   });
+/**
+ * How one role of a source is played, as {@link RoleBindingSchema} parses it: at most one of
+ * `policy`, `model`, `checkpoint` or `pool` (none: the trainable policy), plus the role's own agent
+ * config keys.
+ */
 export type RoleBinding = z.infer<typeof RoleBindingSchema>;
 
 /** One `[[train.source]]` / `[[eval.source]]`. */
@@ -41,6 +46,7 @@ export const SourceConfigSchema = z
     env: z.string().min(1),
     /** Name in metric keys (default: the env id). */
     name: z.string().min(1).optional(),
+    /** This source's share of each step's groups, relative to the other sources' ratios (default 1). */
     ratio: z.number().positive().default(1),
     /** The env's own options. */
     options: z.record(z.string(), z.unknown()).default({}),
@@ -50,9 +56,14 @@ export const SourceConfigSchema = z
     algorithm: z.object({ type: z.string() }).loose().default({ type: 'grpo' }),
     /** Episodes per task. */
     groupSize: z.number().int().positive().default(8),
+    /** How each role of the env is played, by role name (default: every role is the trainable policy). */
     roles: z.record(z.string(), RoleBindingSchema).default({}),
   })
   .strict();
+/**
+ * One `[[train.source]]` / `[[eval.source]]` after parsing, defaults applied (`ratio` 1, `groupSize`
+ * 8, `algorithm` grpo); see {@link SourceConfigSchema}.
+ */
 export type SourceConfig = z.infer<typeof SourceConfigSchema>;
 
 /** `[policy]`: the embedded policy's shape, tokenizer and sampling. */
@@ -129,6 +140,10 @@ export const RunConfigSchema = z
     const problem = checkTransportSections(config);
     if (problem) context.addIssue({ code: 'custom', path: ['inference'], message: problem });
   });
+/**
+ * A whole run config after {@link parseRunConfig}: camelCase keys, defaults applied, the transport
+ * sections checked against each other; see {@link RunConfigSchema} for the fields.
+ */
 export type RunConfig = z.infer<typeof RunConfigSchema>;
 
 const camel = (key: string) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
