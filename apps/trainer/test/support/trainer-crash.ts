@@ -3,9 +3,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repositoryRoot, sleep } from './troupe-cli.ts';
+import { fileURLToPath } from 'node:url';
 
-const trainerCli = join(repositoryRoot, 'apps/trainer/src/cli.ts');
+/** The app's CLI, run from its sources (the `@troupe/source` condition resolves the packages to theirs). */
+const trainerCli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+const appRoot = fileURLToPath(new URL('../..', import.meta.url));
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 /** A tiny, deterministic Kuhn poker run (no worker thread), checkpointing every `checkpointEvery` steps. */
 export function tinyTrainConfig(options: { maxSteps: number; checkpointEvery: number }): Record<string, unknown> {
@@ -58,7 +61,7 @@ function trainer(args: string[]): {
   done: Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>;
 } {
   const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', trainerCli, 'train', ...args], {
-    cwd: repositoryRoot,
+    cwd: appRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
