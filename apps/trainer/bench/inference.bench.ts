@@ -1,13 +1,22 @@
 // Inference throughput: decisions per second of the full Kuhn self-play loop (Env, seats, interception
 // recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
-// model at the same batch size and sequence length, in one run. Last line: JSON.
+// model over the same rows, in one run. Two loops take turns: one forward row per decision (the
+// headline: the goal was set on it), and the default loop, where identical prompts in a batch share
+// one forward row, against raw passes over the same distinct rows. Raw passes run at each loop's
+// mean rows per pass and mean padded length. Last line: JSON.
+// Options: --hands=8192 --concurrent=576 --profile=<file.cpuprofile> (the timed window only).
 
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { loadavg } from 'node:os';
 import { exportOnnx, OnnxPolicy, PolicyModelClient } from '@troupe/prime-rl/inference';
 import { embeddedPolicy } from '@troupe/prime-rl/orchestrator';
 import { initWeights } from '@troupe/prime-rl/policy';
 import { Env, kuhnPokerEnv, kuhnTaskset, kuhnTraining, registerRuntime } from '@troupe/verifiers';
 import { GameRuntime } from '../src/game-runtime.ts';
 
+/** 1-min load average when the bench started (the JSON line reports start and end). */
+const loadStart = loadavg()[0] as number;
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const hands = Number(args.get('hands') ?? 8192);
 const concurrent = Number(args.get('concurrent') ?? 576);
@@ -30,82 +39,171 @@ const { tokenizer, policy: config } = embeddedPolicy({
   maxTokens: run.sampling.maxTokens,
 });
 const onnx = exportOnnx({ config, weights: initWeights(config) });
-const client = await PolicyModelClient.create({
-  tokenizer,
-  config,
-  onnx,
-  maxBatch: run.inference.maxBatch,
-  maxTokens: run.sampling.maxTokens,
-  seed: 1,
-});
-const env = await Env.create({
-  definition: kuhnPokerEnv,
-  config: {
-    id: 'kuhn-poker',
-    prompts: run.prompts,
-    invalidRetries: run.invalidRetries,
-    player0: { runtime: 'game' },
-    player1: { runtime: 'game' },
-  },
-  run: { model: 'policy', client, sampling: { temperature: run.sampling.temperature, maxTokens: run.sampling.maxTokens } },
-});
 const taskset = kuhnTaskset();
-const play = async (from: number, count: number) => {
-  let decisions = 0;
-  let promptTokens = 0;
-  for (let start = 0; start < count; start += concurrent) {
+
+/** The loop as shipped (`shared`: identical prompts in a batch share one forward row) or one row per decision. */
+async function selfPlay(shareRows: boolean) {
+  const client = await PolicyModelClient.create({
+    tokenizer,
+    config,
+    onnx,
+    maxBatch: run.inference.maxBatch,
+    maxTokens: run.sampling.maxTokens,
+    seed: 1,
+    shareRows,
+  });
+  const env = await Env.create({
+    definition: kuhnPokerEnv,
+    config: {
+      id: 'kuhn-poker',
+      prompts: run.prompts,
+      invalidRetries: run.invalidRetries,
+      player0: { runtime: 'game' },
+      player1: { runtime: 'game' },
+    },
+    run: {
+      model: 'policy',
+      client,
+      sampling: { temperature: run.sampling.temperature, maxTokens: run.sampling.maxTokens },
+    },
+  });
+  const totals = { decisions: 0, promptTokens: 0, seconds: 0, cpuMs: 0 };
+  /** Plays `count` hands from task `from`, `concurrent` at a time; adds to `totals` when `timed`. */
+  const play = async (from: number, count: number, timed: boolean) => {
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     const episodes = await Promise.all(
-      Array.from({ length: Math.min(concurrent, count - start) }, (_, i) =>
-        env.runEpisode({ task: taskset.at(from + start + i), group: { id: 'b', index: 0 } }),
-      ),
+      Array.from({ length: count }, (_, i) => env.runEpisode({ task: taskset.at(from + i), group: { id: 'b', index: 0 } })),
     );
+    if (!timed) return;
+    const cpu = process.cpuUsage(cpu0);
+    totals.seconds += (performance.now() - t0) / 1000;
+    totals.cpuMs += (cpu.user + cpu.system) / 1000;
     for (const e of episodes)
       for (const t of e.traces)
         for (const c of t.calls) {
-          decisions++;
-          promptTokens += c.usage?.promptTokens ?? 0;
+          totals.decisions++;
+          totals.promptTokens += c.usage?.promptTokens ?? 0;
         }
-  }
-  return { decisions, promptTokens };
-};
-await play(10_000_000, 1024); // warm-up (JIT, onnxruntime arenas): a short one left the timed window mostly warm-up
-const before = { ...client.stats };
-const t0 = performance.now();
-const { decisions, promptTokens } = await play(0, hands);
-const loopSeconds = (performance.now() - t0) / 1000;
-const rows = client.stats.rows - before.rows;
-const batches = client.stats.batches - before.batches;
-const batch = Math.max(1, Math.round(rows / batches));
-const time = Math.max(2, Math.round(promptTokens / decisions) + 1);
-const loopRate = decisions / loopSeconds;
-
-// Raw forward passes: same model, same batch size, same mean sequence length, same number of rows.
-const raw = await OnnxPolicy.load({ model: onnx, vocabSize: config.vocabSize });
-const tokens = Int32Array.from({ length: batch * time }, (_, i) => 6 + (i % (config.vocabSize - 6)));
-const last = Array.from({ length: batch }, (_, b) => b * time + time - 1);
-await raw.logits({ tokens, batch, time, rows: last });
-const t1 = performance.now();
-let done = 0;
-while (done < rows) {
-  await raw.logits({ tokens, batch, time, rows: last });
-  done += batch;
+  };
+  return { client, play, totals };
 }
-const rawRowsPerSecond = done / ((performance.now() - t1) / 1000);
-const rawRate = rawRowsPerSecond / (rows / decisions);
-console.log(
-  `${hands} hands, ${decisions} decisions in ${loopSeconds.toFixed(2)} s (${loopRate.toFixed(0)}/s); ${batches} forward passes, mean batch ${batch}, mean prompt ${time} tokens; raw onnxruntime at that batch: ${rawRate.toFixed(0)} decisions/s`,
-);
+
+/** Raw onnxruntime: forward passes of `batch` rows × `time` tokens; seconds per pass, timed over `passes`. */
+async function rawPass(policy: OnnxPolicy, batch: number, time: number) {
+  const tokens = Int32Array.from({ length: batch * time }, (_, i) => 6 + (i % (config.vocabSize - 6)));
+  const last = Array.from({ length: batch }, (_, b) => b * time + time - 1);
+  return () => policy.logits({ tokens, batch, time, rows: last });
+}
+
+const shared = await selfPlay(true);
+const unshared = await selfPlay(false);
+// Warm-up (JIT, onnxruntime arenas) off the clock: a short one left the timed window mostly warm-up.
+await shared.play(10_000_000, 1024, false);
+await unshared.play(10_000_000, 1024, false);
+
+// --profile=<file.cpuprofile>: a V8 CPU profile of the timed window only (no start-up, no warm-up).
+const profileTo = args.get('profile');
+const profiler = profileTo ? new Session() : null;
+if (profiler) {
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.start');
+}
+const before = { shared: { ...shared.client.stats }, unshared: { ...unshared.client.stats } };
+// The two loops take turns chunk by chunk, so a change of machine load hits both alike.
+for (let start = 0; start < hands; start += concurrent) {
+  const count = Math.min(concurrent, hands - start);
+  await shared.play(start, count, true);
+  await unshared.play(start, count, true);
+}
+if (profiler && profileTo) {
+  const { profile } = await profiler.post('Profiler.stop');
+  writeFileSync(profileTo, JSON.stringify(profile));
+  profiler.disconnect();
+}
+
+/** What the forward passes of one loop ran over: requests per pass, forward rows per pass, padded length. */
+function shapeOf(which: 'shared' | 'unshared') {
+  const now = (which === 'shared' ? shared : unshared).client.stats;
+  const was = before[which];
+  const batches = now.batches - was.batches;
+  const rows = now.rows - was.rows;
+  const forwardRows = now.forwardRows - was.forwardRows;
+  const cells = now.forwardCells - was.forwardCells;
+  return {
+    batches,
+    rows,
+    requestsPerPass: rows / batches,
+    forwardRowsPerPass: Math.max(1, Math.round(forwardRows / batches)),
+    time: Math.max(2, Math.round(cells / forwardRows)),
+  };
+}
+const shapes = { shared: shapeOf('shared'), unshared: shapeOf('unshared') };
+
+// Raw forward passes of the same model over the same shapes the loops ran: for the shared loop,
+// its distinct rows per pass (each pass credited with the requests it answered there); for the
+// unshared loop, one row per request. Passes alternate between the two shapes, as the loops did.
+const raw = await OnnxPolicy.load({ model: onnx, vocabSize: config.vocabSize });
+const passShared = await rawPass(raw, shapes.shared.forwardRowsPerPass, shapes.shared.time);
+const passUnshared = await rawPass(raw, shapes.unshared.forwardRowsPerPass, shapes.unshared.time);
+await passShared();
+await passUnshared();
+const rawSeconds = { shared: 0, unshared: 0 };
+const passes = Math.max(shapes.shared.batches, shapes.unshared.batches, 20);
+for (let i = 0; i < passes; i++) {
+  let t = performance.now();
+  await passShared();
+  rawSeconds.shared += (performance.now() - t) / 1000;
+  t = performance.now();
+  await passUnshared();
+  rawSeconds.unshared += (performance.now() - t) / 1000;
+}
+await raw.release();
+
+const figures = (which: 'shared' | 'unshared') => {
+  const loop = (which === 'shared' ? shared : unshared).totals;
+  const shape = shapes[which];
+  // Each decision is one request here (maxTokens 1): decisions per raw pass = requests per loop pass.
+  const rawRate = (passes * shape.requestsPerPass * (loop.decisions / shape.rows)) / rawSeconds[which];
+  const loopRate = loop.decisions / loop.seconds;
+  return {
+    value: loopRate,
+    baseline: rawRate,
+    ratio: loopRate / rawRate,
+    decisions: loop.decisions,
+    seconds: loop.seconds,
+    cpu_us_per_decision: (1000 * loop.cpuMs) / loop.decisions,
+    forward_passes: shape.batches,
+    requests_per_pass: Math.round(shape.requestsPerPass),
+    forward_rows_per_pass: shape.forwardRowsPerPass,
+    time: shape.time,
+  };
+};
+const f = { shared: figures('shared'), unshared: figures('unshared') };
+for (const which of ['unshared', 'shared'] as const) {
+  const x = f[which];
+  console.log(
+    `${which.padEnd(8)} ${x.decisions} decisions in ${x.seconds.toFixed(2)} s (${x.value.toFixed(0)}/s, ${x.cpu_us_per_decision.toFixed(0)} µs CPU each); ${x.forward_passes} passes of ${x.requests_per_pass} requests over ${x.forward_rows_per_pass} forward rows × ${x.time} tokens; raw onnxruntime over those rows: ${x.baseline.toFixed(0)} decisions/s → ratio ${x.ratio.toFixed(3)}`,
+  );
+}
+const loadEnd = loadavg()[0] as number;
+// The headline compares one forward row per decision with raw passes of the same rows (the goal's
+// definition, set before rows were shared); `shared` is the default loop against raw passes over
+// the same distinct rows it ran, i.e. the same work onnxruntime did for it.
 console.log(
   JSON.stringify({
     name: 'selfplay_decisions_per_second_vs_raw_onnx',
-    value: loopRate,
+    value: f.unshared.value,
     unit: 'decisions/s',
-    baseline: rawRate,
-    ratio: loopRate / rawRate,
-    batch,
-    time,
+    baseline: f.unshared.baseline,
+    ratio: f.unshared.ratio,
+    batch: f.unshared.forward_rows_per_pass,
+    time: f.unshared.time,
+    cpu_us_per_decision: f.unshared.cpu_us_per_decision,
+    shared: f.shared,
     hands,
     goal: 0.5,
+    load: { start: Number(loadStart.toFixed(2)), end: Number(loadEnd.toFixed(2)) },
   }),
 );
-await raw.release();

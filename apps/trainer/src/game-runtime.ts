@@ -12,25 +12,46 @@ export class GameRuntime implements Runtime {
   readonly capabilities = { container: false, networkIsolation: true };
 
   async createSandbox(): Promise<Sandbox> {
-    let alive = true;
-    const refuse = (what: string) =>
-      Promise.reject(new SandboxError(`the game runtime has no ${what}: its seats never run code`));
-    return {
-      id: `game-${randomUUID()}`,
-      runtime: 'game',
-      workdir: '/',
-      exec: () => refuse('shell'),
-      readFile: () => refuse('files'),
-      writeFile: () => refuse('files'),
-      upload: () => refuse('files'),
-      download: () => refuse('files'),
-      alive: async () => alive,
-      reachHost: async (url) => url,
-      stop: async () => {
-        alive = false;
-      },
-    };
+    return new GameSandbox(`game-${randomUUID()}`);
   }
+}
+
+/** A sandbox of the game runtime; methods on the prototype, so creating one allocates no closures (two per hand). */
+class GameSandbox implements Sandbox {
+  readonly runtime = 'game';
+  readonly workdir = '/';
+  private live = true;
+
+  constructor(readonly id: string) {}
+
+  exec(): Promise<never> {
+    return refuse('shell');
+  }
+  readFile(): Promise<never> {
+    return refuse('files');
+  }
+  writeFile(): Promise<never> {
+    return refuse('files');
+  }
+  upload(): Promise<never> {
+    return refuse('files');
+  }
+  download(): Promise<never> {
+    return refuse('files');
+  }
+  async alive(): Promise<boolean> {
+    return this.live;
+  }
+  async reachHost(url: string): Promise<string> {
+    return url;
+  }
+  async stop(): Promise<void> {
+    this.live = false;
+  }
+}
+
+function refuse(what: string): Promise<never> {
+  return Promise.reject(new SandboxError(`the game runtime has no ${what}: its seats never run code`));
 }
 
 /** Registers runtime id `game` (idempotent). */

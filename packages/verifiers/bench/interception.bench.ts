@@ -6,7 +6,11 @@
  * OpenAICompatibleClient → the same scripted server. Overhead = quantile(b) − quantile(a).
  * A new rollout session is registered every 25 calls, as rollouts would.
  *
- * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500]
+ * Then the same with `programs` concurrent programs (default 50): each program makes sequential
+ * chat calls, alternately direct and through its own rollout session (a new one every 25 calls),
+ * all programs at once, so both paths share the event loop and the machine's load alike.
+ *
+ * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500] [programs=50]
  * The last stdout line is one JSON object.
  */
 import { loadavg } from 'node:os';
@@ -20,6 +24,7 @@ import { Trace } from '../src/trace/trace.ts';
 
 const calls = Number(process.argv[2] ?? 2000);
 const streamCalls = Number(process.argv[3] ?? 500);
+const programCount = Number(process.argv[4] ?? 50);
 const warmup = 200;
 const SESSION_CALLS = 25;
 
@@ -164,12 +169,76 @@ async function measure(kind: Kind, n: number): Promise<Measured> {
   return result;
 }
 
+/**
+ * `count` programs at once, each making `perProgram` sequential chat calls alternating direct and
+ * intercepted (which goes first alternates too), each program through its own rollout sessions.
+ */
+async function measureConcurrent(count: number, perProgram: number) {
+  const run = async (program: number, calls: number, directTimes: number[], interceptedTimes: number[]) => {
+    let own: { session: RolloutSession; sdk: OpenAI; calls: number } | null = null;
+    const sdkFor = () => {
+      if (!own || own.calls >= SESSION_CALLS) {
+        if (own) interception.unregister(own.session);
+        const trace = new Trace({ task: { key: 'bench', hash: 'h', data: {} }, agent: { name: 'bench', trainable: true } });
+        const session = new RolloutSession({ trace, client, model: 'policy' });
+        interception.register(session);
+        own = {
+          session,
+          sdk: new OpenAI({ baseURL: `${interception.url}/v1`, apiKey: session.secret, maxRetries: 0 }),
+          calls: 0,
+        };
+      }
+      own.calls++;
+      return own.sdk;
+    };
+    const one = async (sdk: OpenAI, i: number) => {
+      const started = performance.now();
+      const reply = await sdk.chat.completions.create({ model: 'm', messages: messagesFor(program * 10_000 + i) });
+      if (!reply.choices[0]?.message.content) throw new Error('empty reply');
+      return performance.now() - started;
+    };
+    for (let i = 0; i < calls; i++) {
+      if ((i + program) % 2 === 0) {
+        directTimes.push(await one(direct, i));
+        interceptedTimes.push(await one(sdkFor(), i));
+      } else {
+        interceptedTimes.push(await one(sdkFor(), i));
+        directTimes.push(await one(direct, i));
+      }
+    }
+    if (own) interception.unregister((own as { session: RolloutSession }).session);
+  };
+  // Warm-up: one round of each program's first calls, off the clock.
+  await Promise.all(Array.from({ length: count }, (_, p) => run(p, 4, [], [])));
+  const directTimes: number[] = [];
+  const interceptedTimes: number[] = [];
+  await Promise.all(Array.from({ length: count }, (_, p) => run(p, perProgram, directTimes, interceptedTimes)));
+  directTimes.sort((a, b) => a - b);
+  interceptedTimes.sort((a, b) => a - b);
+  const d = { p50: quantile(directTimes, 0.5), p99: quantile(directTimes, 0.99) };
+  const t = { p50: quantile(interceptedTimes, 0.5), p99: quantile(interceptedTimes, 0.99) };
+  const f = (x: number) => x.toFixed(3).padStart(8);
+  console.log(
+    `chat ×${String(count).padEnd(11)} n=${directTimes.length}  direct p50 ${f(d.p50)} ms  p99 ${f(d.p99)} ms | intercepted p50 ${f(t.p50)} ms  p99 ${f(t.p99)} ms | overhead p50 ${f(t.p50 - d.p50)} ms  p99 ${f(t.p99 - d.p99)} ms`,
+  );
+  return {
+    programs: count,
+    calls: directTimes.length,
+    direct: d,
+    intercepted: t,
+    overheadP50: t.p50 - d.p50,
+    overheadP99: t.p99 - d.p99,
+  };
+}
+
 /** 1-min load average when the bench started (the JSON line reports start and end). */
 const loadStart = loadavg()[0]!;
 try {
   const chat = await measure('chat', calls);
   const chatStream = streamCalls > 0 ? await measure('chat-stream', streamCalls) : null;
   const messagesStream = streamCalls > 0 ? await measure('messages-stream', streamCalls) : null;
+  const concurrent =
+    programCount > 0 ? await measureConcurrent(programCount, Math.max(2, Math.round(calls / programCount))) : null;
   const round = (x: number) => Math.round(x * 1000) / 1000;
   console.log(
     JSON.stringify({
@@ -188,6 +257,18 @@ try {
       cpu_overhead_p50_ms: round(chat.cpuOverheadP50),
       chat_stream_overhead_p50_ms: chatStream ? round(chatStream.overheadP50) : null,
       messages_stream_overhead_p50_ms: messagesStream ? round(messagesStream.overheadP50) : null,
+      concurrent: concurrent
+        ? {
+            programs: concurrent.programs,
+            calls: concurrent.calls,
+            overhead_p50_ms: round(concurrent.overheadP50),
+            overhead_p99_ms: round(concurrent.overheadP99),
+            direct_p50_ms: round(concurrent.direct.p50),
+            direct_p99_ms: round(concurrent.direct.p99),
+            intercepted_p50_ms: round(concurrent.intercepted.p50),
+            intercepted_p99_ms: round(concurrent.intercepted.p99),
+          }
+        : null,
       goal_p50_ms: 1,
       load: { start: round(loadStart), end: round(loadavg()[0]!) },
     }),

@@ -27,7 +27,7 @@ describe('MicroBatcher', () => {
     const prompts = [[1, 2, 3], [1, 2], [1, 2, 3], [4], [1, 2, 3], [1, 2]];
     const answers = await Promise.all(prompts.map((p) => batcher.next(p)));
     expect(calls).toEqual([{ batch: 3, time: 3 }]);
-    expect(batcher.stats).toMatchObject({ batches: 1, rows: 6, forwardRows: 3 });
+    expect(batcher.stats).toMatchObject({ batches: 1, rows: 6, forwardRows: 3, forwardCells: 9 });
     const code = (p: number[]) => p.reduce((s, x) => s * 31 + x, 0);
     answers.forEach((logits, i) => {
       const p = prompts[i] as number[];
@@ -38,5 +38,25 @@ describe('MicroBatcher', () => {
     expect(answers[0]?.[2]).toBe(answers[2]?.[2]);
     expect(answers[1]?.[2]).toBe(answers[5]?.[2]);
     expect(new Set(answers.map((a) => a[2])).size).toBe(3);
+  });
+
+  it('with shareRows false runs one row per request, each answered with its own row’s logits', async () => {
+    const calls: { batch: number; time: number }[] = [];
+    const batcher = new MicroBatcher({
+      policy: () => fakePolicy(calls),
+      maxBatch: 64,
+      maxWaitMs: 0,
+      vocabSize: 3,
+      shareRows: false,
+    });
+    const prompts = [[1, 2, 3], [1, 2], [1, 2, 3], [4]];
+    const answers = await Promise.all(prompts.map((p) => batcher.next(p)));
+    expect(calls).toEqual([{ batch: 4, time: 3 }]);
+    expect(batcher.stats).toMatchObject({ batches: 1, rows: 4, forwardRows: 4, forwardCells: 12 });
+    const code = (p: number[]) => p.reduce((s, x) => s * 31 + x, 0);
+    answers.forEach((logits, i) => {
+      expect(logits[0]).toBe(code(prompts[i] as number[]));
+      expect(logits[2]).toBe(i);
+    });
   });
 });

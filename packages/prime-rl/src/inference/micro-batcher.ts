@@ -12,6 +12,8 @@ export interface MicroBatcherStats {
   rows: number;
   /** Distinct token rows the forward passes ran over (requests with the same tokens share one). */
   forwardRows: number;
+  /** Token cells the forward passes ran over: Σ distinct rows × padded length, per pass. */
+  forwardCells: number;
   forwardMs: number;
 }
 
@@ -25,9 +27,18 @@ export class MicroBatcher {
   private queue: Pending[] = [];
   private running = false;
   private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
-  readonly stats: MicroBatcherStats = { batches: 0, rows: 0, forwardRows: 0, forwardMs: 0 };
+  readonly stats: MicroBatcherStats = { batches: 0, rows: 0, forwardRows: 0, forwardCells: 0, forwardMs: 0 };
 
-  constructor(private readonly options: { policy: () => OnnxPolicy; maxBatch: number; maxWaitMs: number; vocabSize: number }) {}
+  constructor(
+    private readonly options: {
+      policy: () => OnnxPolicy;
+      maxBatch: number;
+      maxWaitMs: number;
+      vocabSize: number;
+      /** Requests with the same tokens share one forward row (default true; false runs one row per request). */
+      shareRows?: boolean;
+    },
+  ) {}
 
   /** Logits of the next token after `tokens`. */
   next(tokens: readonly number[]): Promise<Float32Array> {
@@ -61,16 +72,17 @@ export class MicroBatcher {
     for (const p of batch) if (p.tokens.length > time) time = p.tokens.length;
     // Requests with the same tokens (self-play over a small game repeats a handful of prompts
     // hundreds of times per batch) share one row of the forward pass: the same logits, computed once.
+    const share = this.options.shareRows !== false;
     const distinct = new Map<string, number>();
     const slot = new Int32Array(batch.length);
     const firsts: (readonly number[])[] = [];
     for (let b = 0; b < batch.length; b++) {
       const t = (batch[b] as Pending).tokens;
-      const key = t.join(',');
-      let u = distinct.get(key);
+      const key = share ? t.join(',') : '';
+      let u = share ? distinct.get(key) : undefined;
       if (u === undefined) {
         u = firsts.length;
-        distinct.set(key, u);
+        if (share) distinct.set(key, u);
         firsts.push(t);
       }
       slot[b] = u;
@@ -101,6 +113,7 @@ export class MicroBatcher {
         this.stats.batches++;
         this.stats.rows += batch.length;
         this.stats.forwardRows += count;
+        this.stats.forwardCells += count * time;
         this.stats.forwardMs += performance.now() - started;
         this.running = false;
         if (this.queue.length >= this.options.maxBatch) this.flush();

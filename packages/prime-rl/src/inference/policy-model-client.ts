@@ -33,6 +33,11 @@ export interface PolicyModelClientOptions {
   seed?: number;
   /** onnxruntime intra-op threads (default 1). */
   threads?: number;
+  /**
+   * Concurrent requests with the same tokens share one row of a forward pass (default true: the
+   * same logits, computed once). False runs one row per request, e.g. to measure the full cost.
+   */
+  shareRows?: boolean;
 }
 
 /**
@@ -74,6 +79,7 @@ export class PolicyModelClient implements ModelClient {
       maxBatch: options.maxBatch ?? 256,
       maxWaitMs: options.maxWaitMs ?? 0,
       vocabSize: options.config.vocabSize,
+      ...(options.shareRows === false ? { shareRows: false } : {}),
     });
   }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { InterceptionError, TroupeError } from '../errors/troupe-error.ts';
@@ -49,6 +50,9 @@ export class InterceptionServer {
     this.options = options;
     this.maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
     this.heartbeatMs = options.heartbeatMs ?? 5000;
+    // Every call in flight listens on this one signal (each removes its listener when it ends):
+    // hundreds at once by design, not a leak, so Node's 10-listener warning is off for it.
+    setMaxListeners(0, this.abort.signal);
     this.server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
       this.onRequest(req, res).catch((error: unknown) => {
         this.options.log?.(`interception: unhandled ${(error as Error)?.stack ?? String(error)}`);
