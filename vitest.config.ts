@@ -13,7 +13,7 @@ if (!(process.env.NODE_OPTIONS ?? '').includes(`--conditions=${sourceCondition}`
 // package folder (`pnpm --filter <pkg> test`), only that package's tests are collected.
 const repo = import.meta.dirname;
 const here = relative(repo, process.cwd()).split(sep).join('/');
-const scope = here && !here.startsWith('..') ? here : '{packages,apps}';
+const scope = here && !here.startsWith('..') ? here : '{packages,apps,tests}';
 const exclude = ['**/node_modules/**', '**/dist/**', '**/.cache/**'];
 const conditions = [sourceCondition, 'module', 'node', 'development|production'];
 
@@ -23,16 +23,30 @@ export default defineConfig({
   ssr: { resolve: { conditions, externalConditions: [sourceCondition] } },
   test: {
     testTimeout: 60_000,
-    hookTimeout: 120_000,
+    hookTimeout: 180_000,
+    // Test kinds by suffix, one project each. `pnpm test` runs unit + integration (the README's
+    // one command), `pnpm test:unit` is the fast loop, `pnpm test:reliability` the long suites.
     projects: [
       {
+        // Beside the code; in-process, loopback servers at most.
         extends: true,
         test: {
           name: 'unit',
-          testTimeout: 60_000,
-          hookTimeout: 180_000,
           include: [`${scope}/**/*.test.ts`],
-          exclude: [...exclude, '**/*.reliability.test.ts'],
+          exclude: [...exclude, '**/*.integration.test.ts', '**/*.reliability.test.ts'],
+        },
+      },
+      {
+        // Real programs: the harness CLIs, Docker, Chromium, python, and our own CLIs run end to
+        // end in child processes. Without the program (no TROUPE_DOCKER_HOST, no Chromium) a
+        // suite says it is skipped.
+        extends: true,
+        test: {
+          name: 'integration',
+          include: [`${scope}/**/*.integration.test.ts`],
+          exclude,
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
         },
       },
       {

@@ -22,7 +22,7 @@ import { writeHtmlReport } from './write-html-report.ts';
 // The viewer as an RL tool (issue 17 item 10), in real headless Chromium: the runs of a folder, two
 // runs compared, each call's raw request and response, and a sampled message's tokens.
 const missing = chromiumMissing();
-if (missing) console.warn(`[viewer-rl-browser.test] skipped: ${missing}`);
+if (missing) console.warn(`[viewer-rl-browser.integration.test] skipped: ${missing}`);
 const IMAGES = fileURLToPath(new URL('../../../../docs/images/', import.meta.url));
 
 describe.skipIf(missing !== null)(`troupe view for RL in headless Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {

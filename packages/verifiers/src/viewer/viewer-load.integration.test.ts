@@ -12,7 +12,7 @@ import { writeHtmlReport } from './write-html-report.ts';
 // Load test: 10,000 episodes plus one 2,000-message trace, in real headless Chromium. Open times are
 // logged (and reported by `pnpm bench:viewer`), never asserted.
 const missing = chromiumMissing();
-if (missing) console.warn(`[viewer-load.test] skipped: ${missing}`);
+if (missing) console.warn(`[viewer-load.integration.test] skipped: ${missing}`);
 
 describe.skipIf(missing !== null)(
   `troupe view with 10,000 episodes and a 2,000-message trace${missing ? ` (skipped: ${missing})` : ''}`,

@@ -12,7 +12,7 @@ import { writeHtmlReport } from './write-html-report.ts';
 
 // Real headless Chromium (Debian's /usr/bin/chromium, installed by tooling/scripts/ci-chromium.sh).
 const missing = chromiumMissing();
-if (missing) console.warn(`[viewer-browser.test] skipped: ${missing}`);
+if (missing) console.warn(`[viewer-browser.integration.test] skipped: ${missing}`);
 const IMAGES = fileURLToPath(new URL('../../../../docs/images/', import.meta.url));
 /** Named like a `troupe eval` output directory (it shows in the page's top bar). */
 const RUN_NAME = 'agentic-judge--qwen3-4b--bash--3f9c2a1d';
