@@ -115,6 +115,8 @@ export const RunConfigSchema = z
     maxOffPolicySteps: z.number().int().nonnegative().default(8),
     filterZeroAdvantages: z.boolean().default(true),
     checkpointEvery: z.number().int().nonnegative().default(25),
+    /** Append every N-th step's scored episodes to `<out>/traces.jsonl` for `troupe view` (0 = never). */
+    tracesEvery: z.number().int().nonnegative().default(0),
     /** Steps whose checkpoint is also kept, as `checkpoint-step-<N>/` (e.g. `[100, 300, 700]` for cross-play). */
     keepCheckpoints: z.array(z.number().int().positive()).default([]),
     train: z.object({ source: z.array(SourceConfigSchema).min(1), evalEvery: z.number().int().positive().default(1) }).strict(),

@@ -317,6 +317,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     filterZeroAdvantages: config.filterZeroAdvantages,
     evalEvery: config.train.evalEvery,
     checkpointEvery: config.checkpointEvery,
+    tracesEvery: config.tracesEvery,
     keepCheckpoints: config.keepCheckpoints,
     seed: config.seed,
     out: options.out,

@@ -69,6 +69,12 @@ export interface OrchestratorOptions {
   seed?: number;
   /** Run directory: `metrics.jsonl`, evaluator artifacts, `checkpoint/`. */
   out: string;
+  /**
+   * Every N-th step's rollout — its scored groups, the episodes with their advantages and each
+   * call's policy version — is appended to `<out>/traces.jsonl`, one Episode per line as
+   * `troupe eval` writes them, so `troupe view <out>` opens the training run (default 0: none).
+   */
+  tracesEvery?: number;
   /** Caller state saved in each checkpoint under `run` (config, tokenizer, …). */
   runState?: Record<string, unknown>;
   /** Continue from this checkpoint (loaded with `loadCheckpoint`); the trainer and inference must already hold its weights. */
@@ -522,6 +528,11 @@ export class Orchestrator {
         group = await scorer.addEpisode(episode);
       }
       if (group) groups.push({ source: source.name, version, episodes: group });
+    }
+    const tracesEvery = this.options.tracesEvery ?? 0;
+    if (tracesEvery > 0 && step % tracesEvery === 0 && groups.length > 0) {
+      const lines = groups.flatMap((g) => g.episodes.map((episode) => `${JSON.stringify(episode)}\n`));
+      await appendFile(join(this.options.out, 'traces.jsonl'), lines.join(''));
     }
     const poolMetrics: Record<string, number> = {};
     for (const [pool, view] of views) {
