@@ -78,5 +78,21 @@ describe('troupe replay (issue 17 item 1)', () => {
     const again = await troupe(['replay', source, '-o', out]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/exists \(--clean replaces it\)/);
+
+    // A reward from a module under the name of the taskset's own `correct` replaces it.
+    writeFileSync(join(outputs, 'half.mjs'), 'export const half = () => 0.5;\n');
+    const replacing = join(outputs, 'replace.toml');
+    writeFileSync(
+      replacing,
+      `[[env.agent.rewards]]\nmodule = "${join(outputs, 'half.mjs')}"\nexport = "half"\nname = "correct"\n`,
+    );
+    const replaced = join(outputs, 'replaced');
+    const third = await troupe(['replay', source, '-f', replacing, '-o', replaced]);
+    expect(third.stderr).toBe('');
+    expect(third.code).toBe(0);
+    expect(agentCalls).toBe(3);
+    const replacedSummary = JSON.parse(readFileSync(join(replaced, 'summary.json'), 'utf8'));
+    // One rescore: no agreement to measure.
+    expect(replacedSummary.replay.criteria.correct).toEqual({ traces: 3, mean: 0.5, spread: 0, agreement: null, failed: 0 });
   });
 });
