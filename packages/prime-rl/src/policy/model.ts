@@ -2,10 +2,38 @@ import * as tf from '@tensorflow/tfjs';
 import { initWeights, LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyConfig, weightShapes } from './config.ts';
 
 /**
+ * Σ over rows of x [N, w] → [w], as N × an average pool over the N rows: XNNPACK's pooling reads
+ * x once, where the wasm backend's sum over axis 0 transposes first and a ones-row matMul packs x
+ * as weights (each ≈10× slower). The result differs from a sequential sum by float rounding only.
+ */
+function columnSum(x: tf.Tensor2D): tf.Tensor1D {
+  const [n, w] = x.shape;
+  const mean = tf.avgPool(tf.reshape(x, [1, n, 1, w]) as tf.Tensor4D, [n, 1], 1, 'valid');
+  return tf.mul(tf.reshape(mean, [w]), n);
+}
+
+/**
+ * Xᵀ·G for x [N, in], g [N, out] (a weight gradient: the sum over N rows), as a one-channel
+ * {@link bmm}: the wasm backend's matMul would pack g as weights, which costs more than the product
+ * once g is N rows long (and ≈4× more at 64 columns); the sum over rows runs in the same order.
+ * The narrower of x and g is the one transposed (the wasm transpose slows down with width), and
+ * when that is g the product comes out as (Gᵀ·X)ᵀ.
+ */
+function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
+  const [n, din] = x.shape;
+  const dout = g.shape[1];
+  if (dout < din) {
+    const gt = tf.reshape(tf.transpose(g), [dout, n, 1]) as tf.Tensor3D;
+    return tf.transpose(tf.reshape(bmm(gt, tf.reshape(x, [n, 1, din]) as tf.Tensor3D), [dout, din]));
+  }
+  const xt = tf.reshape(tf.transpose(x), [din, n, 1]) as tf.Tensor3D;
+  return tf.reshape(bmm(xt, tf.reshape(g, [n, 1, dout]) as tf.Tensor3D), [din, dout]);
+}
+
+/**
  * A dense layer `x·W + b` (x: [N, in]) with an explicit gradient: dX = dY·Wᵀ, dW = Xᵀ·dY,
- * db = 1ᵀ·dY. Every product is a plain 2-D matMul without transpose flags: the only form the
- * wasm backend runs through XNNPACK (≈2.8× tfjs's own matMul gradient; a sum over axis 0 would
- * transpose first).
+ * db = Σ dY. Every product runs on the wasm backend's XNNPACK paths (a 2-D matMul without
+ * transpose flags, {@link weightGrad}, {@link columnSum}): ≈2.8× tfjs's own matMul gradient.
  */
 export const dense = tf.customGrad((x, w, b, save) => {
   const xx = x as tf.Tensor2D;
@@ -16,8 +44,7 @@ export const dense = tf.customGrad((x, w, b, save) => {
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [sx, sw] = saved as [tf.Tensor2D, tf.Tensor2D];
       const g = dy as tf.Tensor2D;
-      const ones = tf.ones([1, g.shape[0]]) as tf.Tensor2D;
-      return [tf.matMul(g, tf.transpose(sw)), tf.matMul(tf.transpose(sx), g), tf.reshape(tf.matMul(ones, g), [g.shape[1]])];
+      return [tf.matMul(g, tf.transpose(sw)), weightGrad(sx, g), columnSum(g)];
     },
   };
 }) as (x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
@@ -98,26 +125,19 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
         const dV = tf.transpose(bmm(tf.transpose(dOut, [2, 0, 1]), sp), [2, 1, 0]);
         // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
         const dP = bmm(tf.transpose(dOut, [0, 2, 1]), tf.transpose(sv, [2, 1, 0]));
-        // Softmax and scale: dS = (dP − Σ_j dP·P)·P / √dh.
-        const dS = tf.mul(tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp), scale) as tf.Tensor3D;
+        // Softmax: dS = (dP − Σ_j dP·P)·P; the 1/√dh goes on dQ and dK (smaller than dS).
+        const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp) as tf.Tensor3D;
         // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d] (as [d, c, j]).
-        const dQ = bmm(tf.transpose(dS, [0, 2, 1]), sk);
-        const dK = tf.transpose(bmm(tf.transpose(sq, [2, 0, 1]), dS), [2, 1, 0]);
-        // Through the projection: dW = hᵀ·[dQ dK dV], db = 1ᵀ·[dQ dK dV], dh = Σ dX·Wᵢᵀ.
+        const dQ = tf.mul(bmm(tf.transpose(dS, [0, 2, 1]), sk), scale);
+        const dK = tf.mul(tf.transpose(bmm(tf.transpose(sq, [2, 0, 1]), dS), [2, 1, 0]), scale);
+        // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ.
         const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
-        const hT = tf.transpose(sh);
-        const ones = tf.ones([1, rows]) as tf.Tensor2D;
+        const hT = tf.reshape(tf.transpose(sh), [d, rows, 1]) as tf.Tensor3D;
         const dW = tf.concat(
-          grads.map((g) => tf.matMul(hT, g)),
+          grads.map((g) => tf.reshape(bmm(hT, tf.reshape(g, [rows, 1, d]) as tf.Tensor3D), [d, d])),
           1,
         );
-        const db = tf.reshape(
-          tf.concat(
-            grads.map((g) => tf.matMul(ones, g)),
-            1,
-          ),
-          [3 * d],
-        );
+        const db = tf.concat(grads.map(columnSum));
         const dH = tf.addN(grads.map((g, i) => tf.matMul(g, tf.transpose(tf.slice(sw, [0, i * d], [d, d])))));
         return [dH, dW, db];
       },
@@ -127,7 +147,7 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
 
 /**
  * LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε), with an explicit
- * gradient: dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = 1ᵀ·(dy·x̂), db = 1ᵀ·dy.
+ * gradient: dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = Σ_rows dy·x̂, db = Σ_rows dy.
  */
 const layerNorm = tf.customGrad((x, g, b, save) => {
   const xx = x as tf.Tensor2D;
@@ -139,15 +159,9 @@ const layerNorm = tf.customGrad((x, g, b, save) => {
     value: tf.add(tf.mul(xhat, g as tf.Tensor1D), b as tf.Tensor1D),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
-      const [rows, d] = xh.shape;
-      const ones = tf.ones([1, rows]) as tf.Tensor2D;
       const dxhat = tf.mul(dy, gg);
       const centred = tf.sub(tf.sub(dxhat, tf.mean(dxhat, -1, true)), tf.mul(xh, tf.mean(tf.mul(dxhat, xh), -1, true)));
-      return [
-        tf.div(centred, sd),
-        tf.reshape(tf.matMul(ones, tf.mul(dy, xh) as tf.Tensor2D), [d]),
-        tf.reshape(tf.matMul(ones, dy as tf.Tensor2D), [d]),
-      ];
+      return [tf.div(centred, sd), columnSum(tf.mul(dy, xh) as tf.Tensor2D), columnSum(dy as tf.Tensor2D)];
     },
   };
 }) as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
@@ -221,8 +235,12 @@ export class PolicyModel {
    * 576-hand Kuhn batch has ≈30 distinct sequences among 1,152): the transformer runs over the
    * distinct rows and each position reads its distinct row's hidden state (the gradient sums the
    * copies). The logits are the same values; only the order in which gradients are summed changes.
+   *
+   * `columns` (distinct token ids, ascending, each an output token) restricts the head to those
+   * ids: [N, columns.length], the same values as those columns of the full logits (a loss over
+   * the output tokens needs no others: the rest have probability 0 and a zero gradient).
    */
-  logitsAt(tokens: Int32Array, shape: [number, number], positions: Int32Array): tf.Tensor2D {
+  logitsAt(tokens: Int32Array, shape: [number, number], positions: Int32Array, columns?: readonly number[]): tf.Tensor2D {
     const [batch, time] = shape;
     if (tokens.length !== batch * time) throw new RangeError(`tokens: ${tokens.length} values for shape [${batch}, ${time}]`);
     if (time > this.config.contextLength)
@@ -241,7 +259,20 @@ export class PolicyModel {
     }
     const hidden = this.hidden(shared?.tokens ?? tokens, rows, time);
     const at = gatherRows(hidden, tf.tensor1d(index, 'int32'));
-    return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
+    if (!columns) return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
+    // The head's columns picked by a 0/1 matMul (exact; its gradient puts them back in place).
+    const v = this.config.vocabSize;
+    const allowed = outputMask(this.config);
+    const pick = new Float32Array(v * columns.length);
+    columns.forEach((id, j) => {
+      if (!(id >= 0 && id < v && allowed[id] === 0 && (j === 0 || id > (columns[j - 1] as number))))
+        throw new RangeError(`columns[${j}] = ${id}: expected ascending output token ids`);
+      pick[id * columns.length + j] = 1;
+    });
+    const select = tf.tensor2d(pick, [v, columns.length]);
+    const w = tf.matMul(this.w('head.w') as tf.Tensor2D, select);
+    const b = tf.reshape(tf.matMul(tf.reshape(this.w('head.b'), [1, v]) as tf.Tensor2D, select), [columns.length]) as tf.Tensor1D;
+    return dense(at, w, b);
   }
 
   /** The distinct rows of `tokens` [B, T] when some row repeats and sharing is on, else null. */

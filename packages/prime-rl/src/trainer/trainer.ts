@@ -43,6 +43,9 @@ export class Trainer {
   private readonly sizes: number[];
   private readonly allowed: tf.Tensor1D;
   private readonly logRefSize: number;
+  /** The output token ids, ascending: the loss reads the head at these columns only. */
+  private readonly columns: number[];
+  private readonly columnOf: Map<number, number>;
   step = 0;
 
   constructor(options: {
@@ -86,6 +89,8 @@ export class Trainer {
     for (const id of allowedIds) allowed[id] = 1;
     this.allowed = tf.keep(tf.tensor1d(allowed));
     this.logRefSize = Math.log(allowedIds.length);
+    this.columns = [...new Set(allowedIds)].sort((a, b) => a - b);
+    this.columnOf = new Map(this.columns.map((id, j) => [id, j]));
   }
 
   /**
@@ -196,17 +201,22 @@ export class Trainer {
       }
     });
     if (positions.length === 0) return null;
+    // The loss over the output tokens' columns only (the others have probability 0 and no
+    // gradient), unless a target lies outside them (then its logit is the masked one, as before).
+    const narrow = targets.every((t) => this.columnOf.has(t));
+    const columns = narrow ? this.columns : undefined;
+    const width = columns?.length ?? this.model.config.vocabSize;
     const tInf = tf.tensor1d(infLp);
     const tAdv = tf.tensor1d(adv);
-    const tTargets = tf.tensor1d(targets, 'int32');
+    const tTargets = tf.tensor1d(narrow ? targets.map((t) => this.columnOf.get(t) as number) : targets, 'int32');
     const at = Int32Array.from(positions);
     const metrics: tf.Scalar[] = [];
     let modelRows = b;
     const { value, grads } = tf.variableGrads(() => {
-      const head = this.model.logitsAt(tokens, [b, time], at);
+      const head = this.model.logitsAt(tokens, [b, time], at, columns);
       modelRows = this.model.lastRows;
       const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
-      const onehot = tf.oneHot(tTargets, this.model.config.vocabSize);
+      const onehot = tf.oneHot(tTargets, width);
       const logpi = tf.sum(tf.mul(lp, onehot), -1);
       const logr = tf.sub(logpi, tInf);
       const r = tf.exp(logr);
@@ -221,7 +231,8 @@ export class Trainer {
       const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
       const rlLoss = tf.div(tf.sum(rlTok), denom);
       const p = tf.exp(lp);
-      const klTok = tf.sum(tf.mul(tf.mul(p, tf.add(lp, this.logRefSize)), this.allowed), -1);
+      const klTerms = tf.mul(p, tf.add(lp, this.logRefSize));
+      const klTok = tf.sum(narrow ? klTerms : tf.mul(klTerms, this.allowed), -1);
       const refKl = tf.div(tf.sum(klTok), denom);
       const loss = refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, refKlTau)) : rlLoss;
       const entropy = tf.div(tf.sum(tf.neg(tf.sum(tf.mul(p, lp), -1))), denom);
@@ -230,7 +241,8 @@ export class Trainer {
       metrics.push(...([rlLoss, refKl, entropy, mismatch, maskedFrac].map((x) => tf.keep(x)) as tf.Scalar[]));
       return loss as tf.Scalar;
     }, this.model.variables);
-    return { value, grads, metrics, flops: stepFlops(this.model.config, { rows: modelRows, time, outputs: positions.length }) };
+    const flops = stepFlops(this.model.config, { rows: modelRows, time, outputs: positions.length, columns: width });
+    return { value, grads, metrics, flops };
   }
 
   getWeights(): NamedWeight[] {
@@ -294,12 +306,16 @@ export function lengthBuckets(
 /**
  * Matmul FLOPs one bucket's training step needs (forward, and ×3 for forward + backward): the
  * blocks over `rows` sequences (distinct rows when repeated rows are shared) × `time` positions,
- * attention over all T² pairs of a row, and the output head over the `outputs` loss tokens only.
- * The embedding is a row lookup: no FLOPs.
+ * attention over all T² pairs of a row, and the output head over the `outputs` loss tokens only
+ * (and its `columns`, the vocabulary by default). The embedding is a row lookup: no FLOPs.
  */
-export function stepFlops(config: PolicyConfig, shape: { rows: number; time: number; outputs: number }): number {
-  const { dModel: d, vocabSize: v, ffnMult, layers } = config;
+export function stepFlops(
+  config: PolicyConfig,
+  shape: { rows: number; time: number; outputs: number; columns?: number },
+): number {
+  const { dModel: d, ffnMult, layers } = config;
   const { rows, time, outputs } = shape;
+  const v = shape.columns ?? config.vocabSize;
   const tokens = rows * time;
   const perLayer = 2 * tokens * (d * 3 * d + d * d + 2 * d * d * ffnMult) + 2 * 2 * rows * time * time * d;
   const forward = layers * perLayer + 2 * outputs * d * v;
