@@ -138,11 +138,13 @@ export class DaytonaSandbox extends RemoteSandbox {
 
 /** Sandboxes on Daytona (`@daytonaio/sdk`): labelled, network blocked unless allowed, deleted on stop. */
 export class DaytonaRuntime extends RemoteRuntime<DaytonaRuntimeOptions, DaytonaSandbox> {
+  static readonly id = 'daytona';
+  static readonly optionsSchema = DaytonaRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
   private readonly client: Daytona;
 
   constructor(options: DaytonaRuntimeOptions) {
-    super({ id: 'daytona', schema: DaytonaRuntimeOptionsSchema, options });
+    super({ id: DaytonaRuntime.id, schema: DaytonaRuntime.optionsSchema, options });
     this.client = new Daytona({
       apiKey: this.options.apiKey,
       apiUrl: this.options.apiUrl ?? 'https://app.daytona.io/api',

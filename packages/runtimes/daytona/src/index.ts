@@ -1,15 +1,10 @@
 export * from './daytona-runtime.ts';
 
 import { apiKeyRuntimeEntry } from '@troupe/verifiers';
-import { DaytonaRuntime, DaytonaRuntimeOptionsSchema } from './daytona-runtime.ts';
+import { DaytonaRuntime } from './daytona-runtime.ts';
 
 /**
  * Plugin entry: `runtime = { id = "daytona", apiKeyVar = "DAYTONA_API_KEY", … }` in a config; the key is read
  * from that variable of the environment the caller passes (default `DAYTONA_API_KEY`).
  */
-export const createRuntime = apiKeyRuntimeEntry({
-  id: 'daytona',
-  defaultKeyVar: 'DAYTONA_API_KEY',
-  schema: DaytonaRuntimeOptionsSchema,
-  build: (options) => new DaytonaRuntime(options),
-});
+export const createRuntime = apiKeyRuntimeEntry({ runtime: DaytonaRuntime, defaultKeyVar: 'DAYTONA_API_KEY' });

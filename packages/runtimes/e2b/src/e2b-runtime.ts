@@ -138,10 +138,12 @@ export class E2BSandbox extends RemoteSandbox {
 
 /** Sandboxes on E2B (`e2b` SDK): create from a template, commands and files over envd, killed on stop. */
 export class E2BRuntime extends RemoteRuntime<E2BRuntimeOptions, E2BSandbox> {
+  static readonly id = 'e2b';
+  static readonly optionsSchema = E2BRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
 
   constructor(options: E2BRuntimeOptions) {
-    super({ id: 'e2b', schema: E2BRuntimeOptionsSchema, options });
+    super({ id: E2BRuntime.id, schema: E2BRuntime.optionsSchema, options });
   }
 
   private connection() {

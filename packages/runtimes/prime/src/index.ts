@@ -1,15 +1,10 @@
 export * from './prime-runtime.ts';
 
 import { apiKeyRuntimeEntry } from '@troupe/verifiers';
-import { PrimeRuntime, PrimeRuntimeOptionsSchema } from './prime-runtime.ts';
+import { PrimeRuntime } from './prime-runtime.ts';
 
 /**
  * Plugin entry: `runtime = { id = "prime", apiKeyVar = "PRIME_API_KEY", … }` in a config; the key is read
  * from that variable of the environment the caller passes (default `PRIME_API_KEY`).
  */
-export const createRuntime = apiKeyRuntimeEntry({
-  id: 'prime',
-  defaultKeyVar: 'PRIME_API_KEY',
-  schema: PrimeRuntimeOptionsSchema,
-  build: (options) => new PrimeRuntime(options),
-});
+export const createRuntime = apiKeyRuntimeEntry({ runtime: PrimeRuntime, defaultKeyVar: 'PRIME_API_KEY' });

@@ -196,12 +196,14 @@ export class PrimeSandbox extends RemoteSandbox {
 
 /** Sandboxes on Prime Intellect over its REST API: created, polled until RUNNING, deleted on stop. */
 export class PrimeRuntime extends RemoteRuntime<PrimeRuntimeOptions, PrimeSandbox> {
+  static readonly id = 'prime';
+  static readonly optionsSchema = PrimeRuntimeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: false };
   private readonly api: PrimeSandboxApi;
 
   constructor(options: PrimeRuntimeOptions & { fetch?: typeof fetch }) {
     const { fetch: injectedFetch, ...rest } = options;
-    super({ id: 'prime', schema: PrimeRuntimeOptionsSchema, options: rest });
+    super({ id: PrimeRuntime.id, schema: PrimeRuntime.optionsSchema, options: rest });
     this.api = new PrimeSandboxApi({
       apiKey: this.options.apiKey,
       baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1',

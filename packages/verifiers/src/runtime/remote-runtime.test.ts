@@ -36,6 +36,8 @@ class FakeSandbox extends RemoteSandbox {
 
 /** A provider whose next creations fail with the queued errors. */
 class FakeRuntime extends RemoteRuntime<FakeOptions, FakeSandbox> {
+  static readonly id = 'fake';
+  static readonly optionsSchema = FakeOptionsSchema;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
   readonly failures: unknown[] = [];
   readonly made: FakeSandbox[] = [];
@@ -100,12 +102,7 @@ describe('RemoteRuntime', () => {
 });
 
 describe('apiKeyRuntimeEntry', () => {
-  const createRuntime = apiKeyRuntimeEntry({
-    id: 'fake',
-    defaultKeyVar: 'FAKE_API_KEY',
-    schema: FakeOptionsSchema,
-    build: (options) => new FakeRuntime(options),
-  });
+  const createRuntime = apiKeyRuntimeEntry({ runtime: FakeRuntime, defaultKeyVar: 'FAKE_API_KEY' });
 
   it('reads the key from the default or the named variable of the given environment', () => {
     expect(createRuntime({}, { env: { FAKE_API_KEY: 'a' } })).toBeInstanceOf(FakeRuntime);

@@ -71,24 +71,36 @@ export function runtimeOptionsTable(options: unknown, id: string): Record<string
 }
 
 /**
+ * A runtime class {@link apiKeyRuntimeEntry} builds: its plugin id and options schema as static
+ * fields, and a constructor taking the parsed options.
+ */
+export interface ApiKeyRuntimeClass<O, R extends Runtime> {
+  new (options: O): R;
+  readonly id: string;
+  readonly optionsSchema: z.ZodType<O>;
+}
+
+/**
  * The `createRuntime(options, context)` plugin entry of a runtime reached with an API key:
  * `runtime = { id = "<id>", apiKeyVar = "<KEY_VAR>", … }` in a config. The key is read from the named
  * variable (default `defaultKeyVar`) of the environment the caller passes (the CLI passes its own)
  * when the runtime is built, so it never sits in a config file or a trace; an `apiKey` option wins.
  */
 export function apiKeyRuntimeEntry<O, R extends Runtime>(spec: {
-  id: string;
+  runtime: ApiKeyRuntimeClass<O, R>;
   defaultKeyVar: string;
-  schema: z.ZodType<O>;
-  build: (options: O) => R;
 }): (options?: unknown, context?: PluginContext) => R {
+  const { runtime: RuntimeClass, defaultKeyVar } = spec;
+  const id = RuntimeClass.id;
   return (options = {}, context = {}) => {
-    const { apiKeyVar = spec.defaultKeyVar, ...rest } = runtimeOptionsTable(options, spec.id) as { apiKeyVar?: string } & Record<
+    const { apiKeyVar = defaultKeyVar, ...rest } = runtimeOptionsTable(options, id) as { apiKeyVar?: string } & Record<
       string,
       unknown
     >;
     const apiKey = rest.apiKey ?? context.env?.[apiKeyVar];
-    if (!apiKey) throw new ConfigError(`runtime (${spec.id}): set the API key in ${apiKeyVar} (or runtime.apiKeyVar)`);
-    return spec.build(parseRuntimeOptions({ schema: spec.schema, value: { ...rest, apiKey }, what: `runtime (${spec.id})` }));
+    if (!apiKey) throw new ConfigError(`runtime (${id}): set the API key in ${apiKeyVar} (or runtime.apiKeyVar)`);
+    return new RuntimeClass(
+      parseRuntimeOptions({ schema: RuntimeClass.optionsSchema, value: { ...rest, apiKey }, what: `runtime (${id})` }),
+    );
   };
 }
