@@ -270,7 +270,7 @@ export class PolicyModel {
       pick[id * columns.length + j] = 1;
     });
     const select = tf.tensor2d(pick, [v, columns.length]);
-    const w = tf.matMul(this.w('head.w') as tf.Tensor2D, select);
+    const w = tf.matMul(this.w('head.w') as tf.Tensor2D, select) as tf.Tensor2D;
     const b = tf.reshape(tf.matMul(tf.reshape(this.w('head.b'), [1, v]) as tf.Tensor2D, select), [columns.length]) as tf.Tensor1D;
     return dense(at, w, b);
   }
