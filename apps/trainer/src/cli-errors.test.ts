@@ -1,22 +1,13 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
 import { describe, expect, it } from 'vitest';
 
 const cli = resolve(import.meta.dirname, 'cli.ts');
 
-function trainer(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], {
-    cwd: resolve(import.meta.dirname, '..'),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+function trainer(args: string[]): Promise<NodeProcessResult> {
+  return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], { cwd: resolve(import.meta.dirname, '..') });
 }
 
 describe('trainer CLI errors (issue 22 items 2 and 8)', () => {

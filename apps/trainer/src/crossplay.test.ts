@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bradleyTerryElo, type CrossplayResult, crossplay, crossplayHtml } from './crossplay.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
@@ -20,17 +20,8 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-function trainer(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], {
-    cwd: resolve(import.meta.dirname, '..'),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+function trainer(args: string[]): Promise<NodeProcessResult> {
+  return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], { cwd: resolve(import.meta.dirname, '..') });
 }
 
 /** Two small Kuhn runs (the default config, tiny): checkpoints at steps 1 and 3 of one run. */

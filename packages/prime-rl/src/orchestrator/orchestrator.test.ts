@@ -1,7 +1,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defineEnv, Env, Task, Taskset } from '@troupe/verifiers';
+import { Env, type Taskset } from '@troupe/verifiers';
+import { sayWordEnv } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAlgorithm } from '../algorithms/registry.ts';
 import { initWeights } from '../policy/config.ts';
@@ -10,27 +11,8 @@ import { ModelRouter } from './model-router.ts';
 import { allocateGroups, Orchestrator, type OrchestratorOptions } from './orchestrator.ts';
 import type { Trainer, TrainSource } from './types.ts';
 
-const WORDS = ['up', 'down'] as const;
 /** One seat told a word earns 1 for replying it. */
-const echoEnv = defineEnv({
-  id: 'echo',
-  roles: { speaker: { harness: 'null' } },
-  taskset: () =>
-    Taskset.generate('echo', (i) => {
-      const word = WORDS[i % 2] as string;
-      return new Task(
-        { idx: i, prompt: `say ${word}` },
-        {
-          key: `echo-${i}`,
-          type: 'echo',
-          rewards: [{ name: 'said', fn: ({ trace }) => (trace.lastReply.trim() === word ? 1 : 0) }],
-        },
-      );
-    }),
-  async run({ task, agents }) {
-    await agents.speaker.run(task);
-  },
-});
+const echoEnv = sayWordEnv({ id: 'echo', words: ['up', 'down'], speaker: { harness: 'null' } });
 
 const dirs: string[] = [];
 afterAll(async () => {

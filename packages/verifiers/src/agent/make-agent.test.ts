@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../model/model-client.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { Task } from '../task/task.ts';
+import { type NodeProcessResult, runNode } from '../testing/node-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 import { asyncDisposeSymbol, makeAgent } from './make-agent.ts';
 
@@ -33,17 +33,8 @@ function toolThenAnswer(request: ModelRequest) {
   return { content: `The latest release of zod is ${version}.` };
 }
 
-function run(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--conditions=@troupe/source', '--import', 'tsx', ...args], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })));
+function run(args: string[], cwd: string): Promise<NodeProcessResult> {
+  return runNode(['--conditions=@troupe/source', '--import', 'tsx', ...args], { cwd });
 }
 
 describe('makeAgent', () => {

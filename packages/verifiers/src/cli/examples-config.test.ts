@@ -1,27 +1,18 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { deepMerge } from '../agent/agent-config.ts';
+import { type NodeProcessResult, runNode } from '../testing/node-process.ts';
 import { readConfigFile } from './eval-config.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
 const cli = join(root, 'packages/verifiers/src/cli/main.ts');
 const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.toml'));
 
-function validate(configFile: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'validate', '-f', configFile], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr })));
+function validate(configFile: string): Promise<NodeProcessResult> {
+  return runNode(['--import', 'tsx', cli, 'validate', '-f', configFile], { cwd: root });
 }
 
 describe('deepMerge', () => {

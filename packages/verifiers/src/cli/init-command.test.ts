@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkS
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type NodeProcessResult, runNode } from '../testing/node-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 import { INIT_HELP, scaffoldPackage } from './init-command.ts';
 
@@ -10,17 +11,11 @@ const root = resolve(import.meta.dirname, '../../../..');
 const cli = join(root, 'packages/verifiers/src/cli/main.ts');
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 
-function run(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), cli, ...args], {
+function run(args: string[], cwd: string): Promise<NodeProcessResult> {
+  return runNode(['--import', join(root, 'node_modules/tsx/dist/loader.mjs'), cli, ...args], {
     cwd,
     env: { ...process.env, OPENAI_API_KEY: 'x' },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })));
 }
 
 /** Transpiles a scaffold's src to dist (types are checked by the consumer test, against the tarballs). */

@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../model/model-client.ts';
+import { type NodeProcessResult, runNode } from '../testing/node-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 
 const pkg = resolve(import.meta.dirname, '../..');
@@ -19,17 +19,8 @@ function blockAfter(marker: string): string {
   return block[1];
 }
 
-function run(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })));
+function run(args: string[], cwd: string): Promise<NodeProcessResult> {
+  return runNode(['--import', 'tsx', ...args], { cwd });
 }
 
 /** Answers arithmetic questions correctly and rates every draft 7. */

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { runNode } from '../../src/testing/node-process.ts';
 
 /** The repository root (the CLI runs with it as its working directory). */
 export const repositoryRoot = resolve(import.meta.dirname, '../../../..');
@@ -18,14 +18,5 @@ export interface TroupeResult {
  * it has exited.
  */
 export function troupe(args: string[]): Promise<TroupeResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cliEntry, ...args], {
-    cwd: repositoryRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((done) => child.on('close', (code) => done({ code, stdout, stderr })));
+  return runNode(['--import', 'tsx', cliEntry, ...args], { cwd: repositoryRoot });
 }
