@@ -14,6 +14,11 @@ export const LinearLengthPenaltySchema = z.strictObject({
   /** Weight of the trace's number of model turns, relative to the group's largest. */
   numTurnsWeight: z.number().nonnegative().default(0.1),
 });
+/**
+ * The length penalty of {@link GrpoConfig} as parsed (defaults applied): per-trace weights of its
+ * completion tokens, input tokens and turns, each relative to the group's largest, subtracted from
+ * the reward before centring.
+ */
 export type LinearLengthPenalty = z.infer<typeof LinearLengthPenaltySchema>;
 
 /** Config of {@link Grpo}. */
@@ -22,6 +27,10 @@ export const GrpoConfigSchema = z.strictObject({
   /** Optional penalty subtracted from rewards before centring. Off when absent. */
   lengthPenalty: LinearLengthPenaltySchema.optional(),
 });
+/**
+ * The config `new Grpo(config)` accepts (`type: 'grpo'`, optional `lengthPenalty`); parsed with
+ * {@link GrpoConfigSchema}, which throws naming a bad field.
+ */
 export type GrpoConfig = z.input<typeof GrpoConfigSchema>;
 
 /**

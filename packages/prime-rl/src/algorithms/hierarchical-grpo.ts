@@ -21,6 +21,11 @@ export const HierarchicalGrpoConfigSchema = z.strictObject({
     })
     .refine((roles) => new Set(roles).size === roles.length, { message: 'episodeAgents lists a role twice' }),
 });
+/**
+ * The config `new HierarchicalGrpo(config)` accepts: `type: 'hierarchical-grpo'` and `episodeAgents`,
+ * the roles compared within one episode (at least one, no repeats); parsed with
+ * {@link HierarchicalGrpoConfigSchema}.
+ */
 export type HierarchicalGrpoConfig = z.input<typeof HierarchicalGrpoConfigSchema>;
 
 /** Running statistics of one peer set; reused across episodes and groups (see `stamp`). */

@@ -6,6 +6,7 @@ import { traceReward, trainableTraces } from './trainable-traces.ts';
 
 /** Config of {@link MaxRl}. */
 export const MaxRlConfigSchema = z.strictObject({ type: z.literal('max-rl') });
+/** The config `new MaxRl(config)` accepts: just `{ type: 'max-rl' }` (MaxRL has no parameters). */
 export type MaxRlConfig = z.input<typeof MaxRlConfigSchema>;
 
 /**

@@ -18,16 +18,27 @@ export const RaeConfigSchema = z.strictObject({
     .regex(/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/, { message: 'key must be a dotted path such as info.kuhn.card' })
     .optional(),
 });
+/**
+ * The config `new Rae(config)` accepts: `type: 'rae'`, the EMA `decay` in [0, 1) (default 0.95) and
+ * an optional `key` path that splits the baselines; parsed with {@link RaeConfigSchema}.
+ */
 export type RaeConfig = z.input<typeof RaeConfigSchema>;
 
 /** Serialized state of {@link Rae}: the baselines by env id, then role. */
 export const RaeStateSchema = z.strictObject({
+  /** Format version of the state. */
   version: z.literal(1),
+  /** The EMA decay the baselines were computed with. */
   decay: z.number(),
   /** The `key` path the baselines are split by; their names are then `<role>|<value>`. */
   key: z.string().optional(),
+  /** The EMA baseline of the reward (reward units) by env id, then role (or `<role>|<value>` with `key`). */
   baselines: z.record(z.string(), z.record(z.string(), z.number())),
 });
+/**
+ * What `Rae.state()` returns and `Rae.loadState` takes (saved in checkpoints): format version 1, the
+ * decay, the split key, and the EMA baselines (reward units) by env id, then role.
+ */
 export type RaeState = z.infer<typeof RaeStateSchema>;
 
 /**

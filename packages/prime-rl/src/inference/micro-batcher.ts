@@ -6,7 +6,12 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+/**
+ * Running totals of a `MicroBatcher` since it was made (`batcher.stats`), for benchmarks and logs:
+ * forward passes, rows and cells, and time spent in them.
+ */
 export interface MicroBatcherStats {
+  /** Forward passes run. */
   batches: number;
   /** Requests answered. */
   rows: number;
@@ -14,6 +19,7 @@ export interface MicroBatcherStats {
   forwardRows: number;
   /** Token cells the forward passes ran over: Σ distinct rows × padded length, per pass. */
   forwardCells: number;
+  /** Wall-clock time spent in forward passes (milliseconds, summed). */
   forwardMs: number;
 }
 

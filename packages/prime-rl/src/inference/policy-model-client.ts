@@ -14,10 +14,16 @@ import { OnnxPolicy } from './onnx-policy.ts';
 import { Rng } from './rng.ts';
 import { sampleToken } from './sampling.ts';
 
+/**
+ * Options of `new PolicyModelClient(options)`: the policy (tokenizer, config, initial ONNX weights)
+ * and how it batches and samples. Sizes are in rows and tokens, waits in milliseconds.
+ */
 export interface PolicyModelClientOptions {
   /** Model name reported in responses. */
   model?: string;
+  /** The word tokenizer the policy was built with (renders prompts, decodes completions). */
   tokenizer: WordTokenizer;
+  /** The policy's shape; must match the ONNX graph. */
   config: PolicyConfig;
   /** The ONNX graph of the initial weights (`exportOnnx`). */
   onnx: Uint8Array;

@@ -3,11 +3,15 @@ import { z } from 'zod';
 /** Shape of the decoder-only transformer policy. */
 export const PolicyConfigSchema = z
   .object({
+    /** Token ids the embedding and output head know (the tokenizer's vocabulary size). */
     vocabSize: z.number().int().min(8),
     /** Maximum sequence length (prompt + completion). */
     contextLength: z.number().int().min(4).max(4096),
+    /** Width of the residual stream (embedding size); a multiple of `heads`. */
     dModel: z.number().int().min(4),
+    /** Transformer blocks. */
     layers: z.number().int().min(1),
+    /** Attention heads per block. */
     heads: z.number().int().min(1),
     /** Hidden width of the MLP as a multiple of dModel. */
     ffnMult: z.number().int().min(1).default(4),
@@ -23,7 +27,12 @@ export const PolicyConfigSchema = z
   })
   .strict()
   .refine((c) => c.dModel % c.heads === 0, { message: 'dModel must be divisible by heads', path: ['heads'] });
+/**
+ * The policy's shape as parsed by {@link PolicyConfigSchema} (defaults applied: `ffnMult` 4,
+ * `initStd` 0.02, `seed` 0); sizes in tokens and units.
+ */
 export type PolicyConfig = z.infer<typeof PolicyConfigSchema>;
+/** What {@link PolicyConfigSchema} accepts before defaults (`ffnMult`, `initStd`, `seed` optional). */
 export type PolicyConfigInput = z.input<typeof PolicyConfigSchema>;
 
 /** One named weight as plain data (row-major). */

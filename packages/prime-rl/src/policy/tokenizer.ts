@@ -3,13 +3,23 @@ import { z } from 'zod';
 
 /** Special tokens, always ids 0..5 in this order. */
 export const SPECIAL_TOKENS = ['<pad>', '<unk>', '<sys>', '<user>', '<asst>', '<eos>'] as const;
+/** One of {@link SPECIAL_TOKENS}: padding, unknown word, the three role markers and end of sequence. */
 export type SpecialToken = (typeof SPECIAL_TOKENS)[number];
 
+/**
+ * The saved form of a `WordTokenizer` (`tokenizer.toJSON()`, read back by `WordTokenizer.fromJSON`,
+ * which throws on another kind or version): the vocabulary, the index of each word being its token
+ * id.
+ */
 export const TokenizerJsonSchema = z.object({
+  /** Always `troupe-word-tokenizer`. */
   kind: z.literal('troupe-word-tokenizer'),
+  /** Format version. */
   version: z.literal(1),
+  /** The words by token id; the first six are {@link SPECIAL_TOKENS}. */
   vocab: z.array(z.string()).min(SPECIAL_TOKENS.length),
 });
+/** A saved `WordTokenizer`; see {@link TokenizerJsonSchema}. */
 export type TokenizerJson = z.infer<typeof TokenizerJsonSchema>;
 
 /** Words: a bracketed word (`[bet]`) is one token, then runs of word characters, then any other non-space character. */

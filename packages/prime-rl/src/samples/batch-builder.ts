@@ -22,6 +22,11 @@ export const BatchBuilderConfigSchema = z
     message: 'give exactly one of batchSize (traces) or tokenBatchSize (tokens)',
     path: ['batchSize'],
   });
+/**
+ * What `new BatchBuilder(config)` accepts: exactly one of `batchSize` (traces) or `tokenBatchSize`
+ * (tokens) as the cut, and whether to filter zero advantages (default true);
+ * {@link BatchBuilderConfigSchema} throws naming the field otherwise.
+ */
 export type BatchBuilderConfig = z.input<typeof BatchBuilderConfigSchema>;
 
 /** One cut batch of training samples. */

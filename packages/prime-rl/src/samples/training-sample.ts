@@ -37,6 +37,10 @@ export const TrainingSampleSchema = z
       }
     }
   });
+/**
+ * One training sequence (one branch of one trainable trace) with per-token ids, mask, logprobs and
+ * advantages of equal length; see {@link TrainingSampleSchema}.
+ */
 export type TrainingSample = z.infer<typeof TrainingSampleSchema>;
 
 /** Number of tokens with a mask bit set. */

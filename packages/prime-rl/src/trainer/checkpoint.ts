@@ -6,29 +6,44 @@ import type { OptimizerState } from './trainer.ts';
 
 /** Everything a run needs to resume exactly, besides the tensors. */
 export const CheckpointMetaSchema = z.object({
+  /** Always `troupe-checkpoint`. */
   kind: z.literal('troupe-checkpoint'),
+  /** Format version. */
   version: z.literal(1),
+  /** The training step the checkpoint was taken after. */
   step: z.number().int().nonnegative(),
   /** Policy and trainer configs, tokenizer, algorithm state, RNG state, loop state: JSON, owned by the caller. */
   state: z.record(z.string(), z.unknown()),
+  /** Index of `tensors.bin`: one entry per float32 tensor, in file order. */
   tensors: z.array(
     z.object({
+      /** `weights` (the policy), `m` / `v` (AdamW first / second moments), `inference` (an older policy version). */
       group: z.enum(['weights', 'm', 'v', 'inference']),
       /** Policy version of an `inference` tensor (weights an in-flight rollout was dispatched with). */
       version: z.number().int().nonnegative().optional(),
+      /** The weight's name (as in `NamedWeight`). */
       name: z.string(),
+      /** The tensor's dimensions. */
       shape: z.array(z.number().int()),
+      /** Where the tensor starts in `tensors.bin`, in float32 elements (not bytes). */
       offset: z.number().int(),
     }),
   ),
+  /** AdamW's step count (for bias correction). */
   optimizerStep: z.number().int().nonnegative(),
 });
+/** The parsed `meta.json` of a checkpoint directory; see {@link CheckpointMetaSchema}. */
 export type CheckpointMeta = z.infer<typeof CheckpointMetaSchema>;
 
+/** A checkpoint in memory: what {@link saveCheckpoint} writes and {@link loadCheckpoint} returns. */
 export interface Checkpoint {
+  /** The training step it was taken after. */
   step: number;
+  /** The caller's JSON state (configs, tokenizer, algorithm and RNG state, loop state). */
   state: Record<string, unknown>;
+  /** The policy's weights. */
   weights: NamedWeight[];
+  /** AdamW's step and moments. */
   optimizer: OptimizerState;
   /** Older policy versions still served to rollouts in flight (the orchestrator's `maxAsync`), oldest first. */
   inference?: { version: number; weights: NamedWeight[] }[];
@@ -76,6 +91,11 @@ export async function saveCheckpoint(options: { dir: string } & Checkpoint): Pro
   await rename(tmp, options.dir);
 }
 
+/**
+ * Reads a checkpoint directory written by {@link saveCheckpoint}. Rejects when `meta.json` or
+ * `tensors.bin` is missing (ENOENT) or `meta.json` is not a troupe checkpoint of version 1 (a
+ * `ZodError` naming the field).
+ */
 export async function loadCheckpoint(options: { dir: string }): Promise<Checkpoint> {
   const meta = CheckpointMetaSchema.parse(JSON.parse(await readFile(join(options.dir, 'meta.json'), 'utf8')));
   const bytes = await readFile(join(options.dir, 'tensors.bin'));

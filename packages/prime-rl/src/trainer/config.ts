@@ -5,7 +5,9 @@ export const TrainerConfigSchema = z
   .object({
     /** AdamW learning rate. */
     lr: z.number().positive().default(3e-3),
+    /** AdamW's decay rates of the first and second moment estimates, each in [0, 1). */
     betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.999]),
+    /** AdamW's denominator epsilon. */
     eps: z.number().positive().default(1e-8),
     /** Decoupled weight decay on weight matrices (not biases, gains or embeddings). */
     weightDecay: z.number().min(0).default(0.01),
@@ -13,7 +15,9 @@ export const TrainerConfigSchema = z
     maxGradNorm: z.number().positive().default(1.0),
     /** DPPO trust region: tokens with A>0 and π−μ > high, or A≤0 and π−μ < −low, are masked. */
     dppoMaskLow: z.number().positive().default(0.2),
+    /** Upper bound of the DPPO trust region (see `dppoMaskLow`). */
     dppoMaskHigh: z.number().positive().default(0.2),
+    /** Scale of the advantage term of the loss. */
     advTau: z.number().default(1.0),
     /** Weight of log²(π/μ) (the trainer–inference mismatch penalty). */
     klTau: z.number().min(0).default(1e-3),
@@ -32,7 +36,9 @@ export const TrainerConfigSchema = z
     temperature: z.number().positive().default(1),
   })
   .strict();
+/** Trainer settings as parsed by {@link TrainerConfigSchema}, every default applied. */
 export type TrainerConfig = z.infer<typeof TrainerConfigSchema>;
+/** Trainer settings as a caller gives them (every field optional); see {@link TrainerConfigSchema}. */
 export type TrainerConfigInput = z.input<typeof TrainerConfigSchema>;
 
 /** Per-step overrides of the configured trainer values (the loop's schedules). */

@@ -4,6 +4,10 @@ import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import type { StepOptions, TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
 import { type OptimizerState, Trainer } from './trainer.ts';
 
+/**
+ * What a trainer starts from (`localTrainer` / `workerTrainer`): the policy shape, and optionally its
+ * weights (else a fresh init from `policy.seed`), trainer settings and optimizer state (to resume).
+ */
 export interface TrainerInit {
   policy: PolicyConfig;
   weights?: NamedWeight[];

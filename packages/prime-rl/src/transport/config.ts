@@ -31,6 +31,10 @@ export const TransportConfigSchema = z.discriminatedUnion('type', [
     port: z.number().int().min(1).max(65534).default(5555),
   }),
 ]);
+/**
+ * A parsed `[transport]` table (defaults applied): `in-process`, `filesystem` or `zmq`;
+ * {@link parseTransportConfig} throws a `RangeError` naming the field otherwise.
+ */
 export type TransportConfig = z.output<typeof TransportConfigSchema>;
 
 /** The run config's `[inference]` table: external OpenAI-compatible servers for the trained policy. */
@@ -44,6 +48,10 @@ export const InferenceEndpointsSchema = z.strictObject({
   /** Seconds between `/liveness` checks (default 10). */
   healthIntervalSeconds: z.number().positive().default(10),
 });
+/**
+ * A parsed `[inference]` table (defaults applied): the servers' base URLs, model name, API key and
+ * the health-check interval in seconds.
+ */
 export type InferenceEndpoints = z.output<typeof InferenceEndpointsSchema>;
 
 /** Parses a `[transport]` table; the error names the field, e.g. `transport.dataWorldSize: …`. */

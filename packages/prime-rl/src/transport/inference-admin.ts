@@ -23,6 +23,10 @@ export const AdminRetrySchema = z
     adminTimeoutMs: 300_000,
     updateTimeoutMs: 720_000,
   });
+/**
+ * Retry and timeout settings of the inference admin calls (`/pause`, `/update_weights`, `/resume`),
+ * as given (every field optional; times in milliseconds); see {@link AdminRetrySchema}.
+ */
 export type AdminRetry = z.input<typeof AdminRetrySchema>;
 
 /** An admin call that failed for good: the server, the route, the attempts and the last cause. */

@@ -25,6 +25,10 @@ export interface RunModel {
   schedule: Record<string, unknown>;
 }
 
+/**
+ * Name of the file in a run's output directory that describes its model (policy and trainer configs,
+ * schedule) to a trainer process; see {@link writeRunModel}.
+ */
 export const RUN_MODEL_FILE = 'model.json';
 
 /** Writes `<outputDir>/model.json` (tmp + rename). */

@@ -28,6 +28,7 @@ export const SampleExportHeaderSchema = z.strictObject({
   /** Free metadata (policy version, algorithm …). */
   meta: z.record(z.string(), z.unknown()).optional(),
 });
+/** The first line of a sample export file; see {@link SampleExportHeaderSchema}. */
 export type SampleExportHeader = z.infer<typeof SampleExportHeaderSchema>;
 
 const floats = z.array(z.number());
@@ -75,6 +76,10 @@ export const ExportedSampleSchema = z
       }
     }
   });
+/**
+ * One sample line of a sample export (prime-rl's `TrainingSample` fields, snake_case, per token, plus
+ * troupe's provenance); see {@link ExportedSampleSchema}.
+ */
 export type ExportedSample = z.infer<typeof ExportedSampleSchema>;
 
 /** A sample export read back: its header and the samples as the packer takes them. */
