@@ -233,7 +233,8 @@ export class Agent {
     }
     const setupStart = Date.now();
     try {
-      await this.setUp(task, trace, sandbox, options.signal);
+      // Nothing to set up (game seats, chat-only roles): no async frame per seat.
+      if (this.harness.setup || task.setup) await this.setUp(task, trace, sandbox, options.signal);
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'setup');
       if (!options.sandbox) await sandbox.stop().catch(() => {});
@@ -272,7 +273,8 @@ export class Agent {
     };
     let mcp: Awaited<ReturnType<Agent['mcpServersFor']>>;
     try {
-      mcp = await this.mcpServersFor(task, trace, sandbox);
+      // No task tools and no configured servers: nothing to serve or reach (the common case).
+      mcp = task.tools.length === 0 && !this.config.mcpServers ? NO_MCP_SERVERS : await this.mcpServersFor(task, trace, sandbox);
     } catch (error) {
       host?.unregister(session);
       trace.recordError(error, 'setup');
@@ -440,11 +442,12 @@ export class Agent {
       throw new HarnessError(`${this.name}: could not open an interaction: ${trace.errors.at(-1)?.message ?? 'unknown error'}`);
     }
     const { sandbox, context, release } = prepared;
-    const controller = new AbortController();
-    options.signal?.addEventListener('abort', () => controller.abort(options.signal?.reason), { once: true });
+    // The caller's signal itself (it aborts the session with the same reason a linked controller
+    // would, without a controller and a listener per seat); one already aborted was never relayed.
+    const signal = options.signal && !options.signal.aborted ? options.signal : new AbortController().signal;
     let session: HarnessSession;
     try {
-      session = await this.harness.session({ ...context, signal: controller.signal });
+      session = await this.harness.session({ ...context, signal });
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'agent');
       await release();
@@ -509,6 +512,9 @@ export class Agent {
     };
   }
 }
+
+/** The MCP servers of a run that has none. */
+const NO_MCP_SERVERS: { servers?: Record<string, McpServerSpec>; close: () => Promise<void> } = { close: async () => {} };
 
 function matchesRetry(type: string, retries: { include: string[]; exclude: string[] }): boolean {
   if (retries.exclude.includes(type)) return false;
