@@ -81,6 +81,9 @@ describe('three processes on prime-rl wire (orchestrator + serve-trainer + serve
       'checkpoint_every=0',
       '--set',
       'trainer.worker_thread=false',
+      // Each step's samples as JSONL beside the rank files: the Python check matches the two.
+      '--set',
+      'transport.export_samples=true',
     ]);
     const code = await orchestrator.exited;
     expect(code, orchestrator.err()).toBe(0);
@@ -116,9 +119,9 @@ describe('three processes on prime-rl wire (orchestrator + serve-trainer + serve
     else {
       const check = spawnSync(PYTHON, [checker, outputDir, '--seq-len', '2048'], { encoding: 'utf8' });
       expect(check.status, check.stdout + check.stderr).toBe(0);
-      expect(check.stdout).toMatch(new RegExp(`ok: steps=${steps} `));
+      expect(check.stdout).toMatch(new RegExp(`ok: steps=${steps} .* exports_checked=${steps}\n`));
     }
     inference.child.kill('SIGTERM');
     expect(await inference.exited).toBe(0);
-  }, 600_000);
+  }, 900_000);
 });
