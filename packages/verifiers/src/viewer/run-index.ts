@@ -227,6 +227,85 @@ function count<K>(map: Map<K, number>, key: K): void {
   map.set(key, (map.get(key) ?? 0) + 1);
 }
 
+/** The accumulator of a trace's role, made (and kept in `roles`) at the role's first trace. */
+function roleOf(roles: Map<string, RoleAccumulator>, trace: TraceRecord): RoleAccumulator {
+  let role = roles.get(trace.agent.name);
+  if (!role) {
+    role = {
+      name: trace.agent.name,
+      trainable: trace.agent.trainable,
+      models: new Set(),
+      harnesses: new Set(),
+      traces: 0,
+      errored: 0,
+      rewards: [],
+      parts: new Map(),
+      metrics: new Map(),
+      tasks: new Map(),
+      turns: 0,
+      tokens: emptyTokens(),
+      stops: new Map(),
+    };
+    roles.set(trace.agent.name, role);
+  }
+  return role;
+}
+
+/** Adds a trace's finite metrics to its role's sums. */
+function addMetrics(role: RoleAccumulator, trace: TraceRecord): void {
+  for (const [metric, value] of Object.entries(trace.metrics)) {
+    if (value === null || !Number.isFinite(value)) continue;
+    const m = role.metrics.get(metric) ?? { sum: 0, n: 0 };
+    m.sum += value;
+    m.n++;
+    role.metrics.set(metric, m);
+  }
+}
+
+/** Adds a scored trace to its role: the reward, each reward part, and the task's scored and passed counts. */
+function addScoredTrace(role: RoleAccumulator, trace: TraceRecord, reward: number, taskKey: string): void {
+  role.rewards.push(reward);
+  for (const [part, r] of Object.entries(trace.rewards)) {
+    if (!r) continue;
+    const p = role.parts.get(part) ?? { sum: 0, weight: r.weight, n: 0 };
+    p.sum += r.score;
+    p.n++;
+    role.parts.set(part, p);
+  }
+  const task = role.tasks.get(taskKey) ?? [0, 0];
+  task[0]++;
+  if (reward >= 1 - 1e-9) task[1]++;
+  role.tasks.set(taskKey, task);
+}
+
+/**
+ * Counts a trace on its role (models, harnesses, turns, tokens), on the episode's `usage` (turns,
+ * tokens, cost) and on the run's call totals.
+ */
+function addUsage(
+  into: { role: RoleAccumulator; usage: { turns: number; tokens: number; cost: number }; totals: ViewerIndex['totals'] },
+  trace: TraceRecord,
+): void {
+  const { role, usage, totals } = into;
+  role.traces++;
+  if (trace.agent.model) role.models.add(trace.agent.model);
+  if (trace.agent.harness) role.harnesses.add(trace.agent.harness);
+  const traceTurns = numTurns(trace);
+  role.turns += traceTurns;
+  usage.turns += traceTurns;
+  const tokenTotals = emptyTokens();
+  usage.tokens += addTraceTokens(tokenTotals, trace);
+  usage.cost += tokenTotals.cost;
+  mergeTokens(role.tokens, tokenTotals);
+  totals.calls += trace.calls.length;
+  totals.failedCalls += trace.calls.filter((c) => c.error).length;
+}
+
+/** The mean of `values` (null when there are none). */
+function meanOrNull(values: number[] | undefined): number | null {
+  return values?.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+}
+
 function episodeRow(
   i: number,
   episode: EpisodeRecord,
@@ -248,79 +327,28 @@ function episodeRow(
   for (const error of episode.errors) noteError(error);
   const roleRewards = new Map<string, number[]>();
   const episodeStops = new Set<string>();
-  let turns = 0;
-  let tokens = 0;
-  let cost = 0;
+  const usage = { turns: 0, tokens: 0, cost: 0 };
   for (const trace of episode.traces) {
     const name = trace.agent.name;
-    let role = roles.get(name);
-    if (!role) {
-      role = {
-        name,
-        trainable: trace.agent.trainable,
-        models: new Set(),
-        harnesses: new Set(),
-        traces: 0,
-        errored: 0,
-        rewards: [],
-        parts: new Map(),
-        metrics: new Map(),
-        tasks: new Map(),
-        turns: 0,
-        tokens: emptyTokens(),
-        stops: new Map(),
-      };
-      roles.set(name, role);
-    }
-    role.traces++;
-    if (trace.agent.model) role.models.add(trace.agent.model);
-    if (trace.agent.harness) role.harnesses.add(trace.agent.harness);
+    const role = roleOf(roles, trace);
     for (const error of trace.errors) noteError(error);
-    const traceTurns = numTurns(trace);
-    role.turns += traceTurns;
-    turns += traceTurns;
-    const tokenTotals = emptyTokens();
-    tokens += addTraceTokens(tokenTotals, trace);
-    cost += tokenTotals.cost;
-    mergeTokens(role.tokens, tokenTotals);
-    totals.calls += trace.calls.length;
-    totals.failedCalls += trace.calls.filter((c) => c.error).length;
+    addUsage({ role, usage, totals }, trace);
     const stop = trace.stopCondition ?? 'none';
     count(role.stops, stop);
     count(stops, stop);
     episodeStops.add(stop);
-    for (const [metric, value] of Object.entries(trace.metrics)) {
-      if (value === null || !Number.isFinite(value)) continue;
-      const m = role.metrics.get(metric) ?? { sum: 0, n: 0 };
-      m.sum += value;
-      m.n++;
-      role.metrics.set(metric, m);
-    }
+    addMetrics(role, trace);
     const reward = traceReward(trace);
     if (!trace.ok) {
       role.errored++;
       continue;
     }
     if (reward === null) continue;
-    role.rewards.push(reward);
+    addScoredTrace(role, trace, reward, episode.task.key);
     (roleRewards.get(name) ?? roleRewards.set(name, []).get(name)!).push(reward);
-    for (const [part, r] of Object.entries(trace.rewards)) {
-      if (!r) continue;
-      const p = role.parts.get(part) ?? { sum: 0, weight: r.weight, n: 0 };
-      p.sum += r.score;
-      p.n++;
-      role.parts.set(part, p);
-    }
-    const task = role.tasks.get(episode.task.key) ?? [0, 0];
-    task[0]++;
-    if (reward >= 1 - 1e-9) task[1]++;
-    role.tasks.set(episode.task.key, task);
   }
   const rewards: Record<string, number | null> = {};
-  for (const trace of episode.traces) {
-    const list = roleRewards.get(trace.agent.name);
-    rewards[trace.agent.name] = list ? list.reduce((a, b) => a + b, 0) / list.length : null;
-  }
+  for (const trace of episode.traces) rewards[trace.agent.name] = meanOrNull(roleRewards.get(trace.agent.name));
   const taskText = JSON.stringify(episode.task.data).slice(0, 200);
   return {
     i,
@@ -332,9 +360,7 @@ function episodeRow(
     ok: episode.ok,
     errors: [...errorTypes],
     rewards,
-    turns,
-    tokens,
-    cost,
+    ...usage,
     durationMs: episode.endedAt === null ? null : episode.endedAt - episode.startedAt,
     stops: [...episodeStops],
     text: [episode.group.id, taskText, ...errorText].join(' ').toLowerCase(),
