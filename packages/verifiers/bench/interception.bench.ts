@@ -6,9 +6,9 @@
  * OpenAICompatibleClient → the same scripted server. Overhead = quantile(b) − quantile(a).
  * A new rollout session is registered every 25 calls, as rollouts would.
  *
- * Then the same with `programs` concurrent programs (default 50): each program makes sequential
- * chat calls, alternately direct and through its own rollout session (a new one every 25 calls),
- * all programs at once, so both paths share the event loop and the machine's load alike.
+ * Then `programs` concurrent programs (default 50), each making sequential chat calls through its
+ * own rollout sessions (a new one every 25 calls), in alternating phases: all direct, then all
+ * through interception (order alternating by round); p50/p99 per path and CPU time per call.
  *
  * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500] [programs=50]
  * The last stdout line is one JSON object.
@@ -170,66 +170,74 @@ async function measure(kind: Kind, n: number): Promise<Measured> {
 }
 
 /**
- * `count` programs at once, each making `perProgram` sequential chat calls alternating direct and
- * intercepted (which goes first alternates too), each program through its own rollout sessions.
+ * `count` programs at once, each making sequential chat calls, each program through its own
+ * rollout sessions (a new one every 25 calls). Phases alternate: all programs direct, then all
+ * through interception (which goes first alternates by round), so each phase measures one path
+ * at that concurrency and a change of machine load hits both; CPU time is taken per phase.
  */
-async function measureConcurrent(count: number, perProgram: number) {
-  const run = async (program: number, calls: number, directTimes: number[], interceptedTimes: number[]) => {
-    let own: { session: RolloutSession; sdk: OpenAI; calls: number } | null = null;
-    const sdkFor = () => {
-      if (!own || own.calls >= SESSION_CALLS) {
-        if (own) interception.unregister(own.session);
-        const trace = new Trace({ task: { key: 'bench', hash: 'h', data: {} }, agent: { name: 'bench', trainable: true } });
-        const session = new RolloutSession({ trace, client, model: 'policy' });
-        interception.register(session);
-        own = {
-          session,
-          sdk: new OpenAI({ baseURL: `${interception.url}/v1`, apiKey: session.secret, maxRetries: 0 }),
-          calls: 0,
-        };
-      }
-      own.calls++;
-      return own.sdk;
-    };
-    const one = async (sdk: OpenAI, i: number) => {
-      const started = performance.now();
-      const reply = await sdk.chat.completions.create({ model: 'm', messages: messagesFor(program * 10_000 + i) });
-      if (!reply.choices[0]?.message.content) throw new Error('empty reply');
-      return performance.now() - started;
-    };
-    for (let i = 0; i < calls; i++) {
-      if ((i + program) % 2 === 0) {
-        directTimes.push(await one(direct, i));
-        interceptedTimes.push(await one(sdkFor(), i));
-      } else {
-        interceptedTimes.push(await one(sdkFor(), i));
-        directTimes.push(await one(direct, i));
-      }
+async function measureConcurrent(count: number, perProgram: number, rounds = 4) {
+  const owned = new Map<number, { session: RolloutSession; sdk: OpenAI; calls: number }>();
+  const sdkFor = (program: number) => {
+    let own = owned.get(program);
+    if (!own || own.calls >= SESSION_CALLS) {
+      if (own) interception.unregister(own.session);
+      const trace = new Trace({ task: { key: 'bench', hash: 'h', data: {} }, agent: { name: 'bench', trainable: true } });
+      const session = new RolloutSession({ trace, client, model: 'policy' });
+      interception.register(session);
+      own = { session, sdk: new OpenAI({ baseURL: `${interception.url}/v1`, apiKey: session.secret, maxRetries: 0 }), calls: 0 };
+      owned.set(program, own);
     }
-    if (own) interception.unregister((own as { session: RolloutSession }).session);
+    own.calls++;
+    return own.sdk;
   };
-  // Warm-up: one round of each program's first calls, off the clock.
-  await Promise.all(Array.from({ length: count }, (_, p) => run(p, 4, [], [])));
-  const directTimes: number[] = [];
-  const interceptedTimes: number[] = [];
-  await Promise.all(Array.from({ length: count }, (_, p) => run(p, perProgram, directTimes, interceptedTimes)));
-  directTimes.sort((a, b) => a - b);
-  interceptedTimes.sort((a, b) => a - b);
-  const d = { p50: quantile(directTimes, 0.5), p99: quantile(directTimes, 0.99) };
-  const t = { p50: quantile(interceptedTimes, 0.5), p99: quantile(interceptedTimes, 0.99) };
+  const times = { direct: [] as number[], intercepted: [] as number[] };
+  const cpuMs = { direct: 0, intercepted: 0 };
+  const phase = async (intercepted: boolean, calls: number, keep: boolean) => {
+    const cpuStart = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: count }, async (_, program) => {
+        for (let i = 0; i < calls; i++) {
+          const sdk = intercepted ? sdkFor(program) : direct;
+          const started = performance.now();
+          const reply = await sdk.chat.completions.create({ model: 'm', messages: messagesFor(program * 10_000 + i) });
+          if (!reply.choices[0]?.message.content) throw new Error('empty reply');
+          if (keep) (intercepted ? times.intercepted : times.direct).push(performance.now() - started);
+        }
+      }),
+    );
+    const used = process.cpuUsage(cpuStart);
+    if (keep) cpuMs[intercepted ? 'intercepted' : 'direct'] += (used.user + used.system) / 1000;
+  };
+  // Warm-up off the clock.
+  await phase(false, 4, false);
+  await phase(true, 4, false);
+  const perRound = Math.max(1, Math.round(perProgram / rounds));
+  for (let round = 0; round < rounds; round++) {
+    await phase(round % 2 === 1, perRound, true);
+    await phase(round % 2 === 0, perRound, true);
+  }
+  for (const own of owned.values()) interception.unregister(own.session);
+  const d = sorted(times.direct);
+  const t = sorted(times.intercepted);
+  const direct_ = { p50: quantile(d, 0.5), p99: quantile(d, 0.99) };
+  const inter = { p50: quantile(t, 0.5), p99: quantile(t, 0.99) };
+  const cpuOverheadPerCall = cpuMs.intercepted / t.length - cpuMs.direct / d.length;
   const f = (x: number) => x.toFixed(3).padStart(8);
   console.log(
-    `chat ×${String(count).padEnd(11)} n=${directTimes.length}  direct p50 ${f(d.p50)} ms  p99 ${f(d.p99)} ms | intercepted p50 ${f(t.p50)} ms  p99 ${f(t.p99)} ms | overhead p50 ${f(t.p50 - d.p50)} ms  p99 ${f(t.p99 - d.p99)} ms`,
+    `chat ×${String(count).padEnd(11)} n=${d.length}  direct p50 ${f(direct_.p50)} ms  p99 ${f(direct_.p99)} ms | intercepted p50 ${f(inter.p50)} ms  p99 ${f(inter.p99)} ms | overhead p50 ${f(inter.p50 - direct_.p50)} ms  p99 ${f(inter.p99 - direct_.p99)} ms | cpu/call direct ${f(cpuMs.direct / d.length)} ms intercepted ${f(cpuMs.intercepted / t.length)} ms`,
   );
   return {
     programs: count,
-    calls: directTimes.length,
-    direct: d,
-    intercepted: t,
-    overheadP50: t.p50 - d.p50,
-    overheadP99: t.p99 - d.p99,
+    calls: d.length,
+    direct: direct_,
+    intercepted: inter,
+    overheadP50: inter.p50 - direct_.p50,
+    overheadP99: inter.p99 - direct_.p99,
+    cpuOverheadPerCall,
   };
 }
+
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
 /** 1-min load average when the bench started (the JSON line reports start and end). */
 const loadStart = loadavg()[0]!;
@@ -267,6 +275,7 @@ try {
             direct_p99_ms: round(concurrent.direct.p99),
             intercepted_p50_ms: round(concurrent.intercepted.p50),
             intercepted_p99_ms: round(concurrent.intercepted.p99),
+            cpu_overhead_per_call_ms: round(concurrent.cpuOverheadPerCall),
           }
         : null,
       goal_p50_ms: 1,
