@@ -177,8 +177,12 @@ export class InferencePool implements ModelClient, VersionedInference {
     if (server < 0) server = await this.recheck();
     const sampling: Sampling = { ...request.sampling, extra: { ...request.sampling.extra, cache_salt: cacheSalt } };
     this.inFlight[server]!++;
+    const versionAtStart = this.current;
     try {
       const response = await this.clients[server]!.complete({ ...request, sampling }, options);
+      // vLLM does not say which weights answered; the version did not change during the call, so
+      // those were this one (a call across an update is left unmarked: drained or held, either can be).
+      if (response.policyVersion === undefined && this.current === versionAtStart) response.policyVersion = versionAtStart;
       return { response, server, temperature: request.sampling.temperature ?? this.defaultTemperature };
     } catch (error) {
       if (!options?.signal?.aborted && (error as { statusCode?: number }).statusCode === 502) this.live[server] = false;

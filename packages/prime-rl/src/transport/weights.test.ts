@@ -181,8 +181,11 @@ describe('weight updates on vLLM-shaped servers', () => {
     expect(await pool.checkHealth()).toEqual([true, true]);
     pool.setVersion(4);
     const before = counts(servers);
-    await pool.complete(request('after update'));
+    const after = await pool.complete(request('after update'));
     expect(chatSince(servers, before).map((call) => call.cacheSalt)).toEqual(['4']);
+    // The server names no version (as vLLM): the pool records the one it served, on the reply and so in the trace.
+    expect(replies.map((reply) => reply.policyVersion)).toEqual([0, 0, 0, 0]);
+    expect(after.policyVersion).toBe(4);
   });
 
   it('sends calls to the server with fewer calls in flight, not in turn: a held server gets none', async () => {
