@@ -333,6 +333,21 @@ export class LocalSandbox implements Sandbox {
 }
 
 /**
+ * Makes a sandbox's directory `root` after its owner record (`<root>.sandbox.json`:
+ * pid, host, creation time, labels), written whole and then renamed into place, so a directory
+ * never exists without an owner record, even when the process dies half-way through a create.
+ * Returns the metadata path.
+ */
+async function makeOwnedDirectory(root: string, labels: Record<string, string>): Promise<string> {
+  const metadataPath = `${root}${METADATA_SUFFIX}`;
+  const metadata = JSON.stringify({ pid: process.pid, host: hostname(), createdAt: new Date().toISOString(), labels });
+  await writeFile(`${metadataPath}.partial`, metadata);
+  await rename(`${metadataPath}.partial`, metadataPath);
+  await mkdir(root);
+  return metadataPath;
+}
+
+/**
  * The `local` runtime: each sandbox is a directory under `root` with `work/`, `home/` and `tmp/`,
  * commands run by `sh -c` (or an argv) in their own process group with a minimal environment
  * (`PATH`, `HOME`, `TMPDIR`, `LANG`, `USER`, `SANDBOX_ROOT`). No container: for debugging and
@@ -365,6 +380,20 @@ export class LocalRuntime implements Runtime {
     return this.sandboxes.size;
   }
 
+  /** The environment every command of the sandbox rooted at `root` starts from (no secrets). */
+  private baseEnv(root: string, env: Record<string, string> | undefined): Record<string, string> {
+    return {
+      PATH: this.options.path ?? `${dirname(process.execPath)}:${SYSTEM_PATH}`,
+      HOME: join(root, 'home'),
+      TMPDIR: join(root, 'tmp'),
+      LANG: 'C.UTF-8',
+      USER: safeUserName(),
+      SANDBOX_ROOT: root,
+      ...withoutSecrets(this.options.env),
+      ...withoutSecrets(env),
+    };
+  }
+
   async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
     const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
     for (const field of ['image', 'cpu', 'memoryMb'] as const) {
@@ -381,37 +410,16 @@ export class LocalRuntime implements Runtime {
       }
       const id = `local-${randomBytes(6).toString('hex')}`;
       const root = join(await realpath(this.rootDir), id);
-      // Metadata first (written whole, then renamed into place): a directory never exists
-      // without an owner record, even when the process dies half-way through a create.
-      const metadataPath = `${root}${METADATA_SUFFIX}`;
-      const metadata = JSON.stringify({
-        pid: process.pid,
-        host: hostname(),
-        createdAt: new Date().toISOString(),
-        labels: sandboxOptions.labels ?? {},
-      });
-      await writeFile(`${metadataPath}.partial`, metadata);
-      await rename(`${metadataPath}.partial`, metadataPath);
-      await mkdir(root);
+      const metadataPath = await makeOwnedDirectory(root, sandboxOptions.labels ?? {});
       const paths = new LocalPaths(root, join(root, 'work'));
       const workdir = sandboxOptions.workdir === undefined ? join(root, 'work') : paths.lexical(sandboxOptions.workdir);
       await Promise.all([mkdir(workdir, { recursive: true }), mkdir(join(root, 'home')), mkdir(join(root, 'tmp'))]);
-      const baseEnv: Record<string, string> = {
-        PATH: this.options.path ?? `${dirname(process.execPath)}:${SYSTEM_PATH}`,
-        HOME: join(root, 'home'),
-        TMPDIR: join(root, 'tmp'),
-        LANG: 'C.UTF-8',
-        USER: safeUserName(),
-        SANDBOX_ROOT: root,
-        ...withoutSecrets(this.options.env),
-        ...withoutSecrets(sandboxOptions.env),
-      };
       const sandbox = new LocalSandbox({
         id,
         root,
         workdir,
         metadataPath,
-        baseEnv,
+        baseEnv: this.baseEnv(root, sandboxOptions.env),
         maxOutputBytes: this.options.maxOutputBytes,
         namespace: this.useNamespace() ? new PidNamespace() : undefined,
         slot: {
