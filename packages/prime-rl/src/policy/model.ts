@@ -2,6 +2,33 @@ import * as tf from '@tensorflow/tfjs';
 import { initWeights, LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyConfig, weightShapes } from './config.ts';
 
 /**
+ * x [A, R, S] → [A, S, R] (the last two axes swapped) in two cache-friendly passes: blocks of
+ * k rows transposed in place ([A·R/k, k, S] → [A·R/k, S, k]), then the blocks moved as runs of k
+ * ([A, R/k, S, k] → [A, S, R/k, k]). The wasm backend's one-pass transpose writes with a stride of
+ * R elements and slows down 10–20× when that stride aliases in the cache (R = 1,024 or S ≥ 64).
+ */
+function swapLast(x: tf.Tensor3D): tf.Tensor3D {
+  const [a, r, s] = x.shape;
+  const k = [32, 16, 8, 4, 2].find((b) => r % b === 0 && r > b) ?? 1;
+  if (k === 1) return tf.transpose(x, [0, 2, 1]);
+  const blocks = tf.transpose(tf.reshape(x, [a * (r / k), k, s]), [0, 2, 1]);
+  return tf.reshape(tf.transpose(tf.reshape(blocks, [a, r / k, s, k]), [0, 2, 1, 3]), [a, s, r]) as tf.Tensor3D;
+}
+
+/** x [N, w] → xᵀ [w, N] by {@link swapLast}. */
+function transpose2d(x: tf.Tensor2D): tf.Tensor2D {
+  const [n, w] = x.shape;
+  return tf.reshape(swapLast(tf.reshape(x, [1, n, w]) as tf.Tensor3D), [w, n]) as tf.Tensor2D;
+}
+
+/** x [A, B, C] → [C, B, A]: A moved last by {@link swapLast}, then whole rows of A moved. */
+function reverseAxes(x: tf.Tensor3D): tf.Tensor3D {
+  const [a, b, c] = x.shape;
+  const moved = swapLast(tf.reshape(x, [1, a, b * c]) as tf.Tensor3D);
+  return tf.transpose(tf.reshape(moved, [b, c, a]), [1, 0, 2]);
+}
+
+/**
  * Σ over rows of x [N, w] → [w], as N × an average pool over the N rows: XNNPACK's pooling reads
  * x once, where the wasm backend's sum over axis 0 transposes first and a ones-row matMul packs x
  * as weights (each ≈10× slower). The result differs from a sequential sum by float rounding only.
@@ -23,10 +50,10 @@ function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
   const [n, din] = x.shape;
   const dout = g.shape[1];
   if (dout < din) {
-    const gt = tf.reshape(tf.transpose(g), [dout, n, 1]) as tf.Tensor3D;
+    const gt = tf.reshape(transpose2d(g), [dout, n, 1]) as tf.Tensor3D;
     return tf.transpose(tf.reshape(bmm(gt, tf.reshape(x, [n, 1, din]) as tf.Tensor3D), [dout, din]));
   }
-  const xt = tf.reshape(tf.transpose(x), [din, n, 1]) as tf.Tensor3D;
+  const xt = tf.reshape(transpose2d(x), [din, n, 1]) as tf.Tensor3D;
   return tf.reshape(bmm(xt, tf.reshape(g, [n, 1, dout]) as tf.Tensor3D), [din, dout]);
 }
 
@@ -111,10 +138,10 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
         ]) as tf.Tensor3D,
     ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
     // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
-    const scores = bmm(tf.transpose(q3, [0, 2, 1]), tf.transpose(k3, [2, 1, 0]));
+    const scores = bmm(swapLast(q3), reverseAxes(k3));
     const p = tf.softmax(tf.add(tf.mul(scores, scale), causal)) as tf.Tensor3D;
     // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
-    const out = bmm(tf.transpose(p, [0, 2, 1]), v3);
+    const out = bmm(swapLast(p), v3);
     (save as tf.GradSaveFunc)([h as tf.Tensor2D, w as tf.Tensor2D, q3, k3, v3, p]);
     return {
       value: tf.reshape(out, [rows, d]),
@@ -122,17 +149,20 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
         const [sh, sw, sq, sk, sv, sp] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor3D, tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
         const dOut = tf.reshape(dy, [time, c, dh]) as tf.Tensor3D;
         // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d], computed as [d, c, j] with a = dO as [d, i, c], b = P.
-        const dV = tf.transpose(bmm(tf.transpose(dOut, [2, 0, 1]), sp), [2, 1, 0]);
+        const dV = reverseAxes(bmm(tf.reshape(transpose2d(tf.reshape(dOut, [time * c, dh]) as tf.Tensor2D), [dh, time, c]), sp));
         // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
-        const dP = bmm(tf.transpose(dOut, [0, 2, 1]), tf.transpose(sv, [2, 1, 0]));
+        const dP = bmm(swapLast(dOut), reverseAxes(sv));
         // Softmax: dS = (dP − Σ_j dP·P)·P; the 1/√dh goes on dQ and dK (smaller than dS).
         const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp) as tf.Tensor3D;
         // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d] (as [d, c, j]).
-        const dQ = tf.mul(bmm(tf.transpose(dS, [0, 2, 1]), sk), scale);
-        const dK = tf.mul(tf.transpose(bmm(tf.transpose(sq, [2, 0, 1]), dS), [2, 1, 0]), scale);
+        const dQ = tf.mul(bmm(swapLast(dS), sk), scale);
+        const dK = tf.mul(
+          reverseAxes(bmm(tf.reshape(transpose2d(tf.reshape(sq, [time * c, dh]) as tf.Tensor2D), [dh, time, c]), dS)),
+          scale,
+        );
         // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ.
         const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
-        const hT = tf.reshape(tf.transpose(sh), [d, rows, 1]) as tf.Tensor3D;
+        const hT = tf.reshape(transpose2d(sh), [d, rows, 1]) as tf.Tensor3D;
         const dW = tf.concat(
           grads.map((g) => tf.reshape(bmm(hT, tf.reshape(g, [rows, 1, d]) as tf.Tensor3D), [d, d])),
           1,
@@ -250,14 +280,25 @@ export class PolicyModel {
     this.lastDistinctRows = shared ? shared.count : null;
     this.lastRows = rows;
     const of = shared?.of;
+    // An even row count gets one idle row (a copy of row 0 that no position reads: its gradient
+    // is exactly zero): attention's batch × head channels then have an odd stride, where a stride
+    // of 2^k floats (256 rows × 4 heads) makes the cache alias and attention 3× slower.
+    const stride = rows >= 32 && rows % 2 === 0 ? rows + 1 : rows;
+    let rowTokens = shared?.tokens ?? tokens;
+    if (stride > rows) {
+      const withIdle = new Int32Array(stride * time);
+      withIdle.set(rowTokens.subarray(0, rows * time));
+      withIdle.set(rowTokens.subarray(0, time), rows * time);
+      rowTokens = withIdle;
+    }
     const index = new Int32Array(positions.length);
     for (let i = 0; i < positions.length; i++) {
       const p = positions[i] as number;
       const b = Math.floor(p / time);
       if (!(p >= 0 && b < batch)) throw new RangeError(`positions[${i}] = ${p} is outside [0, ${batch * time})`);
-      index[i] = (p - b * time) * rows + (of ? (of[b] as number) : b);
+      index[i] = (p - b * time) * stride + (of ? (of[b] as number) : b);
     }
-    const hidden = this.hidden(shared?.tokens ?? tokens, rows, time);
+    const hidden = this.hidden(rowTokens, stride, time);
     const at = gatherRows(hidden, tf.tensor1d(index, 'int32'));
     if (!columns) return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
     // The head's columns picked by a 0/1 matMul (exact; its gradient puts them back in place).
