@@ -1,6 +1,7 @@
-// `pnpm experiment:proposer-solver [--steps 300] [--seeds 0,1,2] [--out runs/experiment-proposer-solver]`:
-// Hierarchical GRPO, GRPO with proposer and solver pooled, and RAE on configs/proposer-solver.toml
-// at the same budget, 3 seeds each. Prints markdown tables (mean ± std over seeds) — the
+// `pnpm experiment:proposer-solver [--steps 300] [--seeds 0,1,2] [--out runs/experiment-proposer-solver]
+// [--config apps/trainer/configs/proposer-solver.toml]`: Hierarchical GRPO, GRPO with proposer and
+// solver pooled, and RAE on the config (default configs/proposer-solver.toml, `claims = "executed"`;
+// configs/proposer-solver-literal.toml is the literal rules) at the same budget, 3 seeds each. Prints markdown tables (mean ± std over seeds) — the
 // training means of learnability, validity and proposed difficulty, and the final solver
 // accuracy on the probe set per difficulty — on stdout, progress on stderr; writes results.json.
 import { join } from 'node:path';
@@ -9,9 +10,9 @@ import { type ExperimentArm, markdownTable, meanOver, runExperiment, writeResult
 import type { StepMetrics } from './run.ts';
 import { applySet, readRunConfigFile } from './run-config.ts';
 
-const CONFIG = join(import.meta.dirname, '..', 'configs', 'proposer-solver.toml');
 const { values } = parseArgs({
   options: {
+    config: { type: 'string', default: join(import.meta.dirname, '..', 'configs', 'proposer-solver.toml') },
     steps: { type: 'string', default: '300' },
     out: { type: 'string', default: 'runs/experiment-proposer-solver' },
     seeds: { type: 'string', default: '0,1,2' },
@@ -23,7 +24,7 @@ if (!Number.isInteger(steps) || steps < 1) {
   process.exit(2);
 }
 const seeds = values.seeds.split(',').map(Number);
-const base = await readRunConfigFile(CONFIG);
+const base = await readRunConfigFile(values.config);
 const variant = (seed: number, algorithm: string) => {
   const config = structuredClone(base);
   for (const set of [`seed=${seed}`, `max_steps=${steps}`, 'checkpoint_every=0', `train.source.0.algorithm=${algorithm}`])
@@ -73,7 +74,7 @@ const probe = [
 ];
 const columns = [...training, ...probe];
 
-console.error(`[experiment:proposer-solver] ${arms.length} arms × ${seeds.length} seeds, ${steps} steps each`);
+console.error(`[experiment:proposer-solver] ${values.config}: ${arms.length} arms × ${seeds.length} seeds, ${steps} steps each`);
 const result = await runExperiment({ name: 'experiment:proposer-solver', arms, seeds, columns, out: values.out });
 const rows = (cols: typeof columns) =>
   arms.map((arm) => ({
@@ -94,7 +95,14 @@ const tables = [
     digits: 2,
   }),
 ];
-const path = await writeResults(values.out, { experiment: 'proposer-solver', steps, seeds, ...result, tables });
+const path = await writeResults(values.out, {
+  experiment: 'proposer-solver',
+  config: values.config,
+  steps,
+  seeds,
+  ...result,
+  tables,
+});
 console.log(`${tables.join('\n\n')}\n`);
 console.log(
   `${result.seconds.toFixed(0)} s in all on ${result.load.cores} cores; 1-minute load ${result.load.start[0]?.toFixed(1)} at the start, ${result.load.end[0]?.toFixed(1)} at the end; wrote ${path}`,
