@@ -328,6 +328,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   });
   try {
     const result = await orchestrator.run();
+    // Skipped steps at the end still reach a trainer process, which then stops after the run's last step.
+    await wire?.sendSkippedThrough(result.steps);
     await writeReport({ out: options.out });
     return {
       steps: result.steps,

@@ -23,8 +23,10 @@ describe('wire engines (trainer process + inference server, in this process)', (
     const outputDir = join(dir, 'wire');
     const steps = 5;
     const abort = new AbortController();
-    const trainer = serveTrainer({ outputDir, workerThread: false, forever: true, signal: abort.signal }).catch(
-      (error: unknown) => (abort.signal.aborted ? null : Promise.reject(error)),
+    // Not `forever`: the trainer process returns once it has trained the run's last step.
+    const trainer = serveTrainer({ outputDir, workerThread: false, signal: abort.signal }).then(
+      () => 'returned',
+      (error: unknown) => (abort.signal.aborted ? 'aborted' : Promise.reject(error)),
     );
     const server = await serveInference({ checkpoint: join(outputDir, 'broadcasts', 'step_0'), port: 0, maxTokens: 1 });
     try {
@@ -51,8 +53,10 @@ describe('wire engines (trainer process + inference server, in this process)', (
       // Rollout m ran on version m − 2, pushed to the server from the trainer's broadcast.
       expect(metrics.map((m) => m.policy_version)).toEqual([0, 0, 1, 2, 3]);
       expect(server.version).toBe(3);
+      // Every step reached the trainer, the last two after the run; it stopped by itself.
       const sent = await readdir(join(outputDir, 'rollouts'));
-      expect(sent.sort()).toEqual(['step_1', 'step_2', 'step_3']);
+      expect(sent.sort()).toEqual(['step_1', 'step_2', 'step_3', 'step_4', 'step_5']);
+      expect(await trainer).toBe('returned');
     } finally {
       abort.abort();
       await trainer;
