@@ -12,8 +12,9 @@ and checks, per step:
   - sequence_lengths and seq_lens each sum to len(input_ids);
   - position_ids restart at 0 at every sample boundary and count up inside a sample (the
     padding appended to the last sample restarts once more at 0);
-  - loss_mask is true only where a sampled token can be: never on padding, never where
-    inference_logprobs is 0 on a prompt token, and a mask-true token has a finite advantage;
+  - loss_mask is true only where a sampled token can be: never on padding; a mask-true token has
+    a finite advantage and a logprob <= 0, a mask-false token advantage 0 (which tokens were
+    sampled, and of which traces, is checked against the sample export below);
   - env_names are strings per token, "all" never appears, padding has "";
   - no sample (sequence length minus padding) is longer than --seq-len;
   - temperatures are positive;
