@@ -6,19 +6,32 @@ import { McpServersSchema } from '../tools/mcp-servers.ts';
 /** How to reach a model server. The API key is named by an environment variable, resolved by the CLI. */
 export const ClientConfigSchema = z
   .object({
+    /** The wire the server speaks: `openai` (OpenAI-compatible chat completions; the only one). */
     type: z.literal('openai').default('openai'),
+    /** The server's base URL, including `/v1`. */
     baseUrl: z.string().url(),
     /** Name of the environment variable holding the key (resolved at the CLI layer only). */
     apiKeyVar: z.string().optional(),
+    /** Extra HTTP headers sent with every request. */
     headers: z.record(z.string(), z.string()).optional(),
+    /** Retries of a failed call (429, 5xx, resets), with backoff honouring `retry-after` (default 3). */
     maxRetries: z.number().int().nonnegative().default(3),
+    /** Per-request timeout in milliseconds (default: none). */
     timeoutMs: z.number().int().positive().optional(),
   })
   .strict();
+/**
+ * A model server's client config after parsing (`type` openai, `maxRetries` 3 by default; `timeoutMs`
+ * per request in milliseconds); see {@link ClientConfigSchema}.
+ */
 export type ClientConfig = z.infer<typeof ClientConfigSchema>;
 
 /** A plugin reference: an id string, or `{ id, ...options }`. */
 export const PluginRefSchema = z.union([z.string().min(1), z.object({ id: z.string().min(1) }).loose()]);
+/**
+ * A harness or runtime reference in a config: an id (`"codex"`), or `{ id, ...options }` whose other
+ * keys are the plugin's options.
+ */
 export type PluginRef = z.infer<typeof PluginRefSchema>;
 
 const seconds = z.number().positive();
@@ -75,7 +88,9 @@ export const AgentConfigSchema = z
     mcpServers: McpServersSchema.optional(),
   })
   .strict();
+/** An agent config as written (every field optional; times in seconds); see {@link AgentConfigSchema}. */
 export type AgentConfig = z.input<typeof AgentConfigSchema>;
+/** An agent config after parsing, defaults applied (what `Agent` receives); see {@link AgentConfigSchema}. */
 export type ResolvedAgentConfig = z.output<typeof AgentConfigSchema>;
 
 /**

@@ -19,25 +19,38 @@ export interface InterceptionHost {
   unregister(session: RolloutSession): void;
 }
 
+/**
+ * What `new Agent(options)` takes: the resolved config, the model and its client, the harness and
+ * runtime it runs with, and how to reach interception.
+ */
 export interface AgentOptions {
   /** The role name stamped on traces (default `agent`). */
   name?: string;
+  /** The parsed agent config (limits, timeouts, retries, sampling). */
   config: ResolvedAgentConfig;
+  /** The model name its calls use. */
   model: string;
+  /** The client that answers its model calls (behind interception). */
   client: ModelClient;
+  /** The program (or built-in loop) that plays the agent. */
   harness: Harness;
+  /** Where its sandboxes come from. */
   runtime: Runtime;
   /** Gives the interception server (started lazily by the caller; only HTTP programs need it). */
   interception?: () => Promise<InterceptionHost>;
+  /** Whether its traces may be trained on (stamped on `trace.agent.trainable`; default: the config's `trainable`, else true). */
   trainable?: boolean;
+  /** Receives progress and diagnostic lines (default: dropped). */
   log?: (line: string) => void;
   /** Rewards, metrics and stops plugged from config (`env/reward-modules.ts`). */
   plugged?: PluggedScorers;
 }
 
+/** Per-run options of `agent.run(task, options)`. */
 export interface RunOptions {
   /** A borrowed sandbox: never started or stopped by the agent, and never retried on. */
   sandbox?: Sandbox;
+  /** Aborts the run: the program is stopped, no retry starts, and the trace records why it ended. */
   signal?: AbortSignal;
   /** Called with the live trace as soon as it exists. */
   onTrace?: (trace: Trace) => void;

@@ -108,10 +108,20 @@ async function load<T>(kind: 'harness' | 'runtime', ref: PluginRef, factories: M
   return (await create(options, pluginContext)) as T;
 }
 
+/**
+ * Builds the harness a reference names: a built-in id (`null`, `bash`), a registered factory, or the
+ * package `@troupe/harness-<id>` (its `createHarness(options)`). Rejects with a `ConfigError` when
+ * the package is missing or exports no `createHarness`, or its options are invalid.
+ */
 export function loadHarness(ref: PluginRef): Promise<Harness> {
   return load('harness', ref, harnessFactories);
 }
 
+/**
+ * Builds the runtime a reference names: `local` (built in), a registered factory, or the package
+ * `@troupe/runtime-<id>` (its `createRuntime(options)`). Rejects with a `ConfigError` when the
+ * package is missing or exports no `createRuntime`, or its options are invalid.
+ */
 export async function loadRuntime(ref: PluginRef): Promise<Runtime> {
   if (!runtimeFactories.has('local')) {
     const { LocalRuntime } = await import('../runtime/local-runtime.ts');

@@ -269,6 +269,11 @@ export interface ExportMetadata {
 
 /** The export formats. */
 export const EXPORT_FORMATS = ['chat', 'sft', 'preference'] as const;
+/**
+ * One of {@link EXPORT_FORMATS}: `chat` (each trace's conversation), `sft` (the conversations of ok
+ * traces, up to their last assistant reply) or `preference` (chosen / rejected pairs of one task's
+ * ok traces).
+ */
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 /** Trace messages (last branch) in the chat-template shape; tool results carry the tool's name. */
@@ -374,6 +379,7 @@ export function toMessagesRecord(
   return tokens ? { ...record, ...tokens } : record;
 }
 
+/** What `troupe export` does with a run: the format, which traces (role, `--where`) and what each record carries. */
 export interface ExportOptions {
   format: ExportFormat;
   /** The run id written into the metadata (default: the run directory's name). */

@@ -44,6 +44,10 @@ export const EnvBaseConfigShape = {
 /** What an env's hooks receive about its roles: `agents.<role>`, typed by the role names. */
 export type Agents<R extends string> = { readonly [K in R]: EpisodeAgent };
 
+/**
+ * What an env's `run` receives for one episode: the task, its roles' agents, the env's parsed
+ * options, the episode being recorded and the abort signal.
+ */
 export interface EnvRunContext<R extends string, O> {
   task: Task;
   agents: Agents<R>;
@@ -97,6 +101,10 @@ export interface RunModelSettings {
   makeClient?: (config: ClientConfig, model: string) => ModelClient;
 }
 
+/**
+ * What `Env.create` takes: the definition, the env config (roles, taskset, timeouts, the env's
+ * options), the run's model settings and how to reach interception.
+ */
 export interface CreateEnvOptions<R extends string, O extends Record<string, unknown>> {
   definition: EnvDefinition<R, O>;
   /** The env config: `id`, `taskset`, timeouts, retries, one field per role, and the env's options. */
@@ -121,6 +129,11 @@ export interface ResolvedRoleSettings {
   trainable: boolean;
 }
 
+/**
+ * A configured env: one agent per role built from its config, ready to run episodes
+ * (`runEpisode`) on tasks of its taskset. Made by `Env.create`, which rejects with a `ConfigError`
+ * naming the field for a bad config.
+ */
 export class Env<R extends string = string, O extends Record<string, unknown> = Record<string, unknown>> {
   readonly definition: EnvDefinition<R, O>;
   readonly id: string;

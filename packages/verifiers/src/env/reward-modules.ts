@@ -71,6 +71,10 @@ export const RewardEntrySchema = z
   .refine((entry) => (entry.module === undefined) !== (entry.judge === undefined), {
     message: 'set either module = "<path>" or judge = "rubric" | "reference"',
   });
+/**
+ * One reward entry of a role, as written: `module` (+ `export`, `options`) or `judge` (`rubric` /
+ * `reference` with its judge settings), never both; see {@link RewardEntrySchema}.
+ */
 export type RewardEntry = z.input<typeof RewardEntrySchema>;
 
 /** A stop function: returns a condition name (or true = the entry's name) to stop the rollout before a call. */

@@ -35,6 +35,7 @@ export function registerTaskset(id: string, loader: TasksetLoader): void {
   tasksets.set(id, loader);
 }
 
+/** The ids of the registered envs (built-ins and `registerEnv` calls), in registration order. */
 export function envIds(): string[] {
   return [...envs.keys()];
 }

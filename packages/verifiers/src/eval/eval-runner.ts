@@ -10,10 +10,18 @@ import { type Shard, shardSlice } from './shard.ts';
 import { type EvalSummary, formatSummary, summarize } from './summary.ts';
 import { EpisodeWriter, readEpisodes, rewriteEpisodes } from './traces-file.ts';
 
+/**
+ * Progress of an eval, reported after each episode (`onProgress`): episodes done, total, failed, and
+ * the mean reward so far.
+ */
 export interface EvalProgress {
+  /** Episodes finished (kept from a resumed run included). */
   done: number;
+  /** Episodes the eval runs in all. */
   total: number;
+  /** Finished episodes that are not ok. */
   failed: number;
+  /** Mean reward of the finished episodes; null before any has a reward. */
   rewardMean: number | null;
 }
 
@@ -25,6 +33,10 @@ export interface EpisodeRunner {
   isComplete(episode: Episode): boolean;
 }
 
+/**
+ * What {@link runEval} takes: the env and taskset, how many tasks × rollouts, concurrency, output
+ * directory, resume and sharding.
+ */
 export interface RunEvalOptions {
   env: EpisodeRunner;
   taskset: Taskset;
@@ -52,8 +64,14 @@ export interface RunEvalOptions {
   shard?: Shard;
 }
 
+/**
+ * What {@link runEval} returns: where the run was written, its summary, and how many episodes ran now
+ * versus were kept from an earlier run.
+ */
 export interface EvalResult {
+  /** The run directory (`traces.jsonl`, `summary.json`, …). */
   outDir: string;
+  /** Per-role rewards, pass@k, usage and cost of every episode of the run. */
   summary: EvalSummary;
   /** Episodes run in this invocation. */
   ran: number;

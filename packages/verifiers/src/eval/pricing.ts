@@ -15,10 +15,15 @@ export const ModelPriceSchema = z
     reasoning: z.number().nonnegative().optional(),
   })
   .strict();
+/**
+ * One model's price in USD per million tokens (`input`, `output`, optional `cachedInput` and
+ * `reasoning`); see {@link ModelPriceSchema}.
+ */
 export type ModelPrice = z.infer<typeof ModelPriceSchema>;
 
 /** `[prices."<model>"]` tables of a config: model name → price per million tokens. */
 export const PriceTableSchema = z.record(z.string(), ModelPriceSchema);
+/** Model name → {@link ModelPrice} (USD per million tokens). */
 export type PriceTable = z.infer<typeof PriceTableSchema>;
 
 /**

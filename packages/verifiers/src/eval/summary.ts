@@ -34,6 +34,10 @@ export interface RoleSummary {
   passAtK: Record<string, number>;
 }
 
+/**
+ * The `summary.json` of an eval run: episode counts, per-role reward statistics and pass@k, usage,
+ * cost in USD and timing.
+ */
 export interface EvalSummary {
   env: string;
   model: string;

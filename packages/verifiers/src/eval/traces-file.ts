@@ -1,7 +1,9 @@
 import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { Episode } from '../trace/episode.ts';
 
+/** What {@link readEpisodes} returns: the episodes parsed from `traces.jsonl` and the lines it skipped. */
 export interface ReadEpisodesResult {
+  /** The episodes of the valid lines, in file order. */
   episodes: Episode[];
   /** Lines that could not be parsed (a torn last line after a crash, or corruption), 1-based. */
   badLines: { line: number; reason: string }[];

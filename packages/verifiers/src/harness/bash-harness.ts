@@ -4,6 +4,10 @@ import type { HarnessCapabilities, HarnessLaunchContext } from './harness.ts';
 import { LoopHarness } from './null-harness.ts';
 import type { LoopTool } from './tool-loop.ts';
 
+/**
+ * Options of the `bash` harness (`harness = { id = "bash", … }`): the tool timeout in seconds, the
+ * tool output cap in characters, and whether to offer `edit`.
+ */
 export const BashHarnessOptionsSchema = z
   .object({
     /** Seconds before a `bash` tool call is killed. */
@@ -14,6 +18,7 @@ export const BashHarnessOptionsSchema = z
     edit: z.boolean().default(true),
   })
   .strict();
+/** The `bash` harness's options as given (every field optional); see {@link BashHarnessOptionsSchema}. */
 export type BashHarnessOptions = z.input<typeof BashHarnessOptionsSchema>;
 
 /**

@@ -37,10 +37,18 @@ export interface ModelEndpoint {
   direct: (request: ModelRequest, options?: { signal?: AbortSignal }) => Promise<ModelResponse>;
 }
 
+/**
+ * What a harness's `launch` receives for one run: the task, the live trace, the sandbox, the model
+ * endpoint (through interception), the starting messages and the run's limits.
+ */
 export interface HarnessLaunchContext {
+  /** The task being run. */
   task: Task;
+  /** The live trace interception records into. */
   trace: Trace;
+  /** The sandbox the program runs in. */
   sandbox: Sandbox;
+  /** Where the program reaches the model (always interception). */
   endpoint: ModelEndpoint;
   /** The conversation to start from: system prompt (folded if the harness cannot take one), then the prompt. */
   messages: Message[];
@@ -54,9 +62,16 @@ export interface HarnessLaunchContext {
   mcpServers?: McpServers;
 }
 
+/**
+ * How a harness run ended: the program's exit code and its output, kept for the
+ * error message when it failed.
+ */
 export interface HarnessResult {
+  /** 0 on success; non-zero fails the run unless a stop condition already ended it. */
   exitCode: number;
+  /** The program's standard output. */
   stdout: string;
+  /** The program's standard error. */
   stderr: string;
 }
 

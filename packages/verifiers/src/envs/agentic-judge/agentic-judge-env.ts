@@ -55,6 +55,10 @@ export const AgenticJudgeOptionsSchema = z
     judgeWeight: z.number().min(0).default(1),
   })
   .strict();
+/**
+ * The options of `agentic-judge` / `shared-agentic-judge` after parsing (rubric loaded, defaults
+ * applied); see {@link AgenticJudgeOptionsSchema}.
+ */
 export type AgenticJudgeOptions = z.output<typeof AgenticJudgeOptionsSchema>;
 
 /** What the judge's trace carries in `info.verdict` once its verdict validated. */

@@ -13,12 +13,18 @@ export const DEFAULT_JUDGE_POLICY = `You are a judge. Another agent, the solver,
 
 {prompt}`;
 
+/**
+ * What the judge's prompt is built from: the solver's task, the policy and hint, the rubric, the
+ * judging mode and paths, and what the solver left behind.
+ */
 export interface JudgePromptOptions {
   /** The solver's task prompt as text. */
   taskPrompt: string;
   /** A policy replacing the default; `{prompt}` marks where the task goes (else it is appended). */
   policy?: string;
+  /** Hints for the judge, shown after the policy. */
   hint?: string;
+  /** The criteria the verdict must answer. */
   rubric: Rubric;
   mode: JudgeMode;
   paths: JudgePaths;

@@ -21,6 +21,7 @@ export const CriterionSchema = z
       .refine((choices) => new Set(choices).size === choices.length, 'choices must be unique'),
   })
   .strict();
+/** One rubric criterion after parsing (`weight` default 1); see {@link CriterionSchema}. */
 export type Criterion = z.output<typeof CriterionSchema>;
 
 /** A judge rubric: named criteria with weights and ordered choices. */
@@ -33,6 +34,7 @@ export const RubricSchema = z
       .refine((criteria) => criteria.some((c) => c.weight > 0), 'at least one criterion needs a weight above 0'),
   })
   .strict();
+/** A judge rubric after parsing: unique criterion names, at least one with weight above 0; see {@link RubricSchema}. */
 export type Rubric = z.output<typeof RubricSchema>;
 
 /** The default rubric: one criterion `solved`, answered `no` or `yes`. */

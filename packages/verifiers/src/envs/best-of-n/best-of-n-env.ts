@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineEnv } from '../../env/env.ts';
 
+/** Options of `best-of-n` (keys of `[env]`): attempts per episode and the pass threshold for pass@k. */
 export const BestOfNOptionsSchema = z
   .object({
     /** Attempts per episode. */

@@ -17,6 +17,10 @@ import {
 import { kuhnParseAction, kuhnReaskMessage, kuhnSystemPrompt, kuhnTurnMessage } from './prompts.ts';
 import { kuhnTraining } from './training.ts';
 
+/**
+ * Options of `kuhn-poker` (keys of `[env]`): re-asks before a forfeit, the prompt wording and how the
+ * env's taskset deals.
+ */
 export const KuhnPokerOptionsSchema = z
   .object({
     /** Re-asks after an illegal or ambiguous reply before the seat forfeits. */
@@ -30,6 +34,10 @@ export const KuhnPokerOptionsSchema = z
     deals: z.enum(['seeded', 'stratified']).default('seeded'),
   })
   .strict();
+/**
+ * The options of `kuhn-poker` after parsing (defaults: 1 re-ask, `rules` prompts, `seeded` deals);
+ * see {@link KuhnPokerOptionsSchema}.
+ */
 export type KuhnPokerOptions = z.infer<typeof KuhnPokerOptionsSchema>;
 
 /** What `info.kuhn` holds on each seat's trace. */

@@ -2,10 +2,12 @@ import { seededRandom } from '../../task/taskset.ts';
 
 /** The three cards, weakest first. */
 export const KUHN_CARDS = ['J', 'Q', 'K'] as const;
+/** A card of Kuhn poker: `J`, `Q` or `K` (weakest first). */
 export type KuhnCard = (typeof KUHN_CARDS)[number];
 
 /** Every action a player can name. `check`/`fold` are the passive moves, `bet`/`call` the aggressive ones. */
 export const KUHN_ACTIONS = ['check', 'bet', 'call', 'fold'] as const;
+/** An action a player names: `check`, `bet`, `call` or `fold`. */
 export type KuhnAction = (typeof KUHN_ACTIONS)[number];
 
 /** A deal: `cards[0]` is player 0's card, `cards[1]` player 1's. */
@@ -13,6 +15,10 @@ export type KuhnDeal = readonly [KuhnCard, KuhnCard];
 
 /** The 12 information sets: card, then the history with p = check/fold and b = bet/call. */
 export const KUHN_INFO_SETS = ['J', 'Q', 'K', 'Jp', 'Qp', 'Kp', 'Jb', 'Qb', 'Kb', 'Jpb', 'Qpb', 'Kpb'] as const;
+/**
+ * One of the 12 information sets of {@link KUHN_INFO_SETS}: the player's card, then the history (`p`
+ * pass, `b` bet).
+ */
 export type KuhnInfoSet = (typeof KUHN_INFO_SETS)[number];
 
 /** A behaviour policy: for each information set, `[P(pass), P(bet)]` (pass = check or fold, bet = bet or call). */

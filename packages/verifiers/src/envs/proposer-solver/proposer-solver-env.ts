@@ -53,11 +53,16 @@ export const ProposerSolverOptionsSchema = z
       });
     }
   });
+/** The options of `proposer-solver` after parsing and cross-field checks; see {@link ProposerSolverOptionsSchema}. */
 export type ProposerSolverOptions = z.output<typeof ProposerSolverOptionsSchema>;
 
 /** Appended to the proposed problem for each solver. */
 export const SOLVE_SUFFIX = 'End your reply with just the final integer.';
 
+/**
+ * The data of a solver's task (made by {@link solveTask}): the proposed problem as the prompt, and
+ * its integer answer.
+ */
 export interface SolveTaskData extends Record<string, unknown> {
   prompt: string;
   answer: number;

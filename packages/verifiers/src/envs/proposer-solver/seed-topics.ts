@@ -22,6 +22,7 @@ export function proposerPrompt(topic: string): string {
   ].join('\n\n');
 }
 
+/** The data of a proposer's seed task: the instruction to propose a problem on `info.topic`. */
 export interface SeedTaskData extends Record<string, unknown> {
   prompt: string;
   info: { topic: string };

@@ -12,6 +12,7 @@ export const UserSimOptionsSchema = z
     doneMarker: z.string().min(1).default(DEFAULT_DONE_MARKER),
   })
   .strict();
+/** The options of `user-sim` after parsing (default persona and done marker); see {@link UserSimOptionsSchema}. */
 export type UserSimOptions = z.output<typeof UserSimOptionsSchema>;
 
 /**
