@@ -91,6 +91,119 @@ function unscored(original: Trace, names: Set<string>): Trace {
   return trace;
 }
 
+/** The episode's record without its traces (which the replay adds, re-scored or copied). */
+function emptyCopy(episode: Episode): Episode {
+  const copy = new Episode({ id: episode.id, env: episode.env, task: episode.task, group: episode.group });
+  copy.errors = episode.errors;
+  copy.startedAt = episode.startedAt;
+  copy.endedAt = episode.endedAt;
+  copy.attempt = episode.attempt;
+  return copy;
+}
+
+/** The task a saved trace is re-scored with: a trainable role's taskset task when given (its own scorers), else one rebuilt from the saved data. */
+function taskOf(trace: Trace, tasks: ReplayOptions['tasks']): Task {
+  const given = trace.agent.trainable ? tasks?.get(trace.task.key) : undefined;
+  return given ?? new Task(trace.task.data as never, { key: trace.task.key });
+}
+
+/** Each role's scorers plugged from the source config (`[[env.<role>.rewards]]`, judges, metrics). */
+async function pluggedScorersOf(
+  roles: Set<string>,
+  envConfig: Record<string, unknown>,
+  options: ReplayOptions,
+): Promise<Map<string, PluggedScorers | undefined>> {
+  const plugged = new Map<string, PluggedScorers | undefined>();
+  for (const role of roles) {
+    const roleConfig = (envConfig[role] ?? {}) as { rewards?: unknown; metrics?: unknown; model?: string };
+    plugged.set(
+      role,
+      await loadPluggedScorers({ rewards: roleConfig.rewards, metrics: roleConfig.metrics }, `env.${role}`, {
+        client: options.client,
+        model: options.model,
+        ...(options.baseDir ? { baseDir: options.baseDir } : {}),
+      }),
+    );
+  }
+  return plugged;
+}
+
+/** The new run directory (`outDir`, default beside the source): never the source; an existing one is replaced only with `clean`. */
+function freshOutDir(sourceDir: string, options: ReplayOptions): string {
+  const outDir = resolve(
+    options.outDir ?? join(dirname(sourceDir), `${basename(sourceDir)}--replay-${randomBytes(4).toString('hex')}`),
+  );
+  if (outDir === sourceDir) throw new ConfigError('replay: the new run directory must not be the source');
+  if (existsSync(outDir)) {
+    if (!options.clean) throw new ConfigError(`replay: ${outDir} exists (--clean replaces it)`);
+    rmSync(outDir, { recursive: true, force: true });
+  }
+  return outDir;
+}
+
+/**
+ * Scores an unscored copy of `original` `numRescores` times. The first rescore is the result: each
+ * reward and metric is its mean over the rescores (null when a rescore lacks it), and it carries
+ * every rescore's scoring errors, judge calls and judge usage. `perName` lists each criterion's
+ * scores, one per rescore.
+ */
+async function rescoreTrace(options: {
+  original: Trace;
+  task: Task;
+  names: Set<string>;
+  numRescores: number;
+}): Promise<{ final: Trace; perName: Record<string, (number | null)[]> }> {
+  const { task } = options;
+  const rescores: Trace[] = [];
+  const judgeUsage: Trace['extraUsage'][] = [];
+  for (let k = 0; k < options.numRescores; k++) {
+    const trace = unscored(options.original, options.names);
+    const before = trace.extraUsage.length;
+    await scoreTrace({ task, trace });
+    rescores.push(trace);
+    judgeUsage.push(trace.extraUsage.slice(before));
+  }
+  const final = rescores[0] as Trace;
+  const rewardNames = new Set(rescores.flatMap((t) => Object.keys(t.rewards)));
+  const metricNames = new Set(rescores.flatMap((t) => Object.keys(t.metrics)));
+  const perName: Record<string, (number | null)[]> = {};
+  for (const name of rewardNames) {
+    const scores = rescores.map((t) => t.rewards[name]?.score ?? null);
+    perName[name] = scores;
+    const present = scores.filter((s): s is number => s !== null);
+    const weight = rescores.find((t) => t.rewards[name])?.rewards[name]?.weight ?? 1;
+    final.rewards[name] = present.length === scores.length ? { score: mean(present), weight } : null;
+  }
+  for (const name of metricNames) {
+    const scores = rescores.map((t) => t.metrics[name] ?? null);
+    perName[name] = scores;
+    final.metrics[name] = scores.every((s) => s !== null) ? mean(scores as number[]) : null;
+  }
+  for (const [k, other] of rescores.entries()) {
+    if (k === 0) continue;
+    final.errors.push(...other.errors.filter((e) => e.stage === 'scoring'));
+    ((final.info.judgeCalls ??= []) as unknown[]).push(...judgeCallsOf(other));
+    final.extraUsage.push(...(judgeUsage[k] ?? []));
+  }
+  if (final.errors.length) final.ok = false;
+  return { final, perName };
+}
+
+/** One criterion's line of the report, over the traces whose every rescore scored it. */
+function criterionReport(perTrace: (number | null)[][], numRescores: number): ReplayReport['criteria'][string] {
+  const complete = perTrace.filter((scores) => scores.every((s) => s !== null)) as number[][];
+  return {
+    traces: complete.length,
+    mean: complete.length ? mean(complete.map(mean)) : null,
+    spread: complete.length ? mean(complete.map(std)) : null,
+    agreement:
+      numRescores > 1 && complete.length
+        ? complete.filter((scores) => scores.every((s) => s === scores[0])).length / complete.length
+        : null,
+    failed: perTrace.length - complete.length,
+  };
+}
+
 /**
  * Re-scores a finished run's saved traces without re-running any agent: each role's rewards and
  * metrics (the taskset's own, plus `[[env.<role>.rewards]]` / judges from the source config, or
@@ -119,43 +232,17 @@ export async function replayRun(options: ReplayOptions): Promise<ReplayResult> {
     );
 
   const roles = new Set(episodes.flatMap((e) => e.traces.map((t) => t.agent.name)));
-  const plugged = new Map<string, PluggedScorers | undefined>();
-  for (const role of roles) {
-    const roleConfig = (envConfig[role] ?? {}) as { rewards?: unknown; metrics?: unknown; model?: string };
-    plugged.set(
-      role,
-      await loadPluggedScorers({ rewards: roleConfig.rewards, metrics: roleConfig.metrics }, `env.${role}`, {
-        client: options.client,
-        model: options.model,
-        ...(options.baseDir ? { baseDir: options.baseDir } : {}),
-      }),
-    );
-  }
+  const plugged = await pluggedScorersOf(roles, envConfig, options);
+  const outDir = freshOutDir(sourceDir, options);
 
-  const outDir = resolve(
-    options.outDir ?? join(dirname(sourceDir), `${basename(sourceDir)}--replay-${randomBytes(4).toString('hex')}`),
-  );
-  if (outDir === sourceDir) throw new ConfigError('replay: the new run directory must not be the source');
-  if (existsSync(outDir)) {
-    if (!options.clean) throw new ConfigError(`replay: ${outDir} exists (--clean replaces it)`);
-    rmSync(outDir, { recursive: true, force: true });
-  }
-
-  const values = new Map<string, { perTrace: (number | null)[][] }>();
+  /** Criterion -> its scores per rescored trace, one per rescore. */
+  const values = new Map<string, (number | null)[][]>();
   const report: ReplayReport = { source: sourceDir, numRescores, rescored: 0, copied: 0, criteria: {} };
   const out: Episode[] = [];
   for (const episode of episodes) {
-    const replayed = new Episode({ id: episode.id, env: episode.env, task: episode.task, group: episode.group });
-    replayed.errors = episode.errors;
-    replayed.startedAt = episode.startedAt;
-    replayed.endedAt = episode.endedAt;
-    replayed.attempt = episode.attempt;
+    const replayed = emptyCopy(episode);
     for (const original of episode.traces) {
-      const base =
-        original.agent.trainable && options.tasks?.get(original.task.key)
-          ? (options.tasks.get(original.task.key) as Task)
-          : new Task(original.task.data as never, { key: original.task.key });
-      const task = withPluggedScorers(base, plugged.get(original.agent.name));
+      const task = withPluggedScorers(taskOf(original, options.tasks), plugged.get(original.agent.name));
       const names = new Set([...task.rewards.map((r) => r.name), ...task.metrics.map((m) => m.name)]);
       const agentFailed = original.errors.some((e) => e.stage !== 'scoring');
       if (names.size === 0 || agentFailed) {
@@ -164,65 +251,15 @@ export async function replayRun(options: ReplayOptions): Promise<ReplayResult> {
         continue;
       }
       report.rescored++;
-      const rescores: Trace[] = [];
-      const judgeUsage: Trace['extraUsage'][] = [];
-      for (let k = 0; k < numRescores; k++) {
-        const trace = unscored(original, names);
-        const before = trace.extraUsage.length;
-        await scoreTrace({ task, trace });
-        rescores.push(trace);
-        judgeUsage.push(trace.extraUsage.slice(before));
-      }
-      const final = rescores[0] as Trace;
-      const rewardNames = new Set(rescores.flatMap((t) => Object.keys(t.rewards)));
-      const metricNames = new Set(rescores.flatMap((t) => Object.keys(t.metrics)));
-      const perName: Record<string, (number | null)[]> = {};
-      for (const name of rewardNames) {
-        const scores = rescores.map((t) => t.rewards[name]?.score ?? null);
-        perName[name] = scores;
-        const present = scores.filter((s): s is number => s !== null);
-        const weight = rescores.find((t) => t.rewards[name])?.rewards[name]?.weight ?? 1;
-        final.rewards[name] = present.length === scores.length ? { score: mean(present), weight } : null;
-      }
-      for (const name of metricNames) {
-        const scores = rescores.map((t) => t.metrics[name] ?? null);
-        perName[name] = scores;
-        final.metrics[name] = scores.every((s) => s !== null) ? mean(scores as number[]) : null;
-      }
-      for (const [name, scores] of Object.entries(perName)) {
-        let entry = values.get(name);
-        if (!entry) {
-          entry = { perTrace: [] };
-          values.set(name, entry);
-        }
-        entry.perTrace.push(scores);
-      }
-      for (const [k, other] of rescores.entries()) {
-        if (k === 0) continue;
-        final.errors.push(...other.errors.filter((e) => e.stage === 'scoring'));
-        ((final.info.judgeCalls ??= []) as unknown[]).push(...judgeCallsOf(other));
-        final.extraUsage.push(...(judgeUsage[k] ?? []));
-      }
-      if (final.errors.length) final.ok = false;
+      const { final, perName } = await rescoreTrace({ original, task, names, numRescores });
+      for (const [name, scores] of Object.entries(perName)) (values.get(name) ?? values.set(name, []).get(name)!).push(scores);
       final.info.replay = { source: sourceDir, rescores: perName };
       replayed.traces.push(final);
     }
     out.push(replayed);
   }
 
-  for (const [name, { perTrace }] of values) {
-    const complete = perTrace.filter((scores) => scores.every((s) => s !== null)) as number[][];
-    report.criteria[name] = {
-      traces: complete.length,
-      mean: complete.length ? mean(complete.map(mean)) : null,
-      spread: complete.length ? mean(complete.map(std)) : null,
-      agreement:
-        numRescores > 1 && complete.length
-          ? complete.filter((scores) => scores.every((s) => s === scores[0])).length / complete.length
-          : null,
-      failed: perTrace.length - complete.length,
-    };
-  }
+  for (const [name, perTrace] of values) report.criteria[name] = criterionReport(perTrace, numRescores);
 
   mkdirSync(join(outDir, 'logs'), { recursive: true });
   const replayConfig = { ...configWithoutReplay, replay: { source: sourceDir, numRescores } };
