@@ -51,6 +51,8 @@ describe('serve-inference (the loopback vLLM: chat completions with token ids + 
       expect([tokenizer.id('pass'), tokenizer.id('bet')]).toContain(reply.completionTokenIds?.[0]);
       expect(reply.completionLogprobs?.[0]).toBeLessThan(0);
       expect(['pass', 'bet']).toContain(reply.message.content);
+      // The weights that served the call travel as `policy_version` (issue 17 item 10).
+      expect(reply.policyVersion).toBe(0);
 
       // While paused, a request waits; it is answered after /resume.
       const root = server.baseUrl.replace(/\/v1$/, '');
@@ -72,6 +74,7 @@ describe('serve-inference (the loopback vLLM: chat completions with token ids + 
       await admin.updateWeights({ weightDir: dir });
       expect(server.version).toBe(1);
       expect(server.adminCalls.slice(-3)).toEqual(['pause', `update_weights ${dir}`, 'resume']);
+      expect((await pool.complete(request)).policyVersion).toBe(1);
 
       const bad = await fetch(`${root}/update_weights`, {
         method: 'POST',
