@@ -141,6 +141,22 @@ export const RunConfigSchema = z
   .superRefine((config, context) => {
     const problem = checkTransportSections(config);
     if (problem) context.addIssue({ code: 'custom', path: ['inference'], message: problem });
+    // Over prime-rl's wire every token is sent with policy.temperature: a trainable role sampled at
+    // another temperature would be trained against the wrong distribution, so it is refused.
+    if (config.transport.type === 'in-process') return;
+    config.train.source.forEach((source, i) => {
+      for (const [role, binding] of Object.entries(source.roles)) {
+        const temperature = (binding as { sampling?: { temperature?: unknown } }).sampling?.temperature;
+        const trainable = binding.model === undefined && binding.checkpoint === undefined && binding.pool === undefined;
+        if (trainable && temperature !== undefined && temperature !== config.policy.temperature) {
+          context.addIssue({
+            code: 'custom',
+            path: ['train', 'source', i, 'roles', role, 'sampling', 'temperature'],
+            message: `${String(temperature)} differs from policy.temperature (${config.policy.temperature}); with a trainer process every token is trained at policy.temperature, so a trainable role cannot sample at another`,
+          });
+        }
+      }
+    });
   });
 /**
  * A whole run config after {@link parseRunConfig}: camelCase keys, defaults applied, the transport

@@ -157,6 +157,18 @@ describe('run config', () => {
     ).toThrow(/train\.source\[0\]\.roles\.a/);
   });
 
+  it('refuses, with a trainer process, a trainable role sampled at another temperature than policy.temperature', () => {
+    const config = (temperature: number, binding: Record<string, unknown> = {}) => ({
+      transport: { type: 'filesystem', outputDir: '/tmp/troupe-wire' },
+      policy: { temperature: 1 },
+      train: { source: [{ env: 'x', roles: { a: { ...binding, sampling: { temperature } } } }] },
+    });
+    expect(() => parseRunConfig(config(0.7))).toThrow(/train\.source\[0\]\.roles\.a\.sampling\.temperature: 0\.7 differs/);
+    expect(() => parseRunConfig(config(1))).not.toThrow();
+    expect(() => parseRunConfig(config(0.7, { model: { baseUrl: 'http://127.0.0.1:1/v1', name: 'm' } }))).not.toThrow();
+    expect(() => parseRunConfig({ ...config(0.7), transport: { type: 'in-process' } })).not.toThrow();
+  });
+
   it('refuses an unknown algorithm field and an unknown role with the source path', async () => {
     const bad = await tinyKuhn(['train.source.0.algorithm={"type":"rae","decay":2}']);
     await expect(train({ config: bad, out: await tempDir() })).rejects.toThrow(/train\.source\[0\]\.algorithm\.decay/);
