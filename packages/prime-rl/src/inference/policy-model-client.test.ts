@@ -34,6 +34,20 @@ describe('PolicyModelClient', () => {
     const edited = await client.complete({ model: 'policy', messages, sampling: {} });
     expect(edited.promptTokenIds).toEqual(tokenizer.renderChat({ messages }));
     expect(edited.promptTokenIds).not.toEqual(second.promptTokenIds);
+    // New objects with texts seen before (a game's next hand), the same text in another role, and an
+    // edit back: each prompt is still its conversation's template.
+    const again: Message[] = [
+      { role: 'system', content: 'you hold the king .' },
+      { role: 'user', content: 'you hold the king .' },
+      { role: 'user', content: 'act : [pass] [bet]' },
+    ];
+    const third = await client.complete({ model: 'policy', messages: again, sampling: {} });
+    expect(third.promptTokenIds).toEqual(tokenizer.renderChat({ messages: again }));
+    turn.content = 'act : [pass] [bet]';
+    const back = await client.complete({ model: 'policy', messages, sampling: {} });
+    expect(back.promptTokenIds).toEqual(second.promptTokenIds);
+    // Response ids stay distinct.
+    expect(new Set([first.id, second.id, edited.id, third.id, back.id]).size).toBe(5);
   });
 
   it('samples the same completions and logprobs from the same seed, each continuing its own prompt', async () => {

@@ -46,6 +46,9 @@ export interface PolicyModelClientOptions {
   shareRows?: boolean;
 }
 
+/** Entries of the per-text token cache before it is cleared (texts of one game or prompt style are few). */
+const TEXT_CACHE_LIMIT = 4096;
+
 /**
  * The policy as a `ModelClient`: renders messages with the tokenizer's chat template, samples
  * a completion token by token (temperature from the request, default 1) until `<eos>` or
@@ -65,6 +68,15 @@ export class PolicyModelClient implements ModelClient {
   private readonly threads: number;
   /** Token ids of each message already rendered, with the fields they were rendered from. */
   private readonly rendered = new WeakMap<Message, { role: Message['role']; content: Message['content']; tokens: number[] }>();
+  /**
+   * Token ids of message texts rendered before, by role and text: games and user simulators send
+   * the same few messages as new objects over and over (a seat's system prompt, each turn's
+   * message). Cleared when it holds {@link TEXT_CACHE_LIMIT} entries.
+   */
+  private readonly renderedTexts = new Map<string, number[]>();
+  /** Response ids: a random prefix per client and a counter (a UUID per call cost more than its sampling). */
+  private readonly idPrefix = `policy-${randomUUID()}-`;
+  private responses = 0;
   /** What the chat template appends after the messages for a generation prompt. */
   private readonly generationSuffix: number[];
   /** Policy version of the weights that serve the next forward pass. */
@@ -128,13 +140,19 @@ export class PolicyModelClient implements ModelClient {
     for (const message of messages) {
       let entry = this.rendered.get(message);
       if (entry === undefined || entry.role !== message.role || entry.content !== message.content) {
-        entry = {
-          role: message.role,
-          content: message.content,
-          tokens: this.tokenizer.renderChat({ messages: [message], generation: false }),
-        };
         // Multimodal content is an array that could change in place: only text is remembered.
-        if (typeof message.content === 'string') this.rendered.set(message, entry);
+        // The template renders a text message from its role and text alone, so equal texts share tokens.
+        const text = typeof message.content === 'string' ? `${message.role}\u0000${message.content}` : null;
+        let tokens = text === null ? undefined : this.renderedTexts.get(text);
+        if (tokens === undefined) {
+          tokens = this.tokenizer.renderChat({ messages: [message], generation: false });
+          if (text !== null) {
+            if (this.renderedTexts.size >= TEXT_CACHE_LIMIT) this.renderedTexts.clear();
+            this.renderedTexts.set(text, tokens);
+          }
+        }
+        entry = { role: message.role, content: message.content, tokens };
+        if (text !== null) this.rendered.set(message, entry);
       }
       for (const token of entry.tokens) out.push(token);
     }
@@ -176,7 +194,7 @@ export class PolicyModelClient implements ModelClient {
       }
     }
     return {
-      id: `policy-${randomUUID()}`,
+      id: `${this.idPrefix}${(++this.responses).toString(36)}`,
       model: request.model || this.model,
       message: { role: 'assistant', content: this.tokenizer.decode(completion) },
       finishReason,
