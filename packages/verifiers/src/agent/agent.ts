@@ -224,16 +224,7 @@ export class Agent {
   }
 
   /** Boot, setup and interception registration; null when a stage failed (recorded on the trace). */
-  private async prepare(
-    task: Task,
-    trace: Trace,
-    options: RunOptions,
-  ): Promise<{
-    sandbox: Sandbox;
-    context: Omit<HarnessLaunchContext, 'signal'>;
-    session: RolloutSession;
-    release: () => Promise<void>;
-  } | null> {
+  private async prepare(task: Task, trace: Trace, options: RunOptions): Promise<PreparedRun | null> {
     let sandbox: Sandbox | undefined = options.sandbox;
     const bootStart = Date.now();
     try {
@@ -255,35 +246,8 @@ export class Agent {
     } finally {
       trace.timing.setup = (Date.now() - setupStart) / 1000;
     }
-    const session = new RolloutSession({
-      trace,
-      client: this.client,
-      model: this.model,
-      sampling: this.config.sampling ?? {},
-      ...(this.plugged?.stops.length ? { stops: this.plugged.stops } : {}),
-      limits: {
-        maxTurns: this.config.maxTurns ?? null,
-        maxInputTokens: this.config.maxInputTokens ?? null,
-        maxOutputTokens: this.config.maxOutputTokens ?? null,
-        maxTotalTokens: this.config.maxTotalTokens ?? null,
-      },
-    });
-    let baseUrl = 'in-process://interception/v1';
-    let host: InterceptionHost | undefined;
-    if (!this.harness.inProcess) {
-      if (!this.interception)
-        throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
-      host = await this.interception();
-      baseUrl = await sandbox.reachHost(host.register(session).baseUrl);
-    }
-    const endpoint: ModelEndpoint = {
-      baseUrl,
-      secret: session.secret,
-      model: this.model,
-      direct(request, o) {
-        return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : { dialect: 'direct' });
-      },
-    };
+    const session = this.rolloutSession(trace);
+    const { endpoint, host } = await this.endpointFor(session, sandbox);
     let mcp: Awaited<ReturnType<Agent['mcpServersFor']>>;
     try {
       // No task tools and no configured servers: nothing to serve or reach (the common case).
@@ -314,6 +278,51 @@ export class Agent {
         await mcp.close();
       },
     };
+  }
+
+  /** The rollout session of one run: the agent's model, sampling, plugged stops and limits. */
+  private rolloutSession(trace: Trace): RolloutSession {
+    return new RolloutSession({
+      trace,
+      client: this.client,
+      model: this.model,
+      sampling: this.config.sampling ?? {},
+      ...(this.plugged?.stops.length ? { stops: this.plugged.stops } : {}),
+      limits: {
+        maxTurns: this.config.maxTurns ?? null,
+        maxInputTokens: this.config.maxInputTokens ?? null,
+        maxOutputTokens: this.config.maxOutputTokens ?? null,
+        maxTotalTokens: this.config.maxTotalTokens ?? null,
+      },
+    });
+  }
+
+  /**
+   * The model endpoint a run's harness is given: an external program's session is registered with
+   * the interception server (`host`, which unregisters it) at a base URL reachable from the
+   * sandbox; an in-process harness calls the session directly.
+   */
+  private async endpointFor(
+    session: RolloutSession,
+    sandbox: Sandbox,
+  ): Promise<{ endpoint: ModelEndpoint; host: InterceptionHost | undefined }> {
+    let baseUrl = 'in-process://interception/v1';
+    let host: InterceptionHost | undefined;
+    if (!this.harness.inProcess) {
+      if (!this.interception)
+        throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
+      host = await this.interception();
+      baseUrl = await sandbox.reachHost(host.register(session).baseUrl);
+    }
+    const endpoint: ModelEndpoint = {
+      baseUrl,
+      secret: session.secret,
+      model: this.model,
+      direct(request, o) {
+        return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : { dialect: 'direct' });
+      },
+    };
+    return { endpoint, host };
   }
 
   /** The task's setup, then the harness's, under the setup timeout. */
@@ -449,6 +458,20 @@ export class Agent {
     assertHarnessSupportsTools(this.harness, task);
     const trace = this.newTrace(task);
     options.onTrace?.(trace);
+    const { prepared, session } = await this.openSession(task, trace, options);
+    return this.liveInteraction({ task, trace, options, prepared, session });
+  }
+
+  /**
+   * Prepares an interaction's run and opens its harness session (`interaction()` checked the
+   * harness has one). When either fails, the trace is closed (and a sandbox of the agent's own
+   * stopped) before the error is thrown.
+   */
+  private async openSession(
+    task: Task,
+    trace: Trace,
+    options: RunOptions,
+  ): Promise<{ prepared: PreparedRun; session: HarnessSession }> {
     const prepared = await this.prepare(task, trace, options);
     if (!prepared) {
       await this.close(task, trace, undefined, options);
@@ -458,9 +481,8 @@ export class Agent {
     // The caller's signal itself (it aborts the session with the same reason a linked controller
     // would, without a controller and a listener per seat); one already aborted was never relayed.
     const signal = options.signal && !options.signal.aborted ? options.signal : new AbortController().signal;
-    let session: HarnessSession;
     try {
-      session = await this.harness.session({ ...context, signal });
+      return { prepared, session: await this.harness.session!({ ...context, signal }) };
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'agent');
       await release();
@@ -468,6 +490,18 @@ export class Agent {
       if (!options.sandbox) await sandbox.stop().catch(() => {});
       throw error;
     }
+  }
+
+  /** The caller's side of an open interaction: turns in strict alternation, then `close()`. */
+  private liveInteraction(open: {
+    task: Task;
+    trace: Trace;
+    options: RunOptions;
+    prepared: PreparedRun;
+    session: HarnessSession;
+  }): Interaction {
+    const { task, trace, options, prepared, session } = open;
+    const { sandbox, release } = prepared;
     const prompted = task.data.prompt !== null;
     let turns = 0;
     let terminated = false;
@@ -527,6 +561,14 @@ export class Agent {
 }
 
 /** The MCP servers of a run that has none. */
+/** A run made ready by `prepare`: its sandbox, the harness's launch context, the rollout session, and how to release them. */
+interface PreparedRun {
+  sandbox: Sandbox;
+  context: Omit<HarnessLaunchContext, 'signal'>;
+  session: RolloutSession;
+  release: () => Promise<void>;
+}
+
 const NO_MCP_SERVERS: { servers?: Record<string, McpServerSpec>; close: () => Promise<void> } = { close: async () => {} };
 
 function matchesRetry(type: string, retries: { include: string[]; exclude: string[] }): boolean {
