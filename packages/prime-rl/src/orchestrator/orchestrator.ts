@@ -6,9 +6,39 @@ import { GroupScorer } from '../algorithms/group-scorer.ts';
 import { flattenRoleMetrics, roleMetrics } from '../metrics/role-metrics.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
-import { type Checkpoint, saveCheckpoint } from '../trainer/checkpoint.ts';
+import { saveCheckpoint } from '../trainer/checkpoint.ts';
+import type { OptimizerState } from '../trainer/trainer.ts';
 import { hashSeed, hashUniform, type OpponentPool, type PoolSnapshot, withPoolDraws } from './opponent-pool.ts';
-import type { Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
+import type { EvaluationPolicy, Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
+
+/**
+ * A checkpoint as the orchestrator writes and resumes it, over its weights type `W` (tensors for
+ * the embedded engines: then it is `trainer/checkpoint.ts`'s `Checkpoint`) and optimizer type `O`.
+ */
+export interface OrchestratorCheckpoint<W = NamedWeight[], O = OptimizerState> {
+  /** The training step it was taken after. */
+  step: number;
+  /** `{ orchestrator: OrchestratorState, run: runState }`. */
+  state: Record<string, unknown>;
+  weights: W;
+  optimizer: O;
+  /** Older policy versions still served to rollouts in flight, oldest first. */
+  inference?: { version: number; weights: W }[];
+}
+
+/** Thrown by the stand-in `replyProbabilities` of a policy whose engine cannot read logits (vLLM): the evaluator is skipped. */
+export class ReplyProbabilitiesUnavailable extends Error {
+  override readonly name = 'ReplyProbabilitiesUnavailable';
+}
+
+/** `policy`, or a view of it whose `replyProbabilities` throws {@link ReplyProbabilitiesUnavailable}. */
+function readablePolicy(policy: EvaluationPolicy): EvaluationPolicy {
+  if (policy.replyProbabilities) return policy;
+  const view = Object.create(policy) as EvaluationPolicy;
+  view.replyProbabilities = () =>
+    Promise.reject(new ReplyProbabilitiesUnavailable('the inference engine cannot report reply probabilities'));
+  return view;
+}
 
 /** Orchestrator state saved in checkpoints: what the rollout after the checkpointed step starts from. */
 export interface OrchestratorState {
@@ -39,11 +69,12 @@ export interface EvalSource {
 }
 
 /** Options of {@link Orchestrator}. */
-export interface OrchestratorOptions {
+export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   sources: readonly TrainSource[];
   evalSources?: readonly EvalSource[];
-  trainer: Trainer;
-  inference: Inference;
+  /** The trainer; `W` is what the orchestrator holds of each policy version (it never reads it, only hands it on). */
+  trainer: Trainer<W, O>;
+  inference: Inference<W>;
   maxSteps: number;
   /**
    * A wall-clock budget in seconds: the run stops at the first step boundary at or after it, and
@@ -78,7 +109,13 @@ export interface OrchestratorOptions {
   /** Caller state saved in each checkpoint under `run` (config, tokenizer, …). */
   runState?: Record<string, unknown>;
   /** Continue from this checkpoint (loaded with `loadCheckpoint`); the trainer and inference must already hold its weights. */
-  resume?: Checkpoint;
+  resume?: OrchestratorCheckpoint<W, O>;
+  /**
+   * Writes a checkpoint directory (default: `saveCheckpoint`, the embedded engines' tensors). With
+   * an external trainer it holds this orchestrator's state and the broadcast step; the weights and
+   * optimizer live in that trainer's own checkpoints.
+   */
+  writeCheckpoint?: (options: { dir: string } & OrchestratorCheckpoint<W, O>) => Promise<void>;
   onStep?: (metrics: StepMetrics) => void;
   log?: (line: string) => void;
 }
@@ -104,11 +141,11 @@ interface Rollout {
 }
 
 /** One pool's running state: its source and role, and the snapshots it holds (oldest first). */
-interface PoolState {
+interface PoolState<W> {
   source: string;
   role: string;
   pool: OpponentPool;
-  snapshots: (PoolSnapshot & { weights: NamedWeight[] })[];
+  snapshots: (PoolSnapshot & { weights: W })[];
 }
 
 interface Deferred<T> {
@@ -157,14 +194,14 @@ export function allocateGroups(ratios: readonly number[], total: number): number
  * run continues identically. Nothing here knows an env: evaluation is each source's
  * `evaluator`, and every metric is keyed by source and role.
  */
-export class Orchestrator {
-  private readonly options: OrchestratorOptions;
+export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
+  private readonly options: OrchestratorOptions<W, O>;
   private readonly maxAsync: number;
   private readonly maxOffPolicySteps: number;
   private readonly scorers: Map<string, GroupScorer>;
-  private readonly pools: PoolState[];
+  private readonly pools: PoolState<W>[];
 
-  constructor(options: OrchestratorOptions) {
+  constructor(options: OrchestratorOptions<W, O>) {
     this.options = options;
     this.maxAsync = options.maxAsync ?? 1;
     this.maxOffPolicySteps = options.maxOffPolicySteps ?? 8;
@@ -186,7 +223,7 @@ export class Orchestrator {
   }
 
   /** Adds a snapshot of the policy at trainer step `step` to every pool due one. */
-  private async takeSnapshots(step: number, weights: NamedWeight[], force = false): Promise<void> {
+  private async takeSnapshots(step: number, weights: W, force = false): Promise<void> {
     const { inference } = this.options;
     for (const state of this.pools) {
       if (!force && step % state.pool.config.every !== 0) continue;
@@ -202,7 +239,7 @@ export class Orchestrator {
   }
 
   /** The snapshots a rollout at policy `version` draws from: the newest `keep` taken at or before it. */
-  private poolView(state: PoolState, version: number): PoolState['snapshots'] {
+  private poolView(state: PoolState<W>, version: number): PoolState<W>['snapshots'] {
     return state.snapshots.filter((s) => s.step <= version).slice(-state.pool.config.keep);
   }
 
@@ -226,7 +263,7 @@ export class Orchestrator {
     const cursors: Record<string, number> = Object.fromEntries(sources.map((s) => [s.name, 0]));
     let episodes = 0;
     // Policy versions still to be served (version → weights).
-    const published = new Map<number, NamedWeight[]>();
+    const published = new Map<number, W>();
     if (resume) {
       const state = resume.state.orchestrator as OrchestratorState;
       Object.assign(cursors, state.cursors);
@@ -307,6 +344,8 @@ export class Orchestrator {
 
     let last: StepMetrics = {};
     let stepsDone = start;
+    // Sources whose evaluator needs reply probabilities the engine cannot give.
+    const unreadable = new Set<string>();
     try {
       for (let n = start + 1; n <= options.maxSteps; n++) {
         const stepStart = performance.now();
@@ -331,7 +370,7 @@ export class Orchestrator {
         const batch = builder.flush();
         const samples = batch?.samples ?? [];
         const t1 = performance.now();
-        let weights: NamedWeight[];
+        let weights: W;
         let trainMetrics: Record<string, number> = {};
         if (samples.length > 0) {
           const result = await trainer.step({ samples, step: n });
@@ -381,9 +420,18 @@ export class Orchestrator {
         const evaluated = sources.filter((s) => s.evaluator);
         if (evaluate && evaluated.length) {
           const t3 = performance.now();
-          const policy = await inference.evaluationPolicy({ weights, version: n, seed: 1_000_003 + n });
+          const policy = readablePolicy(await inference.evaluationPolicy({ weights, version: n, seed: 1_000_003 + n }));
           for (const source of evaluated) {
-            const result = await source.evaluator?.evaluate({ policy, step: n });
+            if (unreadable.has(source.name)) continue;
+            let result: Awaited<ReturnType<NonNullable<TrainSource['evaluator']>['evaluate']>> | undefined;
+            try {
+              result = await source.evaluator?.evaluate({ policy, step: n });
+            } catch (error) {
+              if (!(error instanceof ReplyProbabilitiesUnavailable)) throw error;
+              unreadable.add(source.name);
+              log(`eval/${source.name}: evaluator skipped for the rest of the run (${error.message})`);
+              continue;
+            }
             for (const [key, value] of Object.entries(result?.metrics ?? {})) line[`eval/${source.name}/${key}`] = value;
             for (const [file, content] of Object.entries(result?.artifacts ?? {})) await writeFile(join(out, file), content);
           }
@@ -451,8 +499,10 @@ export class Orchestrator {
             optimizer: trainerState.optimizer,
             inference: inferenceVersions,
           };
-          if (every > 0 && (n % every === 0 || final)) await saveCheckpoint({ dir: join(out, 'checkpoint'), ...checkpoint });
-          if (keep) await saveCheckpoint({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
+          const write =
+            options.writeCheckpoint ?? (saveCheckpoint as unknown as NonNullable<OrchestratorOptions<W, O>['writeCheckpoint']>);
+          if (every > 0 && (n % every === 0 || final)) await write({ dir: join(out, 'checkpoint'), ...checkpoint });
+          if (keep) await write({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
         }
         stepsDone = n;
         if (final && n < options.maxSteps) {
@@ -476,7 +526,7 @@ export class Orchestrator {
     const { sources, inference } = this.options;
     const seed = this.options.seed ?? 0;
     // Each pool's view for this rollout, its snapshots reseeded so the rollout samples the same on resume.
-    const views = new Map<PoolState, PoolSnapshot[]>();
+    const views = new Map<PoolState<W>, PoolSnapshot[]>();
     for (const pool of this.pools) {
       const view = this.poolView(pool, version);
       if (view.length === 0) throw new Error(`orchestrator: opponent pool ${pool.source}.${pool.role} holds no snapshot`);
@@ -484,7 +534,7 @@ export class Orchestrator {
         snapshot.policy.loadRngState?.(hashSeed([seed, 'sample', pool.source, pool.role, step, snapshot.step]));
       views.set(pool, view);
     }
-    const ages = new Map<PoolState, number[]>();
+    const ages = new Map<PoolState<W>, number[]>();
     const counts = allocateGroups(
       sources.map((s) => s.ratio),
       this.options.groupsPerStep,

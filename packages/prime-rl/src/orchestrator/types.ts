@@ -6,20 +6,30 @@ import type { OptimizerState } from '../trainer/trainer.ts';
 import type { OpponentPool } from './opponent-pool.ts';
 
 /**
+ * The weights of an external trainer as the orchestrator holds them, without reading them: the
+ * step and its broadcast directory (`<outputDir>/broadcasts/step_<N>/`, in whatever format the
+ * trainer writes — Hugging Face safetensors for prime-rl's), handed to the inference servers as
+ * `weight_dir`.
+ */
+export interface WeightsHandle {
+  step: number;
+  dir: string;
+}
+
+/**
  * The trainer seen by the orchestrator: one optimizer step per batch, returning the new weights.
  * The embedded implementation is the tfjs trainer (in a worker thread); an external trainer
- * (prime-rl's, over the transport) implements the same three calls.
+ * (prime-rl's, over the transport) implements the same three calls. `W` is what the orchestrator
+ * holds of a policy version: the tensors (embedded engines), or an opaque {@link WeightsHandle}
+ * it never reads (prime-rl's trainer and vLLM); `O` what a checkpoint holds of the optimizer.
  */
-export interface Trainer {
+export interface Trainer<W = NamedWeight[], O = OptimizerState> {
   /** Human-readable backend, e.g. `wasm (worker thread)`. */
   readonly description: string;
   /** Trains on one batch for trainer step `step` (1-based: the step this batch produces). */
-  step(options: {
-    samples: readonly TrainingSample[];
-    step: number;
-  }): Promise<{ metrics: Record<string, number>; weights: NamedWeight[] }>;
+  step(options: { samples: readonly TrainingSample[]; step: number }): Promise<{ metrics: Record<string, number>; weights: W }>;
   /** Weights and optimizer state, for a checkpoint. */
-  state(): Promise<{ weights: NamedWeight[]; optimizer: OptimizerState }>;
+  state(): Promise<{ weights: W; optimizer: O }>;
   close(): Promise<void>;
 }
 
@@ -41,14 +51,18 @@ export interface EvaluationPolicy {
  * envs through `client`, and takes new weights. The embedded implementation is the onnxruntime
  * policy client; an external one (vLLM with `/update_weights`) implements the same calls.
  */
-export interface Inference {
+export interface Inference<W = NamedWeight[]> {
   /** The client the envs' trainable roles call. */
   readonly client: ModelClient;
   /** Policy version now served. */
   readonly version: number;
-  updateWeights(options: { weights: NamedWeight[]; version: number }): Promise<void>;
-  /** A separate policy at the given weights for evaluation (does not disturb rollouts or their RNG). */
-  evaluationPolicy(options: { weights: NamedWeight[]; version: number; seed: number }): Promise<EvaluationPolicy>;
+  updateWeights(options: { weights: W; version: number }): Promise<void>;
+  /**
+   * A separate policy at the given weights for evaluation (does not disturb rollouts or their
+   * RNG). An engine that serves one version at a time (vLLM) returns a client to its servers at
+   * the version they hold, which it reports as `version`.
+   */
+  evaluationPolicy(options: { weights: W; version: number; seed: number }): Promise<EvaluationPolicy>;
   /** Sampling RNG state (saved with checkpoints so a resumed run samples identically). */
   rngState(): JsonValue;
   loadRngState(state: unknown): void;
