@@ -3,7 +3,8 @@
 // model over the same rows, in one run. Two loops take turns: one forward row per decision (the
 // headline: the goal was set on it), and the default loop, where identical prompts in a batch share
 // one forward row, against raw passes over the same distinct rows. Raw passes run at each loop's
-// mean rows per pass and mean padded length. Last line: JSON.
+// mean rows per pass and mean padded length (from a warm-up in the same chunks), interleaved with the
+// loops' chunks. Last line: JSON.
 // Options: --hands=8192 --concurrent=576 --profile=<file.cpuprofile> (the timed window only).
 
 import { writeFileSync } from 'node:fs';
@@ -89,7 +90,7 @@ async function selfPlay(shareRows: boolean) {
   return { client, play, totals };
 }
 
-/** Raw onnxruntime: forward passes of `batch` rows × `time` tokens; seconds per pass, timed over `passes`. */
+/** Raw onnxruntime: one forward pass of `batch` rows × `time` tokens (returns the pass to time). */
 async function rawPass(policy: OnnxPolicy, batch: number, time: number) {
   const tokens = Int32Array.from({ length: batch * time }, (_, i) => 6 + (i % (config.vocabSize - 6)));
   const last = Array.from({ length: batch }, (_, b) => b * time + time - 1);
@@ -98,9 +99,57 @@ async function rawPass(policy: OnnxPolicy, batch: number, time: number) {
 
 const shared = await selfPlay(true);
 const unshared = await selfPlay(false);
-// Warm-up (JIT, onnxruntime arenas) off the clock: a short one left the timed window mostly warm-up.
-await shared.play(10_000_000, 1024, false);
-await unshared.play(10_000_000, 1024, false);
+
+type Which = 'shared' | 'unshared';
+type Stats = typeof shared.client.stats;
+/** What the forward passes of one loop ran over between two stats snapshots. */
+function shapeOf(was: Stats, now: Stats) {
+  const batches = now.batches - was.batches;
+  const rows = now.rows - was.rows;
+  const forwardRows = now.forwardRows - was.forwardRows;
+  const cells = now.forwardCells - was.forwardCells;
+  return {
+    batches,
+    rows,
+    requestsPerPass: rows / batches,
+    forwardRowsPerPass: Math.max(1, Math.round(forwardRows / batches)),
+    time: Math.max(2, Math.round(cells / forwardRows)),
+  };
+}
+
+// Warm-up (JIT, onnxruntime arenas) off the clock, in the timed run's chunks: it also gives the
+// shapes (rows per pass, padded length) the raw passes reproduce. A short one left the timed
+// window mostly warm-up.
+const warm = { shared: { ...shared.client.stats }, unshared: { ...unshared.client.stats } };
+for (let start = 0; start < 1152; start += concurrent) {
+  await shared.play(10_000_000 + start, Math.min(concurrent, 1152 - start), false);
+  await unshared.play(10_000_000 + start, Math.min(concurrent, 1152 - start), false);
+}
+const warmShapes = {
+  shared: shapeOf(warm.shared, shared.client.stats),
+  unshared: shapeOf(warm.unshared, unshared.client.stats),
+};
+
+// Raw forward passes of the same model over the shapes the loops run: for the shared loop, its
+// distinct rows per pass (each pass credited with the requests it answers there); for the
+// unshared loop, one row per request. After each chunk of the loops, as many raw passes of each
+// shape as that loop ran in the chunk: loops and baselines see the same machine load.
+const raw = await OnnxPolicy.load({ model: onnx, vocabSize: config.vocabSize });
+const rawPasses = {
+  shared: await rawPass(raw, warmShapes.shared.forwardRowsPerPass, warmShapes.shared.time),
+  unshared: await rawPass(raw, warmShapes.unshared.forwardRowsPerPass, warmShapes.unshared.time),
+};
+for (let i = 0; i < 5; i++) {
+  await rawPasses.shared();
+  await rawPasses.unshared();
+}
+const rawTotals = { shared: { passes: 0, seconds: 0 }, unshared: { passes: 0, seconds: 0 } };
+const timeRaw = async (which: Which, passes: number) => {
+  const t = performance.now();
+  for (let i = 0; i < passes; i++) await rawPasses[which]();
+  rawTotals[which].seconds += (performance.now() - t) / 1000;
+  rawTotals[which].passes += passes;
+};
 
 // --profile=<file.cpuprofile>: a V8 CPU profile of the timed window only (no start-up, no warm-up).
 const profileTo = args.get('profile');
@@ -114,58 +163,30 @@ const before = { shared: { ...shared.client.stats }, unshared: { ...unshared.cli
 // The two loops take turns chunk by chunk, so a change of machine load hits both alike.
 for (let start = 0; start < hands; start += concurrent) {
   const count = Math.min(concurrent, hands - start);
+  const passes = { shared: shared.client.stats.batches, unshared: unshared.client.stats.batches };
   await shared.play(start, count, true);
   await unshared.play(start, count, true);
+  await timeRaw('shared', Math.max(1, shared.client.stats.batches - passes.shared));
+  await timeRaw('unshared', Math.max(1, unshared.client.stats.batches - passes.unshared));
 }
 if (profiler && profileTo) {
   const { profile } = await profiler.post('Profiler.stop');
   writeFileSync(profileTo, JSON.stringify(profile));
   profiler.disconnect();
 }
-
-/** What the forward passes of one loop ran over: requests per pass, forward rows per pass, padded length. */
-function shapeOf(which: 'shared' | 'unshared') {
-  const now = (which === 'shared' ? shared : unshared).client.stats;
-  const was = before[which];
-  const batches = now.batches - was.batches;
-  const rows = now.rows - was.rows;
-  const forwardRows = now.forwardRows - was.forwardRows;
-  const cells = now.forwardCells - was.forwardCells;
-  return {
-    batches,
-    rows,
-    requestsPerPass: rows / batches,
-    forwardRowsPerPass: Math.max(1, Math.round(forwardRows / batches)),
-    time: Math.max(2, Math.round(cells / forwardRows)),
-  };
-}
-const shapes = { shared: shapeOf('shared'), unshared: shapeOf('unshared') };
-
-// Raw forward passes of the same model over the same shapes the loops ran: for the shared loop,
-// its distinct rows per pass (each pass credited with the requests it answered there); for the
-// unshared loop, one row per request. Passes alternate between the two shapes, as the loops did.
-const raw = await OnnxPolicy.load({ model: onnx, vocabSize: config.vocabSize });
-const passShared = await rawPass(raw, shapes.shared.forwardRowsPerPass, shapes.shared.time);
-const passUnshared = await rawPass(raw, shapes.unshared.forwardRowsPerPass, shapes.unshared.time);
-await passShared();
-await passUnshared();
-const rawSeconds = { shared: 0, unshared: 0 };
-const passes = Math.max(shapes.shared.batches, shapes.unshared.batches, 20);
-for (let i = 0; i < passes; i++) {
-  let t = performance.now();
-  await passShared();
-  rawSeconds.shared += (performance.now() - t) / 1000;
-  t = performance.now();
-  await passUnshared();
-  rawSeconds.unshared += (performance.now() - t) / 1000;
-}
 await raw.release();
+const shapes = {
+  shared: shapeOf(before.shared, shared.client.stats),
+  unshared: shapeOf(before.unshared, unshared.client.stats),
+};
 
-const figures = (which: 'shared' | 'unshared') => {
+const figures = (which: Which) => {
   const loop = (which === 'shared' ? shared : unshared).totals;
   const shape = shapes[which];
-  // Each decision is one request here (maxTokens 1): decisions per raw pass = requests per loop pass.
-  const rawRate = (passes * shape.requestsPerPass * (loop.decisions / shape.rows)) / rawSeconds[which];
+  // Decisions per raw pass: the requests per pass of the warm-up shape it reproduces, times the
+  // timed run's decisions per request (1 here: maxTokens 1).
+  const rawRate =
+    (rawTotals[which].passes * warmShapes[which].requestsPerPass * (loop.decisions / shape.rows)) / rawTotals[which].seconds;
   const loopRate = loop.decisions / loop.seconds;
   return {
     value: loopRate,
