@@ -37,6 +37,18 @@ export type PluginRef = z.infer<typeof PluginRefSchema>;
 const seconds = z.number().positive();
 
 /**
+ * Retries of a run (an agent's `retries`) or of an episode (an env's): up to `maxRetries` more
+ * attempts while an error matches by type, `include` (empty: any type) less `exclude`.
+ */
+export const RetriesSchema = z
+  .object({
+    maxRetries: z.number().int().nonnegative().default(0),
+    include: z.array(z.string()).default([]),
+    exclude: z.array(z.string()).default([]),
+  })
+  .strict();
+
+/**
  * One agent = harness × model × runtime, with limits, timeouts and retries. Every field is
  * optional: unpinned fields take the run's model, client and sampling; the harness defaults
  * to `bash` and the runtime to `local`.
@@ -64,14 +76,7 @@ export const AgentConfigSchema = z
       .strict()
       .optional(),
     /** Re-run the whole agent run while an error on the trace matches (by error type). */
-    retries: z
-      .object({
-        maxRetries: z.number().int().nonnegative().default(0),
-        include: z.array(z.string()).default([]),
-        exclude: z.array(z.string()).default([]),
-      })
-      .strict()
-      .optional(),
+    retries: RetriesSchema.optional(),
     /** Whether this agent's traces train (envs set judges, users and frozen opponents false). */
     trainable: z.boolean().optional(),
     /** Rewards plugged from config (`[[env.<role>.rewards]] module = "./r.ts", export = "f", weight = 0.5`, or `judge = "rubric"`). */

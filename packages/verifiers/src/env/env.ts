@@ -7,6 +7,7 @@ import {
   deepMerge,
   describeZodError,
   type ResolvedAgentConfig,
+  RetriesSchema,
 } from '../agent/agent-config.ts';
 import { loadHarness, loadRuntime } from '../agent/plugins.ts';
 import { ConfigError, EnvError } from '../errors/troupe-error.ts';
@@ -29,14 +30,7 @@ export const EnvBaseConfigShape = {
     .object({ episode: z.number().positive().optional(), finalize: z.number().positive().optional() })
     .strict()
     .optional(),
-  retries: z
-    .object({
-      maxRetries: z.number().int().nonnegative().default(0),
-      include: z.array(z.string()).default([]),
-      exclude: z.array(z.string()).default([]),
-    })
-    .strict()
-    .optional(),
+  retries: RetriesSchema.optional(),
   /** Agent runs at once inside one episode (null = unlimited). */
   maxConcurrentAgents: z.number().int().positive().nullable().optional(),
 };
