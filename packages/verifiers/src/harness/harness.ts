@@ -107,6 +107,10 @@ export interface Harness {
   session?(context: HarnessLaunchContext): Promise<HarnessSession>;
 }
 
+/**
+ * The capabilities a harness declares unless it says otherwise: it executes code and needs a
+ * container, and supports nothing optional (no MCP, resume, skills, appended system prompt).
+ */
 export const defaultCapabilities: HarnessCapabilities = {
   executesCode: true,
   needsContainer: true,

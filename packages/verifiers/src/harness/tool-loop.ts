@@ -8,16 +8,24 @@ export interface LoopTool {
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<string>;
 }
 
+/**
+ * What {@link runToolLoop} takes: the endpoint, the conversation (appended to in place), the tools it
+ * may run, the abort signal and a cap on model calls.
+ */
 export interface ToolLoopOptions {
+  /** Where the model is reached (interception). */
   endpoint: ModelEndpoint;
   /** The conversation so far; new messages are appended to it in place. */
   messages: Message[];
+  /** The tools the model may call; each call runs the matching `run`. */
   tools: LoopTool[];
+  /** Aborts the loop between and during tool calls. */
   signal: AbortSignal;
   /** Safety cap on model calls in one segment (interception limits apply as well). */
   maxSteps?: number;
 }
 
+/** What one segment of {@link runToolLoop} produced, and whether interception ended the rollout. */
 export interface ToolLoopResult {
   /** Messages added in this segment (assistant replies and tool results). */
   added: Message[];

@@ -13,22 +13,35 @@ export interface RolloutLimits {
   maxTotalTokens?: number | null;
 }
 
+/**
+ * What a {@link RolloutSession} records into and enforces: the trace, the client that answers, the
+ * run's model and sampling, its token and turn limits, and extra stop checks.
+ */
 export interface RolloutSessionOptions {
+  /** The trace every call is recorded into. */
   trace: Trace;
+  /** The client that answers the calls. */
   client: ModelClient;
   /** The run's model, imposed on every call. */
   model: string;
   /** The run's sampling, merged over what the program asks for. */
   sampling?: Sampling;
+  /** Turn and token caps; the call that would pass one is refused and the trace stops. */
   limits?: RolloutLimits;
   /** Extra stop checks run before each call; return a condition name to stop. */
   stops?: ((trace: Trace, request: ModelRequest) => StopCondition | null | undefined)[];
 }
 
+/**
+ * Facts about one incoming call besides its body: the dialect it arrived in, the client's retry count
+ * and the abort signal.
+ */
 export interface HandleMeta {
+  /** The wire dialect (`chat`, `responses`, `messages`, or `direct` for an in-process call). */
   dialect: string;
   /** Value of `x-stainless-retry-count` (0 for a first attempt). */
   retryCount?: number;
+  /** Aborts the call when the client disconnects or the run ends. */
   signal?: AbortSignal;
 }
 

@@ -16,6 +16,10 @@ export const RubricCriterionSchema = z
       .refine((choices) => new Set(choices).size === choices.length, 'choices must be unique'),
   })
   .strict();
+/**
+ * One criterion of `rubricJudge` as given (`weight` and `choices` optional: 1 and no / yes by
+ * default); see {@link RubricCriterionSchema}.
+ */
 export type RubricCriterion = z.input<typeof RubricCriterionSchema>;
 
 /** Options of `rubricJudge`. */

@@ -37,6 +37,10 @@ export const OpenAICompatibleClientOptionsSchema = z
     fetch: z.custom<typeof fetch>((value) => typeof value === 'function', 'expected a fetch function').optional(),
   })
   .strict();
+/**
+ * What `new OpenAICompatibleClient(options)` takes (every field with a default optional; times in
+ * milliseconds); see {@link OpenAICompatibleClientOptionsSchema}, which throws naming a bad field.
+ */
 export type OpenAICompatibleClientOptions = z.input<typeof OpenAICompatibleClientOptionsSchema>;
 
 /**

@@ -14,7 +14,9 @@ export const RetryOptionsSchema = z
     maxRetryAfterMs: z.number().nonnegative().default(60_000),
   })
   .strict();
+/** Retry settings as given (every field optional; delays in milliseconds); see {@link RetryOptionsSchema}. */
 export type RetryOptions = z.input<typeof RetryOptionsSchema>;
+/** Retry settings with every default applied (delays in milliseconds); see {@link RetryOptionsSchema}. */
 export type ResolvedRetryOptions = z.output<typeof RetryOptionsSchema>;
 
 /** What a policy decides about one failure. */

@@ -23,6 +23,10 @@ export const CreationLimitsSchema = z.object({
   /** Where shared limits keep their lock files (default `<tmpdir>/troupe-limits`). */
   sharedLimitsDir: z.string().optional(),
 });
+/**
+ * A runtime's limits on sandbox creation as parsed (concurrency, creates per second, acquire timeout
+ * in milliseconds, cross-process sharing); see {@link CreationLimitsSchema}.
+ */
 export type CreationLimits = z.infer<typeof CreationLimitsSchema>;
 
 /** A slot held by one live sandbox; `release()` is idempotent. */

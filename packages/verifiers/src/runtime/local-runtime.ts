@@ -59,6 +59,11 @@ export const LocalRuntimeOptionsSchema = z
     ...CreationLimitsSchema.shape,
   })
   .strict();
+/**
+ * The `local` runtime's options, as `new LocalRuntime(options)` and the agent config's
+ * `runtime = { id = "local", … }` take them; {@link LocalRuntimeOptionsSchema} documents each field
+ * and its default.
+ */
 export type LocalRuntimeOptions = z.infer<typeof LocalRuntimeOptionsSchema>;
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -12,6 +12,10 @@ export interface ExecResult {
   truncated?: boolean;
 }
 
+/**
+ * Per-command options of `sandbox.exec(command, options)`: working directory, extra environment,
+ * timeout in milliseconds, stdin, abort signal.
+ */
 export interface ExecOptions {
   /** Working directory inside the sandbox (default: the sandbox workdir). */
   cwd?: string;
@@ -29,17 +33,22 @@ export interface ExecOptions {
 
 /** Options for creating a sandbox. Fields a runtime does not support are ignored with a log line. */
 export const SandboxOptionsSchema = z.object({
+  /** The container image (container runtimes; `local` ignores it). */
   image: z.string().optional(),
+  /** The working directory inside the sandbox, where relative paths resolve. */
   workdir: z.string().optional(),
   /** Environment of every command. */
   env: z.record(z.string(), z.string()).optional(),
   /** Allow outbound network (off by default where the runtime can enforce it). */
   network: z.boolean().optional(),
+  /** CPU limit in cores (fractions allowed). */
   cpu: z.number().positive().optional(),
   /** Memory limit in MiB. */
   memoryMb: z.number().positive().optional(),
+  /** Labels / tags put on the sandbox (container labels, cloud metadata) to find it again. */
   labels: z.record(z.string(), z.string()).optional(),
 });
+/** Options of `runtime.create(options)` as parsed (memory in MiB, `cpu` in cores); see {@link SandboxOptionsSchema}. */
 export type SandboxOptions = z.infer<typeof SandboxOptionsSchema>;
 
 /**

@@ -5,10 +5,18 @@ import type { ToolDefinition } from '../tools/mcp-server.ts';
 import type { Trace } from '../trace/trace.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
 
+/**
+ * Per-stage time limits of a task, in seconds (each positive), used for a stage the agent config
+ * sets no timeout for.
+ */
 export const TaskTimeoutSchema = z.object({
+  /** Harness and task setup in the sandbox (seconds). */
   setup: z.number().positive().optional(),
+  /** The agent's run (seconds). */
   agent: z.number().positive().optional(),
+  /** The task's `finalize` hook (seconds). */
   finalize: z.number().positive().optional(),
+  /** Rewards and metrics (seconds). */
   scoring: z.number().positive().optional(),
 });
 
@@ -30,6 +38,7 @@ export const TaskDataSchema = z
     info: z.record(z.string(), z.unknown()).optional(),
   })
   .loose();
+/** The data of one task as {@link TaskDataSchema} parses it; unknown fields (such as `answer`) are kept. */
 export type TaskData = z.infer<typeof TaskDataSchema>;
 
 /** What a reward, metric or hook receives. */
@@ -54,10 +63,16 @@ export interface RewardFunction<D extends TaskData = TaskData> {
 /** A named, unweighted metric. */
 export type MetricFunction<D extends TaskData = TaskData> = Omit<RewardFunction<D>, 'weight'>;
 
+/**
+ * What `new Task(data, options)` takes besides the data: its key, the rewards, metrics and hooks that
+ * score a run, and the tools it serves.
+ */
 export interface TaskOptions<D extends TaskData> {
   /** A durable id, unique in the taskset; defaults to the content hash. */
   key?: string;
+  /** Reward functions; the trace's reward is Σ score·weight. */
   rewards?: RewardFunction<D>[];
+  /** Metric functions (recorded, not summed into the reward). */
   metrics?: MetricFunction<D>[];
   /** Runs in the sandbox before the agent (e.g. writes files). */
   setup?(context: TaskContext<D>): Promise<void> | void;

@@ -1,6 +1,10 @@
 import { Task } from '../task/task.ts';
 import { seededRandom, Taskset } from '../task/taskset.ts';
 
+/**
+ * The data of an `arithmetic` task: the question and its integer answer (the reward compares the
+ * reply's last integer).
+ */
 export interface ArithmeticTaskData extends Record<string, unknown> {
   prompt: string;
   answer: number;

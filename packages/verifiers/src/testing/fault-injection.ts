@@ -2,6 +2,11 @@ import { z } from 'zod';
 
 /** The faults the scripted model server can inject. */
 export const FAULT_KINDS = ['500', '503', '429', 'reset', 'timeout', 'truncated', 'malformed', 'stream_cut'] as const;
+/**
+ * One of {@link FAULT_KINDS}: an HTTP 500 / 503 / 429 reply, a connection reset, a request never
+ * answered (the client's timeout must end it), a truncated or malformed body, or a stream cut
+ * mid-way.
+ */
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Random fault injection: a seeded fraction `rate` of requests fail with one of `kinds`. */
@@ -16,6 +21,7 @@ export const FaultOptionsSchema = z
     retryAfterMs: z.number().int().nonnegative().default(10),
   })
   .strict();
+/** Fault injection settings as given (`retryAfterMs` optional, default 10 ms); see {@link FaultOptionsSchema}. */
 export type FaultOptions = z.input<typeof FaultOptionsSchema>;
 
 /** mulberry32: a small, fast, seeded PRNG in [0, 1). */

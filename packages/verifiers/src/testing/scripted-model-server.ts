@@ -43,6 +43,10 @@ export interface ScriptContext {
   body: unknown;
 }
 
+/**
+ * Answers one request of the `ScriptedModelServer`: a `ScriptedReply`, or a string (a plain text
+ * reply); may be async.
+ */
 export type ScriptFunction = (
   request: ModelRequest,
   context: ScriptContext,

@@ -7,15 +7,27 @@ import { ConfigError } from '../errors/troupe-error.ts';
  * sandbox); the in-process `bash` harness spawns it on the host, beside itself.
  */
 export const McpServerSpecSchema = z.union([
-  z.object({ url: z.string().url() }).strict(),
   z
     .object({
+      /** The server's streamable-HTTP endpoint. */
+      url: z.string().url(),
+    })
+    .strict(),
+  z
+    .object({
+      /** The program to spawn (stdio transport). */
       command: z.string().min(1),
+      /** Its arguments. */
       args: z.array(z.string()).optional(),
+      /** Extra environment variables for it. */
       env: z.record(z.string(), z.string()).optional(),
     })
     .strict(),
 ]);
+/**
+ * One MCP server: `{ url }` (streamable HTTP) or `{ command, args?, env? }` (stdio); see
+ * {@link McpServerSpecSchema}.
+ */
 export type McpServerSpec = z.infer<typeof McpServerSpecSchema>;
 
 /** MCP servers by name (`[env.<role>.mcpServers.<name>]`); a name becomes the `mcp__<name>__` tool prefix. */
@@ -23,6 +35,7 @@ export const McpServersSchema = z.record(
   z.string().regex(/^[A-Za-z0-9_-]+$/, 'an MCP server name is letters, digits, _ and -'),
   McpServerSpecSchema,
 );
+/** MCP servers by name; a name becomes the `mcp__<name>__` prefix of its tools. */
 export type McpServers = Readonly<Record<string, McpServerSpec>>;
 
 /** The neutral name of a server's tool: `mcp__<server>__<tool>` (Claude Code's and codex's name). */

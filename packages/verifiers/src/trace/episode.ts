@@ -5,25 +5,38 @@ import { addUsage, emptyUsage, type Usage } from '../model/model-client.ts';
 import { Trace } from './trace.ts';
 import { type TraceError, TraceErrorSchema, TraceRecordSchema, TraceTaskSchema } from './trace-schema.ts';
 
+/** Version of the serialized episode form (one line of `traces.jsonl`). Bumped on any breaking change. */
 export const EPISODE_VERSION = 1;
 
+/** The serialized (JSON) form of an Episode: one line of a run's `traces.jsonl`, with every trace of the episode. */
 export const EpisodeRecordSchema = z.object({
+  /** The episode format version ({@link EPISODE_VERSION}). */
   version: z.literal(EPISODE_VERSION),
+  /** The episode id (a UUID). */
   id: z.string(),
+  /** The env that ran it. */
   env: z.object({ id: z.string() }),
+  /** The task it ran. */
   task: TraceTaskSchema,
   /** Which rollout of the task this episode is (0-based) and the group it belongs to. */
   group: z.object({ id: z.string(), index: z.number().int().nonnegative() }),
+  /** False when the episode or any of its traces recorded an error. */
   ok: z.boolean(),
+  /** Errors of the episode itself (the env's own code), apart from its traces' errors. */
   errors: z.array(TraceErrorSchema),
+  /** Every agent run of the episode, in completion order. */
   traces: z.array(TraceRecordSchema),
+  /** When the episode started (Unix epoch, milliseconds). */
   startedAt: z.number(),
+  /** When it ended (Unix epoch, milliseconds); null while it runs. */
   endedAt: z.number().nullable(),
   /** Attempt number when episode retries are configured (0 = first). */
   attempt: z.number().int().nonnegative().default(0),
 });
+/** The serialized form of an Episode; see {@link EpisodeRecordSchema}. */
 export type EpisodeRecord = z.infer<typeof EpisodeRecordSchema>;
 
+/** What `new Episode(init)` takes: an id (default: a fresh UUID), the env, the task stamp and the group. */
 export interface EpisodeInit {
   id?: string;
   env: { id: string };

@@ -14,6 +14,7 @@ import {
   TraceRecordSchema,
 } from './trace-schema.ts';
 
+/** What `new Trace(init)` takes: an id (default: a fresh UUID), the task stamp and the agent (role) that runs it. */
 export interface TraceInit {
   id?: string;
   task: TraceRecord['task'];

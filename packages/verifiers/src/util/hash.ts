@@ -22,6 +22,7 @@ function sortKeys(value: unknown): unknown {
 /** One-shot `crypto.hash` (Node ≥ 20.12) skips the Hash object that `createHash` allocates. */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
+/** The SHA-256 digest of a string (UTF-8), as 64 lowercase hex digits. */
 export function sha256(text: string): string {
   return oneShot ? oneShot('sha256', text, 'hex') : crypto.createHash('sha256').update(text).digest('hex');
 }

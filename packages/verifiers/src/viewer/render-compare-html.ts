@@ -20,6 +20,10 @@ export interface ComparePageData {
   runsHref?: string;
 }
 
+/**
+ * How {@link renderCompareHtml} builds the A/B page: whether to embed both runs' episodes,
+ * precomputed indexes, and the URLs it links to when served.
+ */
 export interface RenderCompareHtmlOptions {
   /** Embed both runs' episodes (default true: a static page that opens offline). */
   embedEpisodes?: boolean;
@@ -27,6 +31,7 @@ export interface RenderCompareHtmlOptions {
   indexes?: [ViewerIndex, ViewerIndex];
   /** When served: each run's base URL (relative to the page) for its page and its episodes. */
   bases?: [string, string];
+  /** The URL of the list of runs, when served from a folder (adds a link back to it). */
   runsHref?: string;
 }
 

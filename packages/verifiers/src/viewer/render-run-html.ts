@@ -33,6 +33,10 @@ export function packEpisodes(jsons: string[]): { chunks: string[]; counts: numbe
   return { chunks, counts };
 }
 
+/**
+ * How {@link renderRunHtml} builds a run's page: whether to embed the episodes, a precomputed index,
+ * and the links it shows when served.
+ */
 export interface RenderRunHtmlOptions {
   /**
    * Embed every episode's record in the page (default true, gzip-compressed in chunks): the page is

@@ -78,6 +78,10 @@ export const RunListEntrySchema = z.object({
   /** Set instead of the statistics when the run could not be read. */
   error: z.string().optional(),
 });
+/**
+ * One run of a folder in the runs list (name, modification time, totals per role, or the error that
+ * kept it from being read); see {@link RunListEntrySchema}.
+ */
 export type RunListEntry = z.infer<typeof RunListEntrySchema>;
 
 /** One line of the runs list, from a run's index. */

@@ -21,6 +21,10 @@ export const ServeRunFolderOptionsSchema = z.object({
     .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
     .optional(),
 });
+/**
+ * What {@link serveRunFolder} takes, as given; see {@link ServeRunFolderOptionsSchema}, which throws
+ * naming a bad field.
+ */
 export type ServeRunFolderOptions = z.input<typeof ServeRunFolderOptionsSchema>;
 
 /** The URL path (relative to the folder's root page) of a run's page. */

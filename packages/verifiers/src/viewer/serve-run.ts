@@ -18,6 +18,7 @@ export const ServeRunOptionsSchema = z.object({
     .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
     .optional(),
 });
+/** What {@link serveRun} takes, as given; see {@link ServeRunOptionsSchema}, which throws naming a bad field. */
 export type ServeRunOptions = z.input<typeof ServeRunOptionsSchema>;
 
 /**

@@ -14,6 +14,10 @@ export const WriteCompareReportOptionsSchema = z.object({
     .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
     .optional(),
 });
+/**
+ * What {@link writeCompareReport} takes: the two run directories, the output HTML file and a warning
+ * callback; see {@link WriteCompareReportOptionsSchema}.
+ */
 export type WriteCompareReportOptions = z.infer<typeof WriteCompareReportOptionsSchema>;
 
 /** Writes a comparison of two runs as one static HTML file with both runs' episodes inlined. */

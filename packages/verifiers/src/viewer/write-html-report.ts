@@ -14,6 +14,10 @@ export const WriteHtmlReportOptionsSchema = z.object({
     .custom<(message: string) => void>((v) => v === undefined || typeof v === 'function', 'onWarning must be a function')
     .optional(),
 });
+/**
+ * What {@link writeHtmlReport} takes: the run directory, the output HTML file and a warning callback;
+ * see {@link WriteHtmlReportOptionsSchema}.
+ */
 export type WriteHtmlReportOptions = z.infer<typeof WriteHtmlReportOptionsSchema>;
 
 /**

@@ -84,6 +84,10 @@ export const ChatRequestSchema = z.looseObject({
   logprobs: z.boolean().nullish(),
   return_token_ids: z.boolean().nullish(),
 });
+/**
+ * An OpenAI chat completions request body (snake_case wire fields, vLLM's extras such as
+ * `return_token_ids`; unknown fields kept); see {@link ChatRequestSchema}.
+ */
 export type ChatRequest = z.infer<typeof ChatRequestSchema>;
 
 const ChatUsageSchema = z.looseObject({
@@ -124,6 +128,10 @@ export const ChatCompletionSchema = z.looseObject({
   /** troupe's policy server (`serve-inference`): the version of the weights that served the call. */
   policy_version: z.number().int().nonnegative().nullish(),
 });
+/**
+ * An OpenAI chat completions reply body (with vLLM's `prompt_token_ids` / token ids and troupe's
+ * `policy_version` when present); see {@link ChatCompletionSchema}.
+ */
 export type ChatCompletion = z.infer<typeof ChatCompletionSchema>;
 
 // ---- wire request -> neutral ------------------------------------------------------------------

@@ -147,6 +147,10 @@ function renderChatStream(response: ModelResponse, parsed: ParsedWireRequest): s
   return frames;
 }
 
+/**
+ * The JSON body of an OpenAI-style error reply: `{ error: { message, type, param, code } }`, `type`
+ * derived from the HTTP status when not given.
+ */
 function openaiErrorBody(error: WireErrorInput): unknown {
   return {
     error: {

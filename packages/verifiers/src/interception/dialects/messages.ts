@@ -37,6 +37,10 @@ export const MessagesRequestSchema = z.looseObject({
   output_config: z.looseObject({ effort: z.string().nullish() }).nullish(),
   stream: z.boolean().nullish(),
 });
+/**
+ * An Anthropic Messages API request body as interception accepts it (snake_case wire fields; unknown
+ * fields kept); see {@link MessagesRequestSchema}.
+ */
 export type MessagesRequest = z.infer<typeof MessagesRequestSchema>;
 
 // ---- wire request -> neutral --------------------------------------------------------------------

@@ -69,6 +69,10 @@ export const ResponsesRequestSchema = z.looseObject({
   stream: z.boolean().nullish(),
   previous_response_id: z.string().nullish(),
 });
+/**
+ * An OpenAI Responses API request body as interception accepts it (snake_case wire fields; unknown
+ * fields kept); see {@link ResponsesRequestSchema}.
+ */
 export type ResponsesRequest = z.infer<typeof ResponsesRequestSchema>;
 
 // ---- wire request -> neutral --------------------------------------------------------------------
