@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Episode } from '../trace/episode.ts';
+import { Episode } from '../trace/episode.ts';
+import { Trace } from '../trace/trace.ts';
 import { errorEpisodes, fixtureEpisodes, judgeEpisode, kuhnEpisode, toJsonl } from './__fixtures__/fixture-run.ts';
 import { parseTracesJsonl, type ViewerRun } from './run-directory.ts';
 import { buildRunIndex, histogram, ViewerIndexSchema } from './run-index.ts';
@@ -99,5 +100,57 @@ describe('histogram', () => {
     expect(histogram([-2, -1, 1, 2], 4)).toEqual({ min: -2, max: 2, counts: [1, 1, 0, 2] });
     expect(histogram([3, 3], 2)).toEqual({ min: 2.5, max: 3.5, counts: [0, 2] });
     expect(histogram([])).toBeNull();
+  });
+});
+
+describe('buildRunIndex costs (issue 17 item 5)', () => {
+  /** One episode: a solver call on `model` (usage without a provider cost) and one rubric judge call. */
+  function pricedEpisode(model: string): Episode {
+    const task = { key: 't', hash: 'h', data: {} };
+    const episode = new Episode({ id: `e-${model}`, env: { id: 'single-agent' }, task, group: { id: 'g', index: 0 } });
+    const trace = new Trace({ task, agent: { name: 'solver', trainable: true, model } });
+    trace.recordCall(
+      { model, messages: [{ role: 'user', content: 'q' }], sampling: {} },
+      {
+        id: 'r',
+        model,
+        message: { role: 'assistant', content: 'a' },
+        finishReason: 'stop',
+        usage: { promptTokens: 1000, completionTokens: 500 },
+      },
+      { dialect: 'openai-chat', startedAt: 0, durationMs: 1 },
+    );
+    const judgeUsage = { promptTokens: 2000, completionTokens: 100 };
+    trace.info.judgeCalls = [{ judge: 'rubric', model: 'judge-model', usage: judgeUsage, durationMs: 1 }];
+    trace.extraUsage.push(judgeUsage);
+    trace.recordReward('rubric', 1);
+    episode.traces.push(trace);
+    episode.endedAt = 1;
+    return episode;
+  }
+  const runWith = (episodes: Episode[], prices: unknown): ViewerRun => ({ ...runOf(episodes), config: { model: 'm', prices } });
+
+  it("prices calls without a provider cost from config.json's [prices], as summary.json does, judges apart", () => {
+    const prices = { 'priced-model': { input: 1, output: 4 }, 'judge-model': { input: 0.5, output: 2 } };
+    const index = buildRunIndex(runWith([pricedEpisode('priced-model'), pricedEpisode('unknown-model')], prices));
+    const solver = index.roles.find((r) => r.name === 'solver')!;
+    const agent = (1000 * 1 + 500 * 4) / 1e6;
+    const judge = (2000 * 0.5 + 100 * 2) / 1e6;
+    // The unknown model's call has no cost (never a 0 that looks known): 3 of 4 calls are costed.
+    expect(solver.tokens.costedCalls).toBe(3);
+    expect(solver.tokens.cost).toBeCloseTo(agent + 2 * judge, 12);
+    expect(solver.tokens.judgeCost).toBeCloseTo(2 * judge, 12);
+    expect(index.totals.tokens.cost).toBeCloseTo(agent + 2 * judge, 12);
+    expect(index.episodes.map((row) => row.cost)).toEqual([expect.closeTo(agent + judge, 12), expect.closeTo(judge, 12)]);
+  });
+
+  it('without a price table counts only provider costs; a malformed table is a warning, not a crash', () => {
+    expect(buildRunIndex(runWith([pricedEpisode('priced-model')], undefined)).roles[0]?.tokens).toMatchObject({
+      cost: 0,
+      costedCalls: 0,
+    });
+    const bad = buildRunIndex(runWith([pricedEpisode('priced-model')], { 'priced-model': { input: -1, output: 1 } }));
+    expect(bad.roles[0]?.tokens.costedCalls).toBe(0);
+    expect(bad.run.warnings.join('\n')).toMatch(/^config\.json prices: .*provider-reported ones only$/m);
   });
 });

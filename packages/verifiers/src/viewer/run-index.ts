@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { judgeCallsOf, type PriceTable, PriceTableSchema, usageCost } from '../eval/pricing.ts';
 import { activeMs, passAtK } from '../eval/summary.ts';
 import type { EpisodeRecord } from '../trace/episode.ts';
 import type { TraceRecord } from '../trace/trace-schema.ts';
@@ -23,9 +24,12 @@ export const TokenTotalsSchema = z.object({
   completion: z.number(),
   cached: z.number(),
   reasoning: z.number(),
-  /** Sum of `usage.cost` where the provider reported one. */
+  /**
+   * USD: the provider's `usage.cost` where it reported one, else the run's `[prices]` table
+   * (config.json) for the call's model — the same rule as summary.json; unknown costs add nothing.
+   */
   cost: z.number(),
-  /** Calls that reported a cost. */
+  /** Calls with a known cost (reported or priced). */
   costedCalls: z.number().int(),
   /** The part of `cost` spent by single-call judges scoring the traces (`trace.extraUsage`). */
   judgeCost: z.number(),
@@ -129,22 +133,31 @@ function emptyTokens(): TokenTotals {
   return { prompt: 0, completion: 0, cached: 0, reasoning: 0, cost: 0, costedCalls: 0, judgeCost: 0 };
 }
 
-function addTraceTokens(into: TokenTotals, trace: TraceRecord): number {
+function addTraceTokens(into: TokenTotals, trace: TraceRecord, prices: PriceTable | undefined): number {
   let total = 0;
-  const usages = [...trace.calls.map((c) => c.usage), ...trace.extraUsage];
-  for (const usage of usages) {
-    if (!usage) continue;
+  const count = (usage: TraceRecord['extraUsage'][number]) => {
     into.prompt += usage.promptTokens;
     into.completion += usage.completionTokens;
     into.cached += usage.cachedInputTokens ?? 0;
     into.reasoning += usage.reasoningTokens ?? 0;
-    if (usage.cost !== undefined) {
-      into.cost += usage.cost;
-      into.costedCalls++;
-    }
     total += usage.promptTokens + usage.completionTokens + (usage.cachedInputTokens ?? 0);
+  };
+  const addCost = (cost: number | undefined, judge: boolean) => {
+    if (cost === undefined) return;
+    into.cost += cost;
+    into.costedCalls++;
+    if (judge) into.judgeCost += cost;
+  };
+  for (const call of trace.calls) {
+    if (!call.usage) continue;
+    count(call.usage);
+    addCost(usageCost(call.usage, call.model, prices), false);
   }
-  for (const usage of trace.extraUsage) into.judgeCost += usage.cost ?? 0;
+  // Single-call judges: their usage is in `extraUsage`, their model beside it in `info.judgeCalls`.
+  for (const usage of trace.extraUsage) count(usage);
+  const judged = judgeCallsOf(trace).flatMap((call) => (call.usage ? [{ usage: call.usage, model: call.model }] : []));
+  if (judged.length) for (const call of judged) addCost(usageCost(call.usage, call.model, prices), true);
+  else for (const usage of trace.extraUsage) addCost(usage.cost, true);
   return total;
 }
 
@@ -283,10 +296,15 @@ function addScoredTrace(role: RoleAccumulator, trace: TraceRecord, reward: numbe
  * tokens, cost) and on the run's call totals.
  */
 function addUsage(
-  into: { role: RoleAccumulator; usage: { turns: number; tokens: number; cost: number }; totals: ViewerIndex['totals'] },
+  into: {
+    role: RoleAccumulator;
+    usage: { turns: number; tokens: number; cost: number };
+    totals: ViewerIndex['totals'];
+    prices: PriceTable | undefined;
+  },
   trace: TraceRecord,
 ): void {
-  const { role, usage, totals } = into;
+  const { role, usage, totals, prices } = into;
   role.traces++;
   if (trace.agent.model) role.models.add(trace.agent.model);
   if (trace.agent.harness) role.harnesses.add(trace.agent.harness);
@@ -294,7 +312,7 @@ function addUsage(
   role.turns += traceTurns;
   usage.turns += traceTurns;
   const tokenTotals = emptyTokens();
-  usage.tokens += addTraceTokens(tokenTotals, trace);
+  usage.tokens += addTraceTokens(tokenTotals, trace, prices);
   usage.cost += tokenTotals.cost;
   mergeTokens(role.tokens, tokenTotals);
   totals.calls += trace.calls.length;
@@ -313,6 +331,7 @@ function episodeRow(
   errors: Map<string, { count: number; stages: Map<string, number>; example: string }>,
   stops: Map<string, number>,
   totals: ViewerIndex['totals'],
+  prices: PriceTable | undefined,
 ): EpisodeRow {
   const errorTypes = new Set<string>();
   const errorText: string[] = [];
@@ -332,7 +351,7 @@ function episodeRow(
     const name = trace.agent.name;
     const role = roleOf(roles, trace);
     for (const error of trace.errors) noteError(error);
-    addUsage({ role, usage, totals }, trace);
+    addUsage({ role, usage, totals, prices }, trace);
     const stop = trace.stopCondition ?? 'none';
     count(role.stops, stop);
     count(stops, stop);
@@ -410,6 +429,15 @@ function roleSummary(role: RoleAccumulator): ViewerRoleSummary {
 
 /** Computes the run index (summary + one row per episode) from a loaded run. */
 export function buildRunIndex(run: ViewerRun): ViewerIndex {
+  const warnings = [...run.warnings];
+  // The run's price table (config.json `prices`), as `troupe eval` used it for summary.json.
+  const table = (run.config as { prices?: unknown } | null)?.prices;
+  const parsedPrices = table === undefined ? undefined : PriceTableSchema.safeParse(table);
+  if (parsedPrices && !parsedPrices.success)
+    warnings.push(
+      `config.json prices: ${parsedPrices.error.issues[0]?.message ?? 'invalid'}; costs are the provider-reported ones only`,
+    );
+  const prices = parsedPrices?.success ? parsedPrices.data : undefined;
   const roles = new Map<string, RoleAccumulator>();
   const errors = new Map<string, { count: number; stages: Map<string, number>; example: string }>();
   const stops = new Map<string, number>();
@@ -431,7 +459,7 @@ export function buildRunIndex(run: ViewerRun): ViewerIndex {
   let durationSum = 0;
   let durationN = 0;
   run.episodes.forEach(({ record }, i) => {
-    rows.push(episodeRow(i, record, roles, errors, stops, totals));
+    rows.push(episodeRow(i, record, roles, errors, stops, totals, prices));
     if (record.ok) totals.okEpisodes++;
     totals.traces += record.traces.length;
     tasks.add(record.task.key);
@@ -448,7 +476,7 @@ export function buildRunIndex(run: ViewerRun): ViewerIndex {
   totals.episodeMsMean = durationN ? durationSum / durationN : null;
   return {
     version: 1,
-    run: { name: run.name, config: run.config, summary: run.summary, warnings: run.warnings, envs: [...envs] },
+    run: { name: run.name, config: run.config, summary: run.summary, warnings, envs: [...envs] },
     totals,
     roles: [...roles.values()].map(roleSummary),
     errors: [...errors]
