@@ -144,4 +144,33 @@ describe('proposer-solver, compact format', () => {
     expect(probe).toHaveLength(3 * 8 * 16);
     expect(compactProbeSet()).toEqual(probe);
   });
+
+  it('scores the probe set per length, per rule and overall from the policy’s greedy digit', async () => {
+    // A policy that knows the largest-digit rule and answers 0 to everything else.
+    const policy = {
+      async replyProbabilities({ messages }: { messages: readonly { content: unknown }[] }) {
+        const text = String(messages[0]?.content);
+        const digits = text
+          .replace(/^.* of /, '')
+          .replace(' ?', '')
+          .split(' ')
+          .map(Number);
+        const best = text.startsWith('largest digit') ? Math.max(...digits) : 0;
+        return Array.from({ length: 10 }, (_, d) => (d === best ? 0.9 : 0.01));
+      },
+    };
+    const evaluator = proposerSolverTraining.evaluator({ format: 'compact' });
+    const { metrics } = (await evaluator?.evaluate({ policy })) ?? { metrics: {} };
+    const probe = compactProbeSet();
+    const share = (rule: string) => {
+      const mine = probe.filter((p) => p.rule.name === rule);
+      return mine.filter((p) => p.truth === 0).length / mine.length;
+    };
+    expect(metrics['probe/accuracy/largest']).toBe(1);
+    expect(metrics['probe/accuracy/smallest']).toBeCloseTo(share('smallest'));
+    expect(metrics['probe/accuracy/sum-mod-10']).toBeCloseTo(share('sum-mod-10'));
+    expect(metrics['probe/accuracy/mean']).toBeCloseTo((1 + share('smallest') + share('sum-mod-10')) / 3);
+    expect(Object.keys(metrics).filter((k) => /len\d$/.test(k))).toHaveLength(8);
+    expect(proposerSolverTraining.evaluator({ format: 'json' })).toBeUndefined();
+  });
 });
