@@ -89,36 +89,9 @@ export async function makeAgent(config: MakeAgentConfig): Promise<MadeAgent> {
   if (clientField !== undefined && baseUrl !== undefined) {
     throw new ConfigError('makeAgent: client and baseUrl: set one of them, not both');
   }
-  let client: ModelClient;
-  let clientConfig: ResolvedAgentConfig['client'];
-  if (isModelClient(clientField)) {
-    client = clientField;
-  } else {
-    const table = clientField ?? (baseUrl !== undefined ? ClientConfigSchema.parse({ baseUrl }) : undefined);
-    if (!table) throw new ConfigError('makeAgent: client: set client (a client table or a ModelClient) or baseUrl');
-    if (table.apiKeyVar !== undefined) {
-      throw new ConfigError('makeAgent: client.apiKeyVar: only the CLI reads the environment; pass apiKey instead');
-    }
-    clientConfig = table;
-    client = new OpenAICompatibleClient({
-      baseUrl: table.baseUrl,
-      apiKey: apiKey ?? 'EMPTY',
-      model: rest.model,
-      ...(table.headers ? { headers: table.headers } : {}),
-      retry: { maxRetries: table.maxRetries },
-      ...(table.timeoutMs ? { timeoutMs: table.timeoutMs } : {}),
-    });
-  }
-  const resolve = async <T>(field: 'harness' | 'runtime', load: () => Promise<T>): Promise<T> => {
-    try {
-      return await load();
-    } catch (error) {
-      const message = (error as Error).message ?? String(error);
-      throw new ConfigError(`makeAgent: ${field}: ${message}`, { cause: error });
-    }
-  };
-  const harness = await resolve('harness', () => loadHarness(rest.harness ?? 'bash'));
-  const runtime = await resolve('runtime', () => loadRuntime(rest.runtime ?? 'local'));
+  const { client, clientConfig } = modelClientOf({ client: clientField, baseUrl, apiKey, model: rest.model });
+  const harness = await loadPlugin('harness', () => loadHarness(rest.harness ?? 'bash'));
+  const runtime = await loadPlugin('runtime', () => loadRuntime(rest.runtime ?? 'local'));
 
   let server: InterceptionServer | undefined;
   let serverStarted: Promise<InterceptionServer> | undefined;
@@ -143,7 +116,56 @@ export async function makeAgent(config: MakeAgentConfig): Promise<MadeAgent> {
     await runtime.close?.().catch(() => {});
     throw error;
   }
+  return madeAgent({ agent, harness, runtime, closeInterception: async () => server?.close() });
+}
 
+/**
+ * The model client of `makeAgent`: the `ModelClient` given as `client`, or an OpenAI-compatible
+ * client built from the client table (or `baseUrl`) with `apiKey` (default `EMPTY`); a table is
+ * also returned as the config's `client`.
+ */
+function modelClientOf(options: {
+  client: z.output<typeof MakeAgentConfigSchema>['client'];
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  model: string;
+}): { client: ModelClient; clientConfig?: ResolvedAgentConfig['client'] } {
+  if (isModelClient(options.client)) return { client: options.client };
+  const table =
+    options.client ?? (options.baseUrl !== undefined ? ClientConfigSchema.parse({ baseUrl: options.baseUrl }) : undefined);
+  if (!table) throw new ConfigError('makeAgent: client: set client (a client table or a ModelClient) or baseUrl');
+  if (table.apiKeyVar !== undefined) {
+    throw new ConfigError('makeAgent: client.apiKeyVar: only the CLI reads the environment; pass apiKey instead');
+  }
+  const client = new OpenAICompatibleClient({
+    baseUrl: table.baseUrl,
+    apiKey: options.apiKey ?? 'EMPTY',
+    model: options.model,
+    ...(table.headers ? { headers: table.headers } : {}),
+    retry: { maxRetries: table.maxRetries },
+    ...(table.timeoutMs ? { timeoutMs: table.timeoutMs } : {}),
+  });
+  return { client, clientConfig: table };
+}
+
+/** Loads the harness or runtime plugin; a failure is a `ConfigError` naming the field. */
+async function loadPlugin<T>(field: 'harness' | 'runtime', load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const message = (error as Error).message ?? String(error);
+    throw new ConfigError(`makeAgent: ${field}: ${message}`, { cause: error });
+  }
+}
+
+/** The caller's handle on a made agent: runs and interactions until `close()`, which closes what is open. */
+function madeAgent(parts: {
+  agent: Agent;
+  harness: Harness;
+  runtime: Runtime;
+  closeInterception: () => Promise<void>;
+}): MadeAgent {
+  const { agent, harness, runtime } = parts;
   const open = new Set<Interaction>();
   let closing: Promise<void> | undefined;
   const assertOpen = () => {
@@ -178,7 +200,7 @@ export async function makeAgent(config: MakeAgentConfig): Promise<MadeAgent> {
       closing ??= (async () => {
         await Promise.allSettled([...open].map((interaction) => interaction.close()));
         open.clear();
-        await server?.close();
+        await parts.closeInterception();
         await runtime.close?.();
       })();
       return closing;
