@@ -100,4 +100,31 @@ describe('PolicyModel.forward computes repeated rows once', () => {
     expect(Array.from(a)).toEqual(Array.from(b));
     model.dispose();
   });
+
+  it("logitsAt reads the same logits at chosen positions, and the output tokens' columns only when asked", () => {
+    const model = new PolicyModel({ config });
+    const batch = 40;
+    const time = 9;
+    const tokens = Int32Array.from({ length: batch * time }, (_, i) => (i * 7 + (i >> 4)) % config.vocabSize);
+    const positions = Int32Array.from([0, 8, 9, 100, 359, 17]);
+    const columns = [...(config.outputTokens ?? [])].sort((a, b) => a - b);
+    const [full, at, narrow] = tf.tidy(() => [
+      model
+        .forward(tf.tensor2d(tokens, [batch, time], 'int32'))
+        .dataSync()
+        .slice(),
+      model.logitsAt(tokens, [batch, time], positions).dataSync().slice(),
+      model.logitsAt(tokens, [batch, time], positions, columns).dataSync().slice(),
+    ]);
+    const v = config.vocabSize;
+    positions.forEach((p, i) => {
+      expect(Array.from(at.subarray(i * v, (i + 1) * v))).toEqual(Array.from(full.subarray(p * v, (p + 1) * v)));
+      expect(Array.from(narrow.subarray(i * columns.length, (i + 1) * columns.length))).toEqual(
+        columns.map((c) => full[p * v + c]),
+      );
+    });
+    expect(() => tf.tidy(() => model.logitsAt(tokens, [batch, time], positions, [7, 6]))).toThrow(/columns\[1\]/);
+    expect(() => tf.tidy(() => model.logitsAt(tokens, [batch, time], Int32Array.from([batch * time])))).toThrow(/positions\[0\]/);
+    model.dispose();
+  });
 });

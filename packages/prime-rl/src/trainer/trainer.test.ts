@@ -202,4 +202,18 @@ describe('Trainer', () => {
     one.dispose();
     many.dispose();
   });
+
+  it('a batch without loss tokens takes a zero-gradient step (no loss, no gradient norm)', () => {
+    const trainer = new Trainer({ policy: config, trainer: { lr: 1e-2, weightDecay: 0 } });
+    const before = trainer.getWeights();
+    const rows = batch(trainer, 8, 5).map((r) => ({ ...r, mask: r.mask.map(() => false) }));
+    const m = trainer.trainStep(rows);
+    expect(m.tokens).toBe(0);
+    expect(m.loss).toBe(0);
+    expect(m.gradNorm).toBe(0);
+    expect(m.flops).toBe(0);
+    const after = trainer.getWeights();
+    for (const [i, w] of before.entries()) expect(Array.from(after[i]?.data ?? [])).toEqual(Array.from(w.data));
+    trainer.dispose();
+  });
 });
