@@ -49,23 +49,23 @@ function withoutOutputs(config: unknown): unknown {
   return rest;
 }
 
+/** A shard's run directory: its manifest, config, episodes (none torn) and wall seconds. */
+function readShardRun(dir: string): ShardRun {
+  const manifest = readShardManifest(dir);
+  if (!existsSync(join(dir, 'config.json'))) throw new ConfigError(`${dir} has no config.json (is it a run directory?)`);
+  const { episodes, badLines } = readEpisodes(join(dir, 'traces.jsonl'));
+  if (badLines.length) {
+    throw new ConfigError(`${dir}/traces.jsonl: line ${badLines[0]?.line} is torn or invalid (resume the shard first)`);
+  }
+  const summary = existsSync(join(dir, 'summary.json')) ? (readJson(join(dir, 'summary.json')) as EvalSummary) : undefined;
+  return { dir, manifest, config: readJson(join(dir, 'config.json')), episodes, wallSeconds: summary?.wallSeconds ?? 0 };
+}
+
 /**
- * Merges shard runs into `outDir` and returns the merged summary. The merged traces and summary
- * are those of the same eval run in one process (episode ids, timestamps and wallSeconds aside).
+ * The shards by index, checked to be every shard of one eval exactly once: the same count, config
+ * (outputs aside), env and task list.
  */
-export function mergeRuns(options: { dirs: string[]; outDir: string }): EvalSummary {
-  const { dirs, outDir } = options;
-  if (dirs.length === 0) throw new ConfigError('troupe merge: name the shard run directories');
-  const runs: ShardRun[] = dirs.map((dir) => {
-    const manifest = readShardManifest(dir);
-    if (!existsSync(join(dir, 'config.json'))) throw new ConfigError(`${dir} has no config.json (is it a run directory?)`);
-    const { episodes, badLines } = readEpisodes(join(dir, 'traces.jsonl'));
-    if (badLines.length) {
-      throw new ConfigError(`${dir}/traces.jsonl: line ${badLines[0]?.line} is torn or invalid (resume the shard first)`);
-    }
-    const summary = existsSync(join(dir, 'summary.json')) ? (readJson(join(dir, 'summary.json')) as EvalSummary) : undefined;
-    return { dir, manifest, config: readJson(join(dir, 'config.json')), episodes, wallSeconds: summary?.wallSeconds ?? 0 };
-  });
+function shardsByIndex(runs: ShardRun[]): Map<number, ShardRun> {
   const first = runs[0] as ShardRun;
   const count = first.manifest.count;
   const byIndex = new Map<number, ShardRun>();
@@ -88,8 +88,16 @@ export function mergeRuns(options: { dirs: string[]; outDir: string }): EvalSumm
   const missing = Array.from({ length: count }, (_, i) => i + 1).filter((i) => !byIndex.has(i));
   if (missing.length)
     throw new ConfigError(`shard${missing.length > 1 ? 's' : ''} ${missing.map((i) => `${i}/${count}`).join(', ')} missing`);
+  return byIndex;
+}
 
-  // Every item of the eval exactly once, from the shard that owns it, in the single-process order.
+/**
+ * Every item of the eval exactly once, from the shard that owns it, in the single-process order;
+ * an episode in two shards, an item no shard finished, or an episode of no item is an error.
+ */
+function orderedEpisodes(runs: ShardRun[], byIndex: Map<number, ShardRun>): Episode[] {
+  const first = runs[0] as ShardRun;
+  const count = first.manifest.count;
   const found = new Map<string, Episode>();
   for (const run of runs) {
     for (const episode of run.episodes) {
@@ -116,6 +124,20 @@ export function mergeRuns(options: { dirs: string[]; outDir: string }): EvalSumm
     throw new ConfigError(`unfinished shards: ${list.join('; ')} episode(s) — run troupe eval --resume on them first`);
   }
   if (found.size) throw new ConfigError(`${found.size} episode(s) belong to no task of the eval`);
+  return ordered;
+}
+
+/**
+ * Merges shard runs into `outDir` and returns the merged summary. The merged traces and summary
+ * are those of the same eval run in one process (episode ids, timestamps and wallSeconds aside).
+ */
+export function mergeRuns(options: { dirs: string[]; outDir: string }): EvalSummary {
+  const { dirs, outDir } = options;
+  if (dirs.length === 0) throw new ConfigError('troupe merge: name the shard run directories');
+  const runs = dirs.map(readShardRun);
+  const first = runs[0] as ShardRun;
+  const byIndex = shardsByIndex(runs);
+  const ordered = orderedEpisodes(runs, byIndex);
 
   if (existsSync(join(outDir, 'traces.jsonl'))) throw new ConfigError(`--out ${outDir} already holds a run`);
   mkdirSync(join(outDir, 'logs'), { recursive: true });
