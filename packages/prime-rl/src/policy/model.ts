@@ -5,11 +5,13 @@ import { initWeights, LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyC
  * x [A, R, S] → [A, S, R] (the last two axes swapped) in two cache-friendly passes: blocks of
  * k rows transposed in place ([A·R/k, k, S] → [A·R/k, S, k]), then the blocks moved as runs of k
  * ([A, R/k, S, k] → [A, S, R/k, k]). The wasm backend's one-pass transpose writes with a stride of
- * R elements and slows down 10–20× when that stride aliases in the cache (R = 1,024 or S ≥ 64).
+ * R elements and slows down 10–20× when that stride aliases in the cache (R a multiple of 512,
+ * e.g. 1,024 channels or 12,288 rows, with S ≥ 48).
  */
 function swapLast(x: tf.Tensor3D): tf.Tensor3D {
   const [a, r, s] = x.shape;
-  const k = [32, 16, 8, 4, 2].find((b) => r % b === 0 && r > b) ?? 1;
+  // Only a stride with a large power-of-two factor aliases; the one-pass transpose is faster otherwise.
+  const k = r % 512 === 0 ? 32 : 1;
   if (k === 1) return tf.transpose(x, [0, 2, 1]);
   const blocks = tf.transpose(tf.reshape(x, [a * (r / k), k, s]), [0, 2, 1]);
   return tf.reshape(tf.transpose(tf.reshape(blocks, [a, r / k, s, k]), [0, 2, 1, 3]), [a, s, r]) as tf.Tensor3D;
