@@ -107,6 +107,7 @@ function tokenize(source: string): Token[] {
  * Throws `FilterSyntaxError` naming the position.
  */
 export function parseFilter(source: string): (fields: FilterFields) => boolean {
+  // Long: one recursive-descent parser, its rules closures over `tokens` and `index`, kept together.
   const tokens = tokenize(source);
   let index = 0;
   const peek = () => tokens[index] as Token;

@@ -46,6 +46,7 @@ async function outcome<T>(promise: Promise<T>): Promise<T | 'refused'> {
  * busybox tools, so a busybox image suffices.
  */
 export function describeSandboxConformance(options: SandboxConformanceOptions): void {
+  // Long: the suite itself, one `it` per guarantee in the order the doc comment lists them.
   const suite = options.skip ? describe.skip : describe;
   const title = options.skip
     ? `sandbox conformance: ${options.name} (skipped: ${options.skip})`
