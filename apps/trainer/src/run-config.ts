@@ -66,9 +66,15 @@ export const SourceConfigSchema = z
  */
 export type SourceConfig = z.infer<typeof SourceConfigSchema>;
 
-/** `[policy]`: the embedded policy's shape, tokenizer and sampling. */
+/** `[policy]`: the embedded policy's shape, tokenizer and sampling, or `engine = "external"`. */
 export const PolicySectionSchema = z
   .object({
+    /**
+     * `embedded` (default): the small policy trained and served in this process or by `pnpm trainer
+     * serve-*`. `external`: prime-rl's own trainer and vLLM (needs `[transport]` and `[inference]`);
+     * the orchestrator never reads the weights, and the shape fields below are unused.
+     */
+    engine: z.enum(['embedded', 'external']).default('embedded'),
     dModel: z.number().int().positive().default(32),
     layers: z.number().int().positive().default(1),
     heads: z.number().int().positive().default(4),
@@ -140,7 +146,18 @@ export const RunConfigSchema = z
   .strict()
   .superRefine((config, context) => {
     const problem = checkTransportSections(config);
-    if (problem) context.addIssue({ code: 'custom', path: ['inference'], message: problem });
+    if (problem) context.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+    // One vLLM fleet serves one version at a time: no snapshots of past versions to draw from.
+    if (config.policy.engine === 'external')
+      config.train.source.forEach((source, i) => {
+        for (const [role, binding] of Object.entries(source.roles))
+          if (binding.pool)
+            context.addIssue({
+              code: 'custom',
+              path: ['train', 'source', i, 'roles', role, 'pool'],
+              message: 'opponent pools need the embedded policy (policy.engine = "external" serves one version at a time)',
+            });
+      });
     // Over prime-rl's wire every token is sent with policy.temperature: a trainable role sampled at
     // another temperature would be trained against the wrong distribution, so it is refused.
     if (config.transport.type === 'in-process') return;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createAlgorithm } from '@troupe/prime-rl';
 import {
@@ -12,6 +12,7 @@ import {
   ModelRouter,
   OpponentPool,
   Orchestrator,
+  type OrchestratorOptions,
   type StepMetrics,
   type TrainingHooks,
   type TrainSource,
@@ -21,7 +22,7 @@ import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
 import { parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
-import { wireInference, wireTrainer } from './wire-engines.ts';
+import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
 export type { StepMetrics };
 
@@ -172,6 +173,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   registerGameRuntime();
   const log = options.log ?? (() => {});
   const checkpointDir = join(options.out, 'checkpoint');
+  if (options.resume && existsSync(join(checkpointDir, EXTERNAL_CHECKPOINT_FILE)))
+    throw new RunConfigError(
+      `--resume: ${options.out} was trained with policy.engine = "external"; resume is not supported there yet (prime-rl's trainer resumes from its own checkpoints)`,
+    );
   const restored = options.resume ? await loadEmbeddedCheckpoint(checkpointDir) : null;
   const resumed = restored?.checkpoint ?? null;
   const requested = parseRunConfig(options.config);
@@ -213,6 +218,55 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       Object.values(s.roles).map((r) => Number((r as { sampling?: { maxTokens?: number } }).sampling?.maxTokens ?? 0)),
     ),
   );
+  const orchestratorOptions = {
+    sources: built.map((b) => b.source),
+    evalSources: evalSources.map((e) => ({
+      source: e.built.source,
+      interval: config.eval?.interval ?? 10,
+      groups: config.eval?.groups ?? 8,
+      useClient: e.use,
+    })),
+    maxSteps: config.maxSteps,
+    ...(config.maxSeconds !== undefined ? { maxSeconds: config.maxSeconds } : {}),
+    groupsPerStep: config.groupsPerStep,
+    maxAsync: config.maxAsync,
+    maxOffPolicySteps: config.maxOffPolicySteps,
+    filterZeroAdvantages: config.filterZeroAdvantages,
+    evalEvery: config.train.evalEvery,
+    checkpointEvery: config.checkpointEvery,
+    tracesEvery: config.tracesEvery,
+    keepCheckpoints: config.keepCheckpoints,
+    seed: config.seed,
+    out: options.out,
+    ...(options.onStep ? { onStep: options.onStep } : {}),
+    log,
+  } satisfies Omit<OrchestratorOptions, 'trainer' | 'inference'>;
+  if (config.policy.engine === 'external') {
+    if (config.transport.type === 'in-process' || !config.inference)
+      throw new RunConfigError('policy.engine: "external" needs [transport] and [inference]');
+    const engines = await externalEngines({
+      transport: config.transport,
+      inference: config.inference,
+      temperature: config.policy.temperature,
+      log,
+    });
+    mainClient = engines.inference.client;
+    await mkdir(options.out, { recursive: true });
+    await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+    const orchestrator = new Orchestrator({
+      ...orchestratorOptions,
+      trainer: engines.trainer,
+      inference: engines.inference,
+      runState: { config },
+      // The weights and optimizer live in the trainer's own checkpoints; this holds the orchestrator's state and the broadcast steps.
+      async writeCheckpoint({ dir, step, state, weights, inference }) {
+        await mkdir(dir, { recursive: true });
+        const body = { step, broadcast: weights, inference: inference ?? [], state };
+        await writeFile(join(dir, EXTERNAL_CHECKPOINT_FILE), `${JSON.stringify(body, null, 2)}\n`);
+      },
+    });
+    return await runToEnd({ orchestrator, trainer: engines.trainer, inference: engines.inference, config, out: options.out });
+  }
   const shape = embeddedPolicy({
     sources: [...built, ...evalSources.map((e) => e.built)].map((b) => ({
       ...(b.hooks ? { hooks: b.hooks as never } : {}),
@@ -300,36 +354,32 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   });
   const orchestrator = new Orchestrator({
-    sources: built.map((b) => b.source),
-    evalSources: evalSources.map((e) => ({
-      source: e.built.source,
-      interval: config.eval?.interval ?? 10,
-      groups: config.eval?.groups ?? 8,
-      useClient: e.use,
-    })),
+    ...orchestratorOptions,
     trainer,
     inference,
-    maxSteps: config.maxSteps,
-    ...(config.maxSeconds !== undefined ? { maxSeconds: config.maxSeconds } : {}),
-    groupsPerStep: config.groupsPerStep,
-    maxAsync: config.maxAsync,
-    maxOffPolicySteps: config.maxOffPolicySteps,
-    filterZeroAdvantages: config.filterZeroAdvantages,
-    evalEvery: config.train.evalEvery,
-    checkpointEvery: config.checkpointEvery,
-    tracesEvery: config.tracesEvery,
-    keepCheckpoints: config.keepCheckpoints,
-    seed: config.seed,
-    out: options.out,
     runState: { config, tokenizer: tokenizer.toJSON(), policy },
     ...(resumed ? { resume: resumed } : {}),
-    ...(options.onStep ? { onStep: options.onStep } : {}),
-    log,
   });
+  return await runToEnd({ orchestrator, trainer, inference, config, out: options.out });
+}
+
+/** Where an external-engine run's checkpoint keeps the orchestrator's state and the broadcast step. */
+const EXTERNAL_CHECKPOINT_FILE = 'orchestrator.json';
+
+/** Runs the orchestrator, then the report; closes the engines whatever happens. */
+async function runToEnd(options: {
+  orchestrator: { run(): ReturnType<Orchestrator['run']> };
+  /** A trainer process (`sendSkippedThrough`) is also sent the steps skipped at the end. */
+  trainer: { description: string; close(): Promise<void>; sendSkippedThrough?: (step: number) => Promise<void> };
+  inference: { close?(): Promise<void> };
+  config: RunConfig;
+  out: string;
+}): Promise<TrainResult> {
+  const { trainer, inference } = options;
   try {
-    const result = await orchestrator.run();
+    const result = await options.orchestrator.run();
     // Skipped steps at the end still reach a trainer process, which then stops after the run's last step.
-    await wire?.sendSkippedThrough(result.steps);
+    await trainer.sendSkippedThrough?.(result.steps);
     await writeReport({ out: options.out });
     return {
       steps: result.steps,
@@ -337,7 +387,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       seconds: result.seconds,
       trainer: trainer.description,
       last: result.last,
-      config,
+      config: options.config,
     };
   } finally {
     await trainer.close();

@@ -21,9 +21,29 @@ export const InferenceSectionSchema = InferenceEndpointsSchema.extend({
 }).optional();
 export type InferenceSection = z.output<typeof InferenceSectionSchema>;
 
-/** The two sections as a run config sees them, checked together. */
-export function checkTransportSections(config: { transport: TransportSection; inference?: InferenceSection }): string | null {
+/** The two sections and `policy.engine` as a run config sees them, checked together: the field at fault and why. */
+export function checkTransportSections(config: {
+  transport: TransportSection;
+  inference?: InferenceSection;
+  policy?: { engine: 'embedded' | 'external' };
+}): { path: string[]; message: string } | null {
+  if (config.policy?.engine === 'external') {
+    if (config.transport.type === 'in-process')
+      return {
+        path: ['transport', 'type'],
+        message:
+          'policy.engine = "external" trains with an external trainer process (prime-rl\'s); set transport.type = "filesystem" or "zmq"',
+      };
+    if (!config.inference)
+      return {
+        path: ['inference', 'baseUrls'],
+        message: 'policy.engine = "external" samples from inference servers (vLLM); give [inference] base_urls',
+      };
+  }
   if (config.inference && config.transport.type === 'in-process')
-    return 'inference: external inference servers take weights from a trainer process; set transport.type = "filesystem" or "zmq"';
+    return {
+      path: ['inference'],
+      message: 'external inference servers take weights from a trainer process; set transport.type = "filesystem" or "zmq"',
+    };
   return null;
 }

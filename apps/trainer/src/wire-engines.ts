@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Inference, Trainer, TrainerSchedule } from '@troupe/prime-rl/orchestrator';
-import type { PolicyConfig, WordTokenizer } from '@troupe/prime-rl/policy';
+import type { Inference, Trainer, TrainerSchedule, WeightsHandle } from '@troupe/prime-rl/orchestrator';
+import type { NamedWeight, PolicyConfig, WordTokenizer } from '@troupe/prime-rl/policy';
+import type { OptimizerState } from '@troupe/prime-rl/trainer';
 import {
   broadcastStepDir,
   clearRunDir,
@@ -26,7 +28,7 @@ async function waitForBroadcast(options: { outputDir: string; step: number; runI
     await waitForFile({ path: join(dir, 'STABLE'), timeoutMs: Math.max(0, deadline - Date.now()), pollMs: 20 });
     if (!existsSync(join(dir, 'meta.json')) && existsSync(join(dir, 'STABLE')))
       throw new Error(
-        `${dir}: STABLE but no meta.json — not the embedded engines' weight format (a Hugging Face checkpoint from prime-rl's own trainer?); pnpm trainer train reads weights back from pnpm trainer serve-trainer only (docs/scale-out.md)`,
+        `${dir}: STABLE but no meta.json — not the embedded engines' weight format (a Hugging Face checkpoint from prime-rl's own trainer?); with prime-rl's trainer and vLLM set policy.engine = "external" (docs/scale-out.md)`,
       );
     try {
       const broadcast = await readBroadcast({ dir });
@@ -38,7 +40,7 @@ async function waitForBroadcast(options: { outputDir: string; step: number; runI
 }
 
 /** The trainer process as the orchestrator's {@link Trainer}, plus what the wire inference needs of it. */
-export interface WireTrainer extends Trainer {
+export interface WireTrainer<W = NamedWeight[], O = OptimizerState> extends Trainer<W, O> {
   /**
    * Sends every step up to `step` not sent yet as an empty `list[MicroBatch]` (steps the
    * orchestrator skipped: an empty batch), so the trainer process trains them (a no-op) and
@@ -156,4 +158,114 @@ export async function wireInference(options: {
       external.close();
     },
   };
+}
+
+/** Sends steps over the rollout link one at a time, in step order, and fills skipped steps with empty batches. */
+function orderedSender(link: RolloutLink) {
+  let sent = 0;
+  // One send at a time, in step order (ZMQ frames are read in the order they are sent).
+  let queue: Promise<unknown> = Promise.resolve();
+  const sendInOrder = (step: number, samples: WireSample[]) => {
+    const next = queue.then(() => link.send({ step, samples }));
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  const sendSkippedThrough = async (step: number) => {
+    while (sent < step) await sendInOrder(++sent, []);
+  };
+  return {
+    sendSkippedThrough,
+    async send(step: number, samples: WireSample[]) {
+      await sendSkippedThrough(step - 1);
+      sent = step;
+      await sendInOrder(step, samples);
+    },
+  };
+}
+
+/**
+ * Engines whose weights the orchestrator never reads (`policy.engine = "external"`): prime-rl's own
+ * FSDP trainer, or anything that reads `rollouts/step_<N>/rank_<r>.bin` and writes
+ * `broadcasts/step_<N>/` + `STABLE` in its own format, and vLLM servers that load that directory.
+ * A policy version is a {@link WeightsHandle}: the trainer's `step` waits for `STABLE` and returns
+ * the directory, which `updateWeights` hands to every server as `weight_dir` (`/pause` →
+ * `/update_weights` → `/resume`). Version 0 is the model the servers were started with. Token
+ * ids and logprobs come from the servers' replies; there is no tokenizer here. Evaluation runs on
+ * the servers at the version they hold (no reply probabilities: evaluators needing them are
+ * skipped).
+ */
+export async function externalEngines(options: {
+  transport: WireTransport;
+  inference: NonNullable<InferenceSection>;
+  /** Sampling temperature of every token (the trainer divides its logits by it). */
+  temperature: number;
+  log?: (line: string) => void;
+}): Promise<{ trainer: WireTrainer<WeightsHandle, null>; inference: Inference<WeightsHandle> }> {
+  const { transport } = options;
+  const outputDir = transport.outputDir;
+  // The rollouts are ours to clear; the broadcasts are the trainer's, which may already be running.
+  await rm(join(outputDir, 'rollouts'), { recursive: true, force: true });
+  await rm(join(outputDir, 'samples'), { recursive: true, force: true });
+  const stale = (await readdir(join(outputDir, 'broadcasts')).catch(() => [] as string[]))
+    .map((name) => /^step_(\d+)$/.exec(name)?.[1])
+    .filter((step): step is string => step !== undefined && Number(step) > 0);
+  if (stale.length)
+    throw new Error(
+      `transport.outputDir: ${outputDir}/broadcasts holds step_${stale.sort((a, b) => Number(a) - Number(b))[0]} of an earlier run; give a fresh output_dir (or delete its broadcasts/) and restart the trainer`,
+    );
+  const external = openExternalPolicy({ inference: options.inference, outputDir });
+  const link = await RolloutLink.open({ config: transport });
+  const handle = (step: number): WeightsHandle => ({ step, dir: broadcastStepDir({ outputDir, step }) });
+  let latest = handle(0);
+  const sender = orderedSender(link);
+  try {
+    await external.pool.waitUntilLive({ timeoutMs: options.inference.startTimeoutSeconds * 1000 });
+  } catch (error) {
+    external.close();
+    await link.close();
+    throw error;
+  }
+  const where = transport.type === 'zmq' ? `zmq tcp://${transport.host}:${transport.port}` : `files in ${outputDir}`;
+  options.log?.(
+    `policy.engine external: rollouts to ${where}; weights: broadcasts/step_<N>/ (read by the servers only); inference: ${options.inference.baseUrls.join(', ')}`,
+  );
+  const trainer: WireTrainer<WeightsHandle, null> = {
+    description: `external trainer over prime-rl's wire (${where}, ${transport.dataWorldSize} rank${transport.dataWorldSize > 1 ? 's' : ''}; weights not read)`,
+    sendSkippedThrough: sender.sendSkippedThrough,
+    async step({ samples, step }) {
+      await sender.send(
+        step,
+        samples.map((sample) => toWireSample(sample, { temperatures: options.temperature })),
+      );
+      latest = handle(step);
+      await waitForFile({ path: join(latest.dir, 'STABLE'), timeoutMs: Number.POSITIVE_INFINITY, pollMs: 50 });
+      return { weights: latest, metrics: {} };
+    },
+    async state() {
+      return { weights: latest, optimizer: null };
+    },
+    close: () => link.close(),
+  };
+  const inference: Inference<WeightsHandle> = {
+    client: external.pool,
+    get version() {
+      return external.relay.version;
+    },
+    async updateWeights({ version }) {
+      // A step the orchestrator skipped (empty batch) holds the previous step's handle; the trainer
+      // still broadcasts it once sent the empty batch, and the servers load that broadcast.
+      await sender.sendSkippedThrough(version);
+      await external.relay.advanceTo({ step: version });
+    },
+    async evaluationPolicy() {
+      return { version: external.relay.version, client: external.pool };
+    },
+    // The servers sample with their own RNG.
+    rngState: () => null,
+    loadRngState() {},
+    async close() {
+      external.close();
+    },
+  };
+  return { trainer, inference };
 }
