@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../errors/troupe-error.ts';
 import type { Harness } from '../harness/harness.ts';
-import { InterceptionServer } from '../interception/interception-server.ts';
+import { lazyInterceptionServer } from '../interception/interception-server.ts';
 import type { ModelClient } from '../model/model-client.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { Runtime } from '../runtime/runtime.ts';
@@ -93,14 +93,7 @@ export async function makeAgent(config: MakeAgentConfig): Promise<MadeAgent> {
   const harness = await loadPlugin('harness', () => loadHarness(rest.harness ?? 'bash'));
   const runtime = await loadPlugin('runtime', () => loadRuntime(rest.runtime ?? 'local'));
 
-  let server: InterceptionServer | undefined;
-  let serverStarted: Promise<InterceptionServer> | undefined;
-  const interception = () =>
-    (serverStarted ??= (async () => {
-      server = new InterceptionServer();
-      await server.start();
-      return server;
-    })());
+  const interception = lazyInterceptionServer();
   let agent: Agent;
   try {
     agent = new Agent({
@@ -110,13 +103,13 @@ export async function makeAgent(config: MakeAgentConfig): Promise<MadeAgent> {
       client,
       harness,
       runtime,
-      interception,
+      interception: interception.get,
     });
   } catch (error) {
     await runtime.close?.().catch(() => {});
     throw error;
   }
-  return madeAgent({ agent, harness, runtime, closeInterception: async () => server?.close() });
+  return madeAgent({ agent, harness, runtime, closeInterception: interception.close });
 }
 
 /**

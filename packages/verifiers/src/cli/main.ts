@@ -8,7 +8,7 @@ import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { parseShard, type Shard } from '../eval/shard.ts';
 import { formatSummary } from '../eval/summary.ts';
-import { InterceptionServer } from '../interception/interception-server.ts';
+import { lazyInterceptionServer } from '../interception/interception-server.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { assertRunToolsServable } from '../tools/mcp-server.ts';
 import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
@@ -282,15 +282,8 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
       );
     }
   }
-  let server: InterceptionServer | undefined;
-  let serverStarted: Promise<InterceptionServer> | undefined;
-  // Memoize the start itself: concurrent first episodes must share one started server.
-  const interception = () =>
-    (serverStarted ??= (async () => {
-      server = new InterceptionServer();
-      await server.start();
-      return server;
-    })());
+  // Started on first need; concurrent first episodes share one started server.
+  const interception = lazyInterceptionServer();
   // Everything that can be rejected at the door is checked before the run directory exists.
   let logger: pino.Logger | undefined;
   const log = (line: string, options?: { fileOnly?: boolean }) => {
@@ -304,7 +297,13 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     clients.push(client);
     return client;
   };
-  const { env, taskset } = await createEvalEnv({ resolved, config, makeClient: makeTrackedClient, interception, log });
+  const { env, taskset } = await createEvalEnv({
+    resolved,
+    config,
+    makeClient: makeTrackedClient,
+    interception: interception.get,
+    log,
+  });
   // A task that declares tools and no role that could serve them: refused before any episode runs.
   const runTasks = Math.min(config.numTasks ?? taskset.size, taskset.size);
   if (Number.isFinite(runTasks)) {
@@ -400,7 +399,7 @@ async function evalCommand(args: string[], validateOnly: boolean): Promise<numbe
     return EXIT_CODES.ok;
   } finally {
     process.off('SIGINT', onSignal);
-    await server?.close();
+    await interception.close();
   }
 }
 

@@ -226,6 +226,26 @@ function keyOf(secret: string): string {
   return createHash('sha256').update(secret).digest('base64');
 }
 
+/**
+ * An interception server started on first need: `get()` starts it once (concurrent first callers
+ * share that one start) and `close()` closes it when it was ever asked for.
+ */
+export function lazyInterceptionServer(): { get: () => Promise<InterceptionServer>; close: () => Promise<void> } {
+  let server: InterceptionServer | undefined;
+  let started: Promise<InterceptionServer> | undefined;
+  return {
+    get: () =>
+      (started ??= (async () => {
+        server = new InterceptionServer();
+        await server.start();
+        return server;
+      })()),
+    close: async () => {
+      await server?.close();
+    },
+  };
+}
+
 /** Maps anything thrown while serving a call to a wire error (status + message). */
 export function wireErrorOf(error: unknown): WireErrorInput {
   if (WireRequestError.isInstance(error)) return { status: error.status, message: error.message, param: error.param };
