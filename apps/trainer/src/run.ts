@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createAlgorithm } from '@troupe/prime-rl';
 import {
@@ -16,6 +16,7 @@ import {
   type StepMetrics,
   type TrainingHooks,
   type TrainSource,
+  type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
 import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
 import { registerGameRuntime } from './game-runtime.ts';
@@ -251,20 +252,33 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       log,
     });
     mainClient = engines.inference.client;
-    await mkdir(options.out, { recursive: true });
-    await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-    const orchestrator = new Orchestrator({
-      ...orchestratorOptions,
-      trainer: engines.trainer,
-      inference: engines.inference,
-      runState: { config },
-      // The weights and optimizer live in the trainer's own checkpoints; this holds the orchestrator's state and the broadcast steps.
-      async writeCheckpoint({ dir, step, state, weights, inference }) {
-        await mkdir(dir, { recursive: true });
-        const body = { step, broadcast: weights, inference: inference ?? [], state };
-        await writeFile(join(dir, EXTERNAL_CHECKPOINT_FILE), `${JSON.stringify(body, null, 2)}\n`);
-      },
-    });
+    const closeEngines = async () => {
+      await engines.trainer.close();
+      await engines.inference.close?.();
+    };
+    let orchestrator: Orchestrator<WeightsHandle, null>;
+    try {
+      await mkdir(options.out, { recursive: true });
+      await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+      orchestrator = new Orchestrator({
+        ...orchestratorOptions,
+        trainer: engines.trainer,
+        inference: engines.inference,
+        runState: { config },
+        // The weights and optimizer live in the trainer's own checkpoints; this holds the orchestrator's state and the broadcast steps.
+        async writeCheckpoint({ dir, step, state, weights, inference }) {
+          await mkdir(dir, { recursive: true });
+          const body = { step, broadcast: weights, inference: inference ?? [], state };
+          // Written whole then renamed: a crash never leaves half a checkpoint.
+          const path = join(dir, EXTERNAL_CHECKPOINT_FILE);
+          await writeFile(`${path}.tmp`, `${JSON.stringify(body, null, 2)}\n`);
+          await rename(`${path}.tmp`, path);
+        },
+      });
+    } catch (error) {
+      await closeEngines();
+      throw error;
+    }
     return await runToEnd({ orchestrator, trainer: engines.trainer, inference: engines.inference, config, out: options.out });
   }
   const shape = embeddedPolicy({
