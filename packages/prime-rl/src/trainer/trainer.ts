@@ -130,27 +130,7 @@ export class Trainer {
       // No loss token anywhere: a zero gradient (the moments still decay and weights still decay).
       total ??= this.model.variables.map((v) => tf.zerosLike(v));
       sums ??= Array.from({ length: 6 }, () => tf.scalar(0));
-      // AdamW on all weights at once, flattened in weight order: a dozen kernels per step instead
-      // of a dozen per weight (each kernel costs ~10–60 µs of tfjs overhead whatever its size).
-      const flatten = (xs: tf.Tensor[]) => tf.concat(xs.map((x) => tf.reshape(x, [-1])));
-      const grad = flatten(total);
-      const gradNorm = tf.sqrt(tf.sum(tf.square(grad)));
-      const scale = tf.minimum(1, tf.div(cfg.maxGradNorm, tf.add(gradNorm, 1e-6)));
-      this.step++;
-      const b2 = cfg.betas[1];
-      const b1 = options.beta1 ?? cfg.betas[0];
-      const c1 = 1 - b1 ** this.step;
-      const c2 = 1 - b2 ** this.step;
-      const g = tf.mul(grad, scale);
-      this.m.assign(tf.add(tf.mul(this.m, b1), tf.mul(g, 1 - b1)));
-      this.v.assign(tf.add(tf.mul(this.v, b2), tf.mul(tf.square(g), 1 - b2)));
-      const weights = flatten(this.model.variables);
-      let update = tf.div(tf.div(this.m, c1), tf.add(tf.sqrt(tf.div(this.v, c2)), cfg.eps));
-      if (cfg.weightDecay > 0) update = tf.add(update, tf.mul(tf.mul(weights, cfg.weightDecay), this.decayMask));
-      const next = tf.split(tf.sub(weights, tf.mul(update, lr)), this.sizes);
-      this.model.variables.forEach((w, i) => {
-        w.assign(tf.reshape(next[i] as tf.Tensor, w.shape));
-      });
+      const gradNorm = this.applyAdamW(total, lr, options.beta1);
       return tf.stack([...sums, gradNorm as tf.Scalar]);
     });
     const values = out.dataSync();
@@ -175,6 +155,35 @@ export class Trainer {
   }
 
   /**
+   * One AdamW update (global grad-norm clip) from the summed gradients, on all weights at once,
+   * flattened in weight order: a dozen kernels per step instead of a dozen per weight (each kernel
+   * costs ~10–60 µs of tfjs overhead whatever its size). Returns the gradient norm before clipping.
+   */
+  private applyAdamW(gradients: tf.Tensor[], lr: number, beta1: number | undefined): tf.Scalar {
+    const cfg = this.config;
+    const flatten = (xs: tf.Tensor[]) => tf.concat(xs.map((x) => tf.reshape(x, [-1])));
+    const grad = flatten(gradients);
+    const gradNorm = tf.sqrt(tf.sum(tf.square(grad)));
+    const scale = tf.minimum(1, tf.div(cfg.maxGradNorm, tf.add(gradNorm, 1e-6)));
+    this.step++;
+    const b2 = cfg.betas[1];
+    const b1 = beta1 ?? cfg.betas[0];
+    const c1 = 1 - b1 ** this.step;
+    const c2 = 1 - b2 ** this.step;
+    const g = tf.mul(grad, scale);
+    this.m.assign(tf.add(tf.mul(this.m, b1), tf.mul(g, 1 - b1)));
+    this.v.assign(tf.add(tf.mul(this.v, b2), tf.mul(tf.square(g), 1 - b2)));
+    const weights = flatten(this.model.variables);
+    let update = tf.div(tf.div(this.m, c1), tf.add(tf.sqrt(tf.div(this.v, c2)), cfg.eps));
+    if (cfg.weightDecay > 0) update = tf.add(update, tf.mul(tf.mul(weights, cfg.weightDecay), this.decayMask));
+    const next = tf.split(tf.sub(weights, tf.mul(update, lr)), this.sizes);
+    this.model.variables.forEach((w, i) => {
+      w.assign(tf.reshape(next[i] as tf.Tensor, w.shape));
+    });
+    return gradNorm as tf.Scalar;
+  }
+
+  /**
    * Loss (normalised by `denom`, the batch's loss tokens), metrics and gradients of one bucket
    * padded to `time`, or null when the bucket holds no loss token (its gradient is zero). The
    * output head and the loss run on the loss tokens only, in row order.
@@ -182,24 +191,7 @@ export class Trainer {
   private bucketGradients(rows: readonly TrainRow[], time: number, denom: number, refKlTau: number) {
     const cfg = this.config;
     const b = rows.length;
-    const tokens = new Int32Array(b * time);
-    const positions: number[] = [];
-    const targets: number[] = [];
-    const infLp: number[] = [];
-    const adv: number[] = [];
-    rows.forEach((row, i) => {
-      if (row.tokenIds.length > time)
-        throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
-      tokens.set(row.tokenIds, i * time);
-      for (let j = 1; j < row.tokenIds.length; j++) {
-        if (!row.mask[j]) continue;
-        // The logits at position j − 1 predict token j.
-        positions.push(i * time + j - 1);
-        targets.push(row.tokenIds[j] as number);
-        infLp.push(row.logprobs[j] as number);
-        adv.push(row.advantages[j] as number);
-      }
-    });
+    const { tokens, positions, targets, infLp, adv } = packBucket(rows, time);
     if (positions.length === 0) return null;
     // The loss over the output tokens' columns only (the others have probability 0 and no
     // gradient), unless a target lies outside them (then its logit is the masked one, as before).
@@ -270,6 +262,32 @@ export class Trainer {
     this.decayMask.dispose();
     this.allowed.dispose();
   }
+}
+
+/**
+ * A bucket's rows as model input: tokens [B, T] (row-major, zero-padded) and, for each loss token
+ * in row order, the position whose logits predict it (row · T + j − 1), the token, its inference
+ * logprob and its advantage.
+ */
+function packBucket(rows: readonly TrainRow[], time: number) {
+  const tokens = new Int32Array(rows.length * time);
+  const positions: number[] = [];
+  const targets: number[] = [];
+  const infLp: number[] = [];
+  const adv: number[] = [];
+  rows.forEach((row, i) => {
+    if (row.tokenIds.length > time)
+      throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
+    tokens.set(row.tokenIds, i * time);
+    for (let j = 1; j < row.tokenIds.length; j++) {
+      if (!row.mask[j]) continue;
+      positions.push(i * time + j - 1);
+      targets.push(row.tokenIds[j] as number);
+      infLp.push(row.logprobs[j] as number);
+      adv.push(row.advantages[j] as number);
+    }
+  });
+  return { tokens, positions, targets, infLp, adv };
 }
 
 /**
