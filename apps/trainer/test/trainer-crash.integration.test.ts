@@ -19,7 +19,7 @@ describe('the trainer app under SIGKILL (CI size)', () => {
     expect(outcome.metricSteps).toEqual([1, 2, 3, 4]);
   });
 
-  it('proposer-solver (Hierarchical GRPO): killed after a checkpoint and resumed, ends where an uninterrupted run ends', async () => {
+  it('proposer-solver as the showcase plays it (executed claims, Hierarchical GRPO): killed after a checkpoint and resumed, ends where an uninterrupted run ends', async () => {
     const config = tinyProposerSolverConfig({ maxSteps: 4, checkpointEvery: 1 });
     const reference = await trainUninterrupted(config);
     const { outcome, resumedFrom } = await trainWithKills(config, [2]);

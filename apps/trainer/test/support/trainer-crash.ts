@@ -32,22 +32,26 @@ export function tinyTrainConfig(options: { maxSteps: number; checkpointEvery: nu
   };
 }
 
-/** A tiny proposer-solver run (compact format, Hierarchical GRPO), checkpointing every `checkpointEvery` steps. */
+/**
+ * A tiny proposer-solver run as the showcase config plays it (compact format, executed claims,
+ * Hierarchical GRPO, zero-advantage samples kept), checkpointing every `checkpointEvery` steps.
+ */
 export function tinyProposerSolverConfig(options: { maxSteps: number; checkpointEvery: number }): Record<string, unknown> {
   return {
     seed: 5,
     maxSteps: options.maxSteps,
     groupsPerStep: 3,
     checkpointEvery: options.checkpointEvery,
+    filterZeroAdvantages: false,
     train: {
       evalEvery: 2,
       source: [
         {
           env: 'proposer-solver',
           groupSize: 2,
-          options: { n: 4, format: 'compact' },
+          options: { n: 4, format: 'compact', claims: 'executed' },
           algorithm: { type: 'hierarchical-grpo', episodeAgents: ['solver'] },
-          roles: { proposer: { sampling: { maxTokens: 9 } }, solver: { sampling: { maxTokens: 1 } } },
+          roles: { proposer: { sampling: { maxTokens: 8 } }, solver: { sampling: { maxTokens: 1 } } },
         },
       ],
     },
