@@ -1,5 +1,6 @@
 // Consumer check (d): @troupe/prime-rl imports and works with neither tfjs nor onnxruntime
-// installed (they are optional peers), so its root export cannot load them.
+// installed (they are optional peers), so its root export cannot load them; nor can the
+// orchestrator and the transport (a user driving prime-rl's own trainer and vLLM needs neither).
 import { createRequire } from 'node:module';
 
 const primeRl = await import('@troupe/prime-rl');
@@ -15,4 +16,9 @@ for (const engine of ['@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', 'onnx
   }
   if (installed) throw new Error(`${engine} was installed: it must stay an optional peer`);
 }
-console.log(`(d) ok: @troupe/prime-rl (${Object.keys(primeRl).length} exports) runs with no tfjs or onnxruntime installed`);
+const orchestrator = await import('@troupe/prime-rl/orchestrator');
+if (typeof orchestrator.Orchestrator !== 'function') throw new Error('@troupe/prime-rl/orchestrator: no Orchestrator');
+const transport = await import('@troupe/prime-rl/transport');
+console.log(
+  `(d) ok: @troupe/prime-rl (${Object.keys(primeRl).length} exports), /orchestrator (${Object.keys(orchestrator).length}) and /transport (${Object.keys(transport).length}) load with no tfjs or onnxruntime installed`,
+);

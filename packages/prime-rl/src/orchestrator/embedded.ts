@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Message, Task, Taskset } from '@troupe/verifiers';
 import { exportOnnx } from '../inference/onnx-export.ts';
-import { PolicyModelClient } from '../inference/policy-model-client.ts';
+import type { PolicyModelClient } from '../inference/policy-model-client.ts';
 import { type NamedWeight, type PolicyConfig, PolicyConfigSchema } from '../policy/config.ts';
 import { WordTokenizer } from '../policy/tokenizer.ts';
 import { type Checkpoint, loadCheckpoint } from '../trainer/checkpoint.ts';
 import type { TrainerConfigInput } from '../trainer/config.ts';
-import { localTrainer, type TrainerHandle, workerTrainer } from '../trainer/handle.ts';
+import type { TrainerHandle } from '../trainer/handle.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
 import { scheduledStepOptions, type TrainerSchedule } from './schedule.ts';
 import type { EvaluationPolicy, Inference, Trainer, TrainingHooks } from './types.ts';
@@ -124,6 +124,11 @@ export function embeddedPolicy(options: EmbeddedPolicyOptions): { tokenizer: Wor
   return { tokenizer, policy };
 }
 
+// The engines load on first use: importing `@troupe/prime-rl/orchestrator` (say, to drive prime-rl's
+// own trainer and vLLM over the wire) loads neither tfjs nor onnxruntime.
+const trainerHandles = () => import('../trainer/handle.ts');
+const policyModelClient = async () => (await import('../inference/policy-model-client.ts')).PolicyModelClient;
+
 /** The embedded tfjs trainer (worker thread by default) as the orchestrator's {@link Trainer}. */
 export async function embeddedTrainer(options: {
   policy: PolicyConfig;
@@ -140,6 +145,7 @@ export async function embeddedTrainer(options: {
     trainer: options.trainer,
     ...(options.optimizer ? { optimizer: options.optimizer } : {}),
   };
+  const { localTrainer, workerTrainer } = await trainerHandles();
   let handle: TrainerHandle;
   let where = 'this thread';
   if (options.workerThread) {
@@ -192,8 +198,9 @@ export async function embeddedInference(options: {
   maxBatch?: number;
   maxWaitMs?: number;
 }): Promise<Inference & { readonly policyClient: PolicyModelClient }> {
+  const Client = await policyModelClient();
   const make = (weights: NamedWeight[], version: number, seed: number) =>
-    PolicyModelClient.create({
+    Client.create({
       tokenizer: options.tokenizer,
       config: options.policy,
       onnx: exportOnnx({ config: options.policy, weights }),
@@ -261,7 +268,8 @@ export async function frozenCheckpointClient(options: {
 }): Promise<PolicyModelClient> {
   const loaded = await loadEmbeddedCheckpoint(options.dir);
   if (!loaded) throw new RangeError(`checkpoint: no checkpoint in ${options.dir}`);
-  return PolicyModelClient.create({
+  const Client = await policyModelClient();
+  return Client.create({
     tokenizer: loaded.tokenizer,
     config: loaded.policy,
     onnx: exportOnnx({ config: loaded.policy, weights: loaded.checkpoint.weights }),
