@@ -280,7 +280,7 @@ export async function frozenCheckpointClient(options: {
 
 /**
  * A frozen copy of an embedded policy from a run checkpoint as an {@link EvaluationPolicy}: its
- * model client, exact reply probabilities (for evaluators such as Kuhn's NashConv) and a
+ * model client, exact reply probabilities (for evaluators that compute a game's exact exploitability) and a
  * settable sampling RNG.
  */
 export async function checkpointEvaluationPolicy(options: {

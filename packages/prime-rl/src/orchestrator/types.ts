@@ -77,7 +77,7 @@ export interface EvaluationResult {
   artifacts?: Record<string, string>;
 }
 
-/** A source's own evaluation (e.g. Kuhn poker's exact NashConv): `evaluate(policy) → metrics`. */
+/** A source's own evaluation (e.g. a game's exact exploitability, or accuracy on a probe set): `evaluate(policy) → metrics`. */
 export interface Evaluator {
   evaluate(context: { policy: EvaluationPolicy; step: number }): Promise<EvaluationResult>;
   /** Running state (e.g. an average policy), saved with checkpoints. */
