@@ -10,7 +10,7 @@ describe("a package's own test script", () => {
     'run from %s, collects that package’s tests and only those',
     (folder) => {
       // What `pnpm --filter <pkg> test` runs: vitest started in the package's folder.
-      const result = spawnSync(vitest, ['list', '--project', 'unit', '--filesOnly'], {
+      const result = spawnSync(vitest, ['list', '--project', 'unit', '--project', 'integration', '--filesOnly'], {
         cwd: join(repo, folder),
         encoding: 'utf8',
         timeout: 120_000,
@@ -21,7 +21,9 @@ describe("a package's own test script", () => {
         .map((line) => line.trim())
         .filter((line) => line.endsWith('.test.ts'));
       expect(files.length).toBeGreaterThan(0);
-      for (const file of files) expect(file.replace(/^\[unit\]\s*/, '')).toMatch(new RegExp(`^(${folder}/)?src/`));
+      for (const file of files) {
+        expect(file.replace(/^\[(unit|integration)\]\s*/, '')).toMatch(new RegExp(`^(${folder}/)?src/`));
+      }
     },
   );
 });
