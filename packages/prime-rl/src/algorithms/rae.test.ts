@@ -85,7 +85,8 @@ describe('Rae', () => {
             const traces = rewards.map((reward) => makeTrace({ role: 'solo', reward }));
             rae.scoreGroup(traces.map((trace, index) => makeEpisode({ index, traces: [trace] })));
             rewards.forEach((reward, i) => {
-              expect(advantageOf(traces[i]!)).toBe(reward - baseline);
+              // Exact, but for the sign of zero: a reward of -0 sums to +0 on the trace (`+ 0` maps -0 to 0).
+              expect(advantageOf(traces[i]!) + 0).toBe(reward - baseline + 0);
               baseline = baseline * decay + reward * (1 - decay);
             });
           }
