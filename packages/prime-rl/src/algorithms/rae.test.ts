@@ -86,7 +86,7 @@ describe('Rae', () => {
             rae.scoreGroup(traces.map((trace, index) => makeEpisode({ index, traces: [trace] })));
             rewards.forEach((reward, i) => {
               // Exact, but for the sign of zero: a reward of -0 sums to +0 on the trace (`+ 0` maps -0 to 0).
-              expect(advantageOf(traces[i]!) + 0).toBe(reward - baseline + 0);
+              expect((advantageOf(traces[i]!) ?? Number.NaN) + 0).toBe(reward - baseline + 0);
               baseline = baseline * decay + reward * (1 - decay);
             });
           }
