@@ -85,26 +85,16 @@ export async function wireTrainer(options: {
   options.log?.(`transport: ${transport.type}; waiting for the trainer's first broadcast in ${outputDir}/broadcasts/step_0`);
   const link = await RolloutLink.open({ config: transport });
   let latest = await waitForBroadcast({ outputDir, step: 0, runId, timeoutMs: options.startTimeoutMs });
-  let sent = 0;
-  // One send at a time, in step order (ZMQ frames are read in the order they are sent).
-  let queue: Promise<unknown> = Promise.resolve();
-  const sendInOrder = (step: number, samples: WireSample[]) => {
-    const next = queue.then(() => link.send({ step, samples }));
-    queue = next.catch(() => undefined);
-    return next;
-  };
-  const sendSkippedThrough = async (step: number) => {
-    while (sent < step) await sendInOrder(++sent, []);
-  };
+  const sender = orderedSender(link);
   const where = transport.type === 'zmq' ? `zmq tcp://${transport.host}:${transport.port}` : `files in ${outputDir}`;
   return {
     description: `trainer process over prime-rl's wire (${where}, ${transport.dataWorldSize} rank${transport.dataWorldSize > 1 ? 's' : ''})`,
-    sendSkippedThrough,
+    sendSkippedThrough: sender.sendSkippedThrough,
     async step({ samples, step }) {
-      await sendSkippedThrough(step - 1);
-      const wire = samples.map((sample) => toWireSample(sample, { temperatures: options.temperature }));
-      sent = step;
-      await sendInOrder(step, wire);
+      await sender.send(
+        step,
+        samples.map((sample) => toWireSample(sample, { temperatures: options.temperature })),
+      );
       latest = await waitForBroadcast({ outputDir, step, runId, timeoutMs: Number.POSITIVE_INFINITY });
       const metrics = (latest.state.metrics ?? {}) as Record<string, number>;
       return { weights: latest.weights, metrics };
