@@ -25,7 +25,7 @@ tarball() { ls "$work"/tarballs/troupe-"$1"-[0-9]*.tgz; }
 # The core, the algorithms and the harness kit (the scaffold's dependency); plugins with cloud
 # SDKs are packed and linted (publint/attw) but not installed here.
 npm install --no-audit --no-fund --loglevel=error \
-  "$(tarball verifiers)" "$(tarball prime-rl)" "$(tarball harness-kit)" zod@^4.1.0 typescript@~5.9.3 @types/node@^20.19.0
+  "$(tarball verifiers)" "$(tarball prime-rl)" "$(tarball program-kit)" zod@^4.1.0 typescript@~5.9.3 @types/node@^20.19.0
 cp "$repo"/tooling/consumer/* .
 
 # (a) plain JavaScript, bare node
@@ -50,7 +50,7 @@ for kind in env harness runtime; do
   (
     cd "$work/$kind"
     cp package.json package.json.scaffolded
-    if [ "$kind" = harness ]; then npm_install "$(tarball verifiers)" "$(tarball harness-kit)"; else npm_install "$(tarball verifiers)"; fi
+    if [ "$kind" = harness ]; then npm_install "$(tarball verifiers)" "$(tarball program-kit)"; else npm_install "$(tarball verifiers)"; fi
     npm run --silent build
     npm test --silent >"$work/$kind-test.log" 2>&1 || { cat "$work/$kind-test.log"; exit 1; }
     # Pack with the scaffolded semver ranges (npm install wrote the tarball paths in).

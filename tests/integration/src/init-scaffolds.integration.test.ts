@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 /**
  * `troupe init env|harness|runtime` end to end: the CLI in a child process scaffolds each kind,
  * `tsc` builds it, and the result runs (`troupe eval --env`) or loads by id (the harness on
- * `@troupe/harness-kit`, with the recorded-harness conformance checks). Every package comes from
+ * `@troupe/program-kit`, with the recorded-harness conformance checks). Every package comes from
  * this package's own dependencies, by name.
  */
 const require = createRequire(import.meta.url);
@@ -38,7 +38,7 @@ describe('troupe init: scaffolds that build, load by id and run', () => {
     mkdirSync(join(work, 'node_modules/@troupe'), { recursive: true });
     mkdirSync(join(work, 'node_modules/@types'));
     symlinkSync(verifiers, join(work, 'node_modules/@troupe/verifiers'));
-    symlinkSync(folderOf('@troupe/harness-kit'), join(work, 'node_modules/@troupe/harness-kit'));
+    symlinkSync(folderOf('@troupe/program-kit'), join(work, 'node_modules/@troupe/program-kit'));
     symlinkSync(folderOf('zod'), join(work, 'node_modules/zod'));
     symlinkSync(folderOf('@types/node'), join(work, 'node_modules/@types/node'));
     server = await ScriptedModelServer.start({ script: () => 'The answer is 4' });

@@ -10,7 +10,7 @@ const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.
 };
 /** Every `@troupe/harness-<id>` this package installs (the kit is a library, not a harness). */
 const harnessPackages = Object.keys(manifest.devDependencies).filter(
-  (name) => name.startsWith('@troupe/harness-') && name !== '@troupe/harness-kit',
+  (name) => name.startsWith('@troupe/harness-') && name !== '@troupe/program-kit',
 );
 
 describe('installed @troupe/harness-<id> packages, resolved by id', () => {

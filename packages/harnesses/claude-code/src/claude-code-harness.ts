@@ -1,4 +1,4 @@
-import { defineProgramHarness, npmPackage, withoutV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, npmPackage, withoutV1 } from '@troupe/program-kit';
 import { type McpServers, McpServersSchema, mergeMcpServers } from '@troupe/verifiers';
 import { z } from 'zod';
 

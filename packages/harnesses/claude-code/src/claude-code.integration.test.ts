@@ -1,4 +1,4 @@
-import { describeRealCliHarness } from '@troupe/harness-kit/testing';
+import { describeRealCliHarness } from '@troupe/program-kit/testing';
 import { ClaudeCodeHarness } from './claude-code-harness.ts';
 
 // Runs the real Claude Code CLI (installed from npm into ~/.cache/troupe/harnesses once) in a

@@ -1,4 +1,4 @@
-import { describeAgenticJudgeHarness } from '@troupe/harness-kit/testing';
+import { describeAgenticJudgeHarness } from '@troupe/program-kit/testing';
 import { ClaudeCodeHarness } from './claude-code-harness.ts';
 
 // An `agentic-judge` episode whose judge is the real Claude Code CLI on the `local` runtime: the

@@ -1,4 +1,4 @@
-import { describeRealCliHarness } from '@troupe/harness-kit/testing';
+import { describeRealCliHarness } from '@troupe/program-kit/testing';
 import { CodexHarness } from './codex-harness.ts';
 
 // Runs the real Codex CLI (installed from npm into ~/.cache/troupe/harnesses once) in a local

@@ -1,4 +1,4 @@
-import { describeMcpHarness } from '@troupe/harness-kit/testing';
+import { describeMcpHarness } from '@troupe/program-kit/testing';
 import { expect } from 'vitest';
 import { CodexHarness } from './codex-harness.ts';
 

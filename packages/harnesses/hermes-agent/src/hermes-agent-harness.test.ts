@@ -1,4 +1,4 @@
-import { describeRecordedHarness } from '@troupe/harness-kit/testing';
+import { describeRecordedHarness } from '@troupe/program-kit/testing';
 import { HermesAgentHarness } from './hermes-agent-harness.ts';
 
 // The program downloads from PyPI; these tests check the generated install and launch commands

@@ -1,4 +1,4 @@
-import { defineProgramHarness, foldedPrompt, installScript, uvToolInstall, withV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, foldedPrompt, installScript, uvToolInstall, withV1 } from '@troupe/program-kit';
 
 /**
  * Nous Research's Hermes Agent in one-shot mode (`hermes chat -q …`), `hermes-agent[acp,mcp]`

@@ -1,4 +1,4 @@
-import { describeRecordedHarness } from '@troupe/harness-kit/testing';
+import { describeRecordedHarness } from '@troupe/program-kit/testing';
 import { KimiCodeHarness } from './kimi-code-harness.ts';
 
 // The program downloads from its vendor; these tests check the generated install and launch commands

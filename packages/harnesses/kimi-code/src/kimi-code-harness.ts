@@ -1,4 +1,4 @@
-import { defineProgramHarness, foldedPrompt, installScript, SANDBOX_TOOL_ROOT, withoutV1, withV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, foldedPrompt, installScript, SANDBOX_TOOL_ROOT, withoutV1, withV1 } from '@troupe/program-kit';
 import { z } from 'zod';
 
 const PROVIDER_TYPE = { chat: 'openai_legacy', responses: 'openai_responses', messages: 'anthropic' } as const;

@@ -1,4 +1,4 @@
-import { describeRealCliHarness } from '@troupe/harness-kit/testing';
+import { describeRealCliHarness } from '@troupe/program-kit/testing';
 import { OpenClawHarness } from './openclaw-harness.ts';
 
 // Runs the real OpenClaw CLI (installed from npm into ~/.cache/troupe/harnesses once, on Node 24

@@ -1,4 +1,4 @@
-import { defineProgramHarness, npmPackage, withoutV1, withV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, npmPackage, withoutV1, withV1 } from '@troupe/program-kit';
 import type { Dialect } from '@troupe/verifiers';
 import { z } from 'zod';
 

@@ -1,4 +1,4 @@
-import { defineProgramHarness, foldedPrompt, installScript, SANDBOX_TOOL_ROOT, withV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, foldedPrompt, installScript, SANDBOX_TOOL_ROOT, withV1 } from '@troupe/program-kit';
 
 /**
  * Poolside's `pool` agent binary (pinned 1.0.15), run headless on one prompt. The binary is

@@ -1,4 +1,4 @@
-import { describeRecordedHarness } from '@troupe/harness-kit/testing';
+import { describeRecordedHarness } from '@troupe/program-kit/testing';
 import { RlmHarness } from './rlm-harness.ts';
 
 // The program downloads from GitHub through uv; these tests check the generated install and launch commands

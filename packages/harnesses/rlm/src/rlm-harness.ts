@@ -1,4 +1,4 @@
-import { defineProgramHarness, foldedPrompt, installScript, uvToolInstall, withV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, foldedPrompt, installScript, uvToolInstall, withV1 } from '@troupe/program-kit';
 import { z } from 'zod';
 
 /**

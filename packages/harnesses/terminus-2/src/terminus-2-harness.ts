@@ -1,4 +1,4 @@
-import { defineProgramHarness, ENSURE_UV, foldedPrompt, installScript, SANDBOX_TOOL_ROOT, withV1 } from '@troupe/harness-kit';
+import { defineProgramHarness, ENSURE_UV, foldedPrompt, installScript, SANDBOX_TOOL_ROOT, withV1 } from '@troupe/program-kit';
 import { terminus2Runner } from './runner-script.ts';
 
 /**

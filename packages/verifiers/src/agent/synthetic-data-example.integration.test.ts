@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../model/model-client.ts';
-import { arithmeticTaskset } from '../tasksets/arithmetic.ts';
+import { arithmeticTaskset } from '../task/arithmetic.ts';
 import { type NodeProcessResult, runNode } from '../testing/node-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 

@@ -9,7 +9,7 @@ import { readEpisodes } from '../eval/traces-file.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import type { ModelRequest } from '../model/model-client.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
-import { arithmeticTaskset } from '../tasksets/arithmetic.ts';
+import { arithmeticTaskset } from '../task/arithmetic.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 import { exportRecords, parseFilter } from './export-command.ts';
 

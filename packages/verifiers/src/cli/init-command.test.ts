@@ -15,7 +15,7 @@ function run(args: string[], cwd: string): Promise<NodeProcessResult> {
   });
 }
 
-// Scaffolds that build, load by id and run (the harness on @troupe/harness-kit) are tested in
+// Scaffolds that build, load by id and run (the harness on @troupe/program-kit) are tested in
 // tests/integration (init-scaffolds.integration.test.ts): the core's tests load no plugin package.
 describe('troupe init', () => {
   let work: string;
@@ -42,7 +42,7 @@ describe('troupe init', () => {
     const version = JSON.parse(readFileSync(join(root, 'packages/verifiers/package.json'), 'utf8')).version;
     expect(pkg.type).toBe('module');
     expect(pkg.dependencies['@troupe/verifiers']).toBe(`^${version}`);
-    if (kind === 'harness') expect(pkg.dependencies['@troupe/harness-kit']).toBe(`^${version}`);
+    if (kind === 'harness') expect(pkg.dependencies['@troupe/program-kit']).toBe(`^${version}`);
     expect(Object.values(pkg.dependencies).some((range) => String(range).startsWith('workspace:'))).toBe(false);
     expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', import: './dist/index.js', default: './dist/index.js' });
     expect(Object.keys(pkg.scripts)).toEqual(['build', 'test']);
@@ -57,7 +57,7 @@ describe('troupe init', () => {
     writeFileSync(join(work, 'repo/LICENSE'), 'L\n');
     const made = scaffoldPackage({ kind: 'harness', name: 'my_probe', dir, workspaceRoot: join(work, 'repo') });
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-    expect(pkg.dependencies).toEqual({ '@troupe/harness-kit': 'workspace:*', '@troupe/verifiers': 'workspace:*' });
+    expect(pkg.dependencies).toEqual({ '@troupe/program-kit': 'workspace:*', '@troupe/verifiers': 'workspace:*' });
     expect(pkg.exports['.']['@troupe/source']).toBe('./src/index.ts');
     expect(readFileSync(join(dir, 'tsconfig.json'), 'utf8')).toContain('"../../../tooling/tsconfig/base.json"');
     expect(made.files).toContain('LICENSE');

@@ -9,7 +9,7 @@ export const INIT_HELP = `troupe init env|harness|runtime <name> [options]
 Scaffolds a standalone package that builds to dist/ and passes its conformance test:
   env      @troupe/env-<name>: a defineEnv module (troupe eval --env ./dist/index.js, or --env <name>
            once installed); its test runs an episode against the scripted model server
-  harness  @troupe/harness-<name>: a program harness on @troupe/harness-kit with createHarness;
+  harness  @troupe/harness-<name>: a program harness on @troupe/program-kit with createHarness;
            its test runs the recorded harness conformance checks
   runtime  @troupe/runtime-<name>: a Runtime with createRuntime; its test runs the sandbox
            conformance suite (@troupe/verifiers/conformance)
@@ -64,7 +64,7 @@ const KINDS: Record<
       `\`\`\`sh\nnpx troupe eval --env ./dist/index.js -m <model> -b <base-url>   # from this folder\nnpx troupe eval --env ${id} -m <model> -b <base-url>              # where this package is installed\n\`\`\`\n`,
   },
   harness: {
-    dependencies: ['@troupe/harness-kit', '@troupe/verifiers'],
+    dependencies: ['@troupe/program-kit', '@troupe/verifiers'],
     description: (id) => `The ${id} harness for troupe.`,
     testWhat: 'the recorded harness conformance checks',
     usage: ({ id }) => `\`\`\`toml\n[env.solver]\nharness = "${id}"\n\`\`\`\n\nor \`troupe eval --harness ${id} …\`.\n`,

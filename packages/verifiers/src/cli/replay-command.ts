@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ClientConfig, ClientConfigSchema } from '../agent/agent-config.ts';
-import { loadTaskset } from '../envs/registry.ts';
+import { loadTaskset } from '../env/registry.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { PriceTableSchema } from '../eval/pricing.ts';
 import { formatReplayReport, replayRun } from '../eval/replay.ts';

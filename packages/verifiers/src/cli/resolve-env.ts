@@ -1,7 +1,7 @@
 import type { InterceptionHost } from '../agent/agent.ts';
 import type { ClientConfig } from '../agent/agent-config.ts';
 import { Env, type EnvDefinition } from '../env/env.ts';
-import { loadEnvDefinition, loadTaskset } from '../envs/registry.ts';
+import { loadEnvDefinition, loadTaskset } from '../env/registry.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import type { ModelClient } from '../model/model-client.ts';
 import type { Taskset } from '../task/taskset.ts';

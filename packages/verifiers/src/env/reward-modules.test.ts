@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { singleAgentEnv } from '../envs/single-agent/single-agent-env.ts';
 import { Task } from '../task/task.ts';
 import { type ScriptedClient, scriptedClient } from '../testing/scripted-model-server.ts';
+import { singleAgentEnv } from './builtin/single-agent/single-agent-env.ts';
 import { Env } from './env.ts';
 
 let dir: string;

@@ -2,10 +2,10 @@ import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { singleAgentEnv } from '../env/builtin/single-agent/single-agent-env.ts';
 import { Env } from '../env/env.ts';
-import { singleAgentEnv } from '../envs/single-agent/single-agent-env.ts';
 import type { ModelClient } from '../model/model-client.ts';
-import { arithmeticTaskset, lastInteger } from '../tasksets/arithmetic.ts';
+import { arithmeticTaskset, lastInteger } from '../task/arithmetic.ts';
 import { runEval } from './eval-runner.ts';
 import { passAtK } from './summary.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { singleAgentEnv } from '../env/builtin/single-agent/single-agent-env.ts';
 import { Env } from '../env/env.ts';
-import { singleAgentEnv } from '../envs/single-agent/single-agent-env.ts';
 import { Task } from '../task/task.ts';
 import { type ScriptedClient, scriptedClient } from '../testing/scripted-model-server.ts';
 

@@ -1,4 +1,4 @@
-import { parseStrictJson } from '../envs/agentic-judge/strict-json.ts';
+import { parseStrictJson } from '../env/builtin/agentic-judge/strict-json.ts';
 import { RewardError } from '../errors/troupe-error.ts';
 import type { JudgeCallRecord } from '../eval/pricing.ts';
 import { contentText } from '../model/messages.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../agent/agent-config.ts';
+import { agenticJudgeEnv, sharedAgenticJudgeEnv } from '../env/builtin/agentic-judge/agentic-judge-env.ts';
 import { Env } from '../env/env.ts';
-import { agenticJudgeEnv, sharedAgenticJudgeEnv } from '../envs/agentic-judge/agentic-judge-env.ts';
 import type { ModelRequest } from '../model/model-client.ts';
 import { Task } from '../task/task.ts';
 import type { Episode } from '../trace/episode.ts';

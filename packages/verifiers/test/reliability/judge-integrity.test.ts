@@ -8,9 +8,9 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { judgePrompt } from '../../src/envs/agentic-judge/judge-prompt.ts';
-import { verdictText } from '../../src/envs/agentic-judge/judge-workspace.ts';
-import { DEFAULT_RUBRIC } from '../../src/envs/agentic-judge/rubric.ts';
+import { judgePrompt } from '../../src/env/builtin/agentic-judge/judge-prompt.ts';
+import { verdictText } from '../../src/env/builtin/agentic-judge/judge-workspace.ts';
+import { DEFAULT_RUBRIC } from '../../src/env/builtin/agentic-judge/rubric.ts';
 import { LocalRuntime, type LocalSandbox } from '../../src/runtime/local-runtime.ts';
 import { describeJudgeConformance } from '../../src/testing/judge-conformance.ts';
 import { hostPidsWith } from '../../src/testing/process-alive.ts';

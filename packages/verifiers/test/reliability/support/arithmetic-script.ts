@@ -1,8 +1,8 @@
 import { contentText } from '../../../src/model/messages.ts';
 import type { ModelRequest } from '../../../src/model/model-client.ts';
+import { lastInteger } from '../../../src/task/arithmetic.ts';
 import { Task } from '../../../src/task/task.ts';
 import { Taskset } from '../../../src/task/taskset.ts';
-import { lastInteger } from '../../../src/tasksets/arithmetic.ts';
 
 /** Task `i` of the reliability taskset: a unique prompt, so requests can be mapped back to tasks. */
 export function reliabilityTask(index: number): Task {

@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { singleAgentEnv } from '../../../src/env/builtin/single-agent/single-agent-env.ts';
 import { Env } from '../../../src/env/env.ts';
-import { singleAgentEnv } from '../../../src/envs/single-agent/single-agent-env.ts';
 import { runEval } from '../../../src/eval/eval-runner.ts';
 import { OpenAICompatibleClient } from '../../../src/model/openai-client.ts';
 import { FAULT_KINDS, type FaultKind } from '../../../src/testing/fault-injection.ts';

@@ -1,0 +1,129 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { importPluginPackage } from '../agent/plugins.ts';
+import { ConfigError } from '../errors/troupe-error.ts';
+import { arithmeticTaskset, lastInteger } from '../task/arithmetic.ts';
+import { Taskset } from '../task/taskset.ts';
+import type { EnvDefinition } from './env.ts';
+
+type EnvLoader = () => Promise<EnvDefinition<string, Record<string, unknown>>>;
+type TasksetLoader = (options: Record<string, unknown>) => Taskset | Promise<Taskset>;
+
+const envs = new Map<string, EnvLoader>([
+  ['single-agent', async () => (await import('./builtin/single-agent/single-agent-env.ts')).singleAgentEnv as never],
+  ['best-of-n', async () => (await import('./builtin/best-of-n/best-of-n-env.ts')).bestOfNEnv as never],
+  ['agentic-judge', async () => (await import('./builtin/agentic-judge/agentic-judge-env.ts')).agenticJudgeEnv as never],
+  [
+    'shared-agentic-judge',
+    async () => (await import('./builtin/agentic-judge/agentic-judge-env.ts')).sharedAgenticJudgeEnv as never,
+  ],
+  ['proposer-solver', async () => (await import('./builtin/proposer-solver/proposer-solver-env.ts')).proposerSolverEnv as never],
+  ['user-sim', async () => (await import('./builtin/user-sim/user-sim-env.ts')).userSimEnv as never],
+  ['kuhn-poker', async () => (await import('./builtin/kuhn-poker/env.ts')).kuhnPokerEnv as never],
+]);
+
+const tasksets = new Map<string, TasksetLoader>([
+  ['arithmetic', (options) => arithmeticTaskset(options as { size?: number; seed?: number })],
+  ['proposer-solver-seeds', async () => (await import('./builtin/proposer-solver/seed-topics.ts')).proposerSolverSeeds()],
+]);
+
+/** Makes an env id available to `troupe eval --env <id>`. */
+export function registerEnv(id: string, loader: EnvLoader): void {
+  envs.set(id, loader);
+}
+
+/** Makes a taskset id available to `--taskset <id>`. */
+export function registerTaskset(id: string, loader: TasksetLoader): void {
+  tasksets.set(id, loader);
+}
+
+/** The ids of the registered envs (built-ins and `registerEnv` calls), in registration order. */
+export function envIds(): string[] {
+  return [...envs.keys()];
+}
+
+/** True when an `--env` value names a module file (`./my-env.ts`, `/abs/env.mjs`) rather than an id. */
+export function isEnvModulePath(ref: string): boolean {
+  return /^(\.{1,2}[\\/]|[\\/])/.test(ref) || /\.(m|c)?(t|j)s$/.test(ref);
+}
+
+function definitionFrom(module: Record<string, unknown>, where: string): EnvDefinition<string, Record<string, unknown>> {
+  let candidate = (module.default ?? module.env) as (Partial<EnvDefinition> & Record<string, unknown>) | undefined;
+  // A .ts file outside a `"type": "module"` package loads as CommonJS: its exports sit under `default`.
+  if (candidate && typeof candidate.run !== 'function' && (candidate.default ?? candidate.env))
+    candidate = (candidate.default ?? candidate.env) as typeof candidate;
+  if (
+    !candidate ||
+    typeof candidate !== 'object' ||
+    typeof candidate.id !== 'string' ||
+    typeof candidate.run !== 'function' ||
+    typeof candidate.roles !== 'object'
+  ) {
+    throw new ConfigError(
+      `env ${where}: expected a default export (or an \`env\` export) made with defineEnv({ id, roles, run })`,
+    );
+  }
+  return candidate as EnvDefinition<string, Record<string, unknown>>;
+}
+
+/**
+ * Loads a user's env module: `.mjs` / `.js` with plain `import()`, `.ts` / `.mts` through tsx's
+ * `tsImport` (the TypeScript loader is loaded only for a `.ts` file, and only for that import).
+ */
+export async function loadEnvModule(path: string): Promise<EnvDefinition<string, Record<string, unknown>>> {
+  const file = resolve(path);
+  if (!existsSync(file)) throw new ConfigError(`env ${path}: file ${file} does not exist`);
+  const url = pathToFileURL(file).href;
+  let module: Record<string, unknown>;
+  if (/\.(m|c)?ts$/.test(file)) {
+    const { tsImport } = await import('tsx/esm/api');
+    module = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  } else {
+    module = (await import(url)) as Record<string, unknown>;
+  }
+  return definitionFrom(module, path);
+}
+
+/**
+ * An env by id: built in (`single-agent`, `kuhn-poker`, …), registered with `registerEnv`, a module
+ * path (`./my-env.ts`, `./my-env.mjs`), or an installed `@troupe/env-<id>` package.
+ */
+export async function loadEnvDefinition(id: string): Promise<EnvDefinition<string, Record<string, unknown>>> {
+  const loader = envs.get(id);
+  if (loader) return loader();
+  if (isEnvModulePath(id)) return loadEnvModule(id);
+  const pkg = `@troupe/env-${id.replace(/_/g, '-')}`;
+  let module: Record<string, unknown>;
+  try {
+    module = await importPluginPackage(pkg);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg))
+      throw new ConfigError(
+        `env.id ${JSON.stringify(id)} is unknown; known envs: ${envIds().join(', ')} (or a module path, or an installed ${pkg})`,
+      );
+    throw error;
+  }
+  return definitionFrom(module, pkg);
+}
+
+/**
+ * A taskset by id (`arithmetic`, …) or a JSONL path. JSONL rows with an integer `answer` get
+ * the `correct` reward (last integer of the reply equals the answer).
+ */
+export async function loadTaskset(ref: string | { id: string; [key: string]: unknown }): Promise<Taskset> {
+  const { id, ...options } = typeof ref === 'string' ? { id: ref } : ref;
+  const loader = tasksets.get(id);
+  if (loader) return loader(options);
+  if (id.endsWith('.jsonl')) {
+    if (!existsSync(id)) throw new ConfigError(`env.taskset: file ${id} does not exist`);
+    return Taskset.fromJsonl(id.replace(/^.*\//, '').replace(/\.jsonl$/, ''), id, (row) =>
+      typeof row.answer === 'number'
+        ? { rewards: [{ name: 'correct', fn: ({ trace }) => (lastInteger(trace.lastReply) === row.answer ? 1 : 0) }] }
+        : {},
+    );
+  }
+  throw new ConfigError(
+    `env.taskset ${JSON.stringify(id)} is unknown; known tasksets: ${[...tasksets.keys()].join(', ')} (or a .jsonl path)`,
+  );
+}
