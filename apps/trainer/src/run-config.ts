@@ -39,6 +39,17 @@ export const RoleBindingSchema = z
  */
 export type RoleBinding = z.infer<typeof RoleBindingSchema>;
 
+/**
+ * Whether a role's traces train the policy: it plays the main policy (no `model`, `checkpoint` or
+ * `pool`) and is not marked `trainable = false`. The one predicate both the config check and the
+ * run's frozen-role set use.
+ */
+export function isTrainedRole(binding: RoleBinding): boolean {
+  return (
+    binding.model === undefined && binding.checkpoint === undefined && binding.pool === undefined && binding.trainable !== false
+  );
+}
+
 /** One `[[train.source]]` / `[[eval.source]]`. */
 export const SourceConfigSchema = z
   .object({
@@ -164,8 +175,7 @@ export const RunConfigSchema = z
     config.train.source.forEach((source, i) => {
       for (const [role, binding] of Object.entries(source.roles)) {
         const temperature = (binding as { sampling?: { temperature?: unknown } }).sampling?.temperature;
-        const trainable = binding.model === undefined && binding.checkpoint === undefined && binding.pool === undefined;
-        if (trainable && temperature !== undefined && temperature !== config.policy.temperature) {
+        if (isTrainedRole(binding) && temperature !== undefined && temperature !== config.policy.temperature) {
           context.addIssue({
             code: 'custom',
             path: ['train', 'source', i, 'roles', role, 'sampling', 'temperature'],

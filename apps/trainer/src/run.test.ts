@@ -166,6 +166,9 @@ describe('run config', () => {
     expect(() => parseRunConfig(config(0.7))).toThrow(/train\.source\[0\]\.roles\.a\.sampling\.temperature: 0\.7 differs/);
     expect(() => parseRunConfig(config(1))).not.toThrow();
     expect(() => parseRunConfig(config(0.7, { model: { baseUrl: 'http://127.0.0.1:1/v1', name: 'm' } }))).not.toThrow();
+    // A role on the main policy whose traces never train may sample at any temperature.
+    expect(() => parseRunConfig(config(0.7, { trainable: false }))).not.toThrow();
+    expect(() => parseRunConfig(config(0.7, { trainable: true }))).toThrow(/0\.7 differs/);
     expect(() => parseRunConfig({ ...config(0.7), transport: { type: 'in-process' } })).not.toThrow();
   });
 

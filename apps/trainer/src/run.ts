@@ -22,7 +22,7 @@ import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskse
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
-import { parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
+import { isTrainedRole, parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
 import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
 export type { StepMetrics };
@@ -100,7 +100,7 @@ async function buildSource(options: {
       model: _model,
       checkpoint: _checkpoint,
       pool: poolConfig,
-      trainable,
+      trainable: _trainable,
       ...agent
     } = config.roles[role] ?? {};
     const binding = config.roles[role] ?? {};
@@ -113,13 +113,13 @@ async function buildSource(options: {
     const client = pool ?? (await frozenClient(binding, `${field}.roles.${role}`));
     const modelName = pool ? pool.model : client ? `frozen:${name}/${role}` : 'main';
     if (client) frozen.set(modelName, client);
-    if (client || trainable === false) frozenRoles.add(role);
+    if (!isTrainedRole(binding)) frozenRoles.add(role);
     roleConfigs[role] = {
       harness: 'null',
       runtime: 'game',
       ...agent,
       model: modelName,
-      ...(client || trainable === false ? { trainable: false } : {}),
+      ...(isTrainedRole(binding) ? {} : { trainable: false }),
     };
   }
   const router = new ModelRouter({ main: options.main, frozen });
