@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
+import type { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecResult } from './runtime.ts';
 
@@ -69,6 +70,65 @@ class OutputBuffer {
   }
 }
 
+/** The exec result once the program is over (`durationMs` since `started`, from `performance.now()`). */
+function execResultOf(end: {
+  exitCode: number | null;
+  stdout: OutputBuffer;
+  stderr: OutputBuffer;
+  timedOut: boolean;
+  started: number;
+}): ExecResult {
+  const result: ExecResult = {
+    exitCode: end.exitCode ?? 1,
+    stdout: end.stdout.text(),
+    stderr: end.stderr.text(),
+    timedOut: end.timedOut,
+    durationMs: performance.now() - end.started,
+  };
+  if (end.stdout.truncated || end.stderr.truncated) result.truncated = true;
+  return result;
+}
+
+/**
+ * Calls `over` with the exit code (null when unknown) once the program is over: its pipes closed
+ * after it exited; `graceMs` after it exited while a background child still holds them (the pipes
+ * are then cut); or it could not be started (127 for a missing binary, 126 otherwise, the error on
+ * stderr). `over` may be called more than once (a later event); the caller settles once.
+ */
+function whenOver(child: ChildProcess, stderr: OutputBuffer, graceMs: number, over: (exitCode: number | null) => void): void {
+  let exitCode: number | null = null;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const end = () => {
+    if (graceTimer) clearTimeout(graceTimer);
+    over(exitCode);
+  };
+  child.on('error', (error: NodeJS.ErrnoException) => {
+    // The program could not be started (missing binary): report it like a shell would.
+    if (exitCode === null) exitCode = error.code === 'ENOENT' ? 127 : 126;
+    stderr.push(Buffer.from(`${error.message}\n`));
+    end();
+  });
+  child.on('exit', (code, signalName) => {
+    exitCode = code ?? 128 + (signalName ? (osConstants.signals[signalName] ?? 0) : 0);
+    // A background child may keep the pipes open; do not wait for it forever.
+    graceTimer = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      end();
+    }, graceMs);
+  });
+  child.on('close', end);
+}
+
+/** Writes `input` to the program's stdin and closes it (a program that exits unread is no error). */
+function feedStdin(stdin: Writable | null, input: string | Uint8Array | undefined): void {
+  if (!stdin) return;
+  stdin.on('error', () => {
+    // The program exited without reading its input (EPIPE): not an error of the run.
+  });
+  stdin.end(input);
+}
+
 /**
  * Runs one program as the leader of a new process group (`detached`), with stdin closed unless
  * given. On timeout or abort the whole group gets SIGKILL, so children that ignore SIGTERM and
@@ -88,8 +148,6 @@ export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
     let settled = false;
     let timedOut = false;
     let aborted = false;
-    let exitCode: number | null = null;
-    let graceTimer: NodeJS.Timeout | undefined;
     let timeoutTimer: NodeJS.Timeout | undefined;
 
     const child = spawn(file, args, {
@@ -107,45 +165,18 @@ export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
       aborted = true;
       killGroup();
     };
-    const finish = () => {
+    const finish = (exitCode: number | null) => {
       if (settled) return;
       settled = true;
       if (timeoutTimer) clearTimeout(timeoutTimer);
-      if (graceTimer) clearTimeout(graceTimer);
       run.signal?.removeEventListener('abort', onAbort);
-      if (aborted) {
-        reject(run.signal?.reason ?? new Error('aborted'));
-        return;
-      }
-      const result: ExecResult = {
-        exitCode: exitCode ?? 1,
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-        timedOut,
-        durationMs: performance.now() - started,
-      };
-      if (stdout.truncated || stderr.truncated) result.truncated = true;
-      resolve(result);
+      if (aborted) reject(run.signal?.reason ?? new Error('aborted'));
+      else resolve(execResultOf({ exitCode, stdout, stderr, timedOut, started }));
     };
 
     child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      // The program could not be started (missing binary): report it like a shell would.
-      if (exitCode === null) exitCode = error.code === 'ENOENT' ? 127 : 126;
-      stderr.push(Buffer.from(`${error.message}\n`));
-      finish();
-    });
-    child.on('exit', (code, signalName) => {
-      exitCode = code ?? 128 + (signalName ? (osConstants.signals[signalName] ?? 0) : 0);
-      // A background child may keep the pipes open; do not wait for it forever.
-      graceTimer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        finish();
-      }, run.closeGraceMs ?? 1000);
-    });
-    child.on('close', finish);
+    whenOver(child, stderr, run.closeGraceMs ?? 1000, finish);
 
     if (pid !== undefined) run.onStart?.(pid);
     run.signal?.addEventListener('abort', onAbort, { once: true });
@@ -155,11 +186,6 @@ export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
         killGroup();
       }, run.timeoutMs);
     }
-    if (child.stdin) {
-      child.stdin.on('error', () => {
-        // The program exited without reading its input (EPIPE): not an error of the run.
-      });
-      child.stdin.end(run.stdin);
-    }
+    feedStdin(child.stdin, run.stdin);
   });
 }
