@@ -6,10 +6,12 @@ import { GroupScorer } from '../algorithms/group-scorer.ts';
 import { flattenRoleMetrics, roleMetrics } from '../metrics/role-metrics.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
+import type { TrainingSample } from '../samples/training-sample.ts';
 import { saveCheckpoint } from '../trainer/checkpoint.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
 import { hashSeed, hashUniform, type OpponentPool, type PoolSnapshot, withPoolDraws } from './opponent-pool.ts';
-import type { EvaluationPolicy, Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
+import { RolloutDispatcher } from './rollout-dispatcher.ts';
+import type { EvaluationPolicy, EvaluationResult, Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
 
 /**
  * A checkpoint as the orchestrator writes and resumes it, over its weights type `W` (tensors for
@@ -148,21 +150,28 @@ interface PoolState<W> {
   snapshots: (PoolSnapshot & { weights: W })[];
 }
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: unknown) => void;
+/** One rollout's opponent draws: each pool's view at its policy `version`, and the age of every snapshot drawn. */
+interface PoolDraw<W> {
+  views: Map<PoolState<W>, PoolSnapshot[]>;
+  ages: Map<PoolState<W>, number[]>;
+  version: number;
+  step: number;
 }
 
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {});
-  return { promise, resolve, reject };
+/** What one run carries from step to step. */
+interface RunState<W> {
+  /** The step the run starts after (0, or the resumed checkpoint's). */
+  start: number;
+  metricsPath: string;
+  /** Next task index per source. */
+  cursors: Record<string, number>;
+  /** Episodes played so far. */
+  episodes: number;
+  /** Policy versions still to be served (version → weights). */
+  published: Map<number, W>;
+  /** Sources whose evaluator needs reply probabilities the engine cannot give. */
+  unreadable: Set<string>;
+  log: (line: string) => void;
 }
 
 /**
@@ -254,59 +263,58 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   async run(): Promise<OrchestratorResult> {
     const started = performance.now();
     const { options } = this;
-    const { sources, trainer, inference, out } = options;
-    const log = options.log ?? (() => {});
+    const run = await this.prepare();
+    const dispatcher = new RolloutDispatcher<Rollout>({
+      start: run.start,
+      maxSteps: options.maxSteps,
+      maxAsync: this.maxAsync,
+      play: async ({ step, version }) => {
+        if (options.inference.version !== version) {
+          const weights = run.published.get(version);
+          if (!weights) throw new Error(`orchestrator: policy version ${version} is no longer held`);
+          await options.inference.updateWeights({ weights, version });
+        }
+        return this.rollout({ cursors: run.cursors, version, step });
+      },
+    });
+    let last: StepMetrics = {};
+    let stepsDone = run.start;
+    try {
+      for (let n = run.start + 1; n <= options.maxSteps; n++) {
+        const { line, final } = await this.step({ run, dispatcher, n, started });
+        last = line;
+        stepsDone = n;
+        if (final && n < options.maxSteps) {
+          run.log(`step ${n}: time budget of ${options.maxSeconds} s reached; stopping (--resume continues)`);
+          break;
+        }
+      }
+    } finally {
+      await dispatcher.stop();
+    }
+    return { steps: stepsDone, episodes: run.episodes, seconds: (performance.now() - started) / 1000, last };
+  }
+
+  /** The run directory, and the run's state: resumed from `options.resume`, or fresh at step 0; every source's env checked by its algorithm. */
+  private async prepare(): Promise<RunState<W>> {
+    const { sources, trainer, out, resume } = this.options;
     await mkdir(out, { recursive: true });
-    const metricsPath = join(out, 'metrics.jsonl');
-    const resume = options.resume;
-    const start = resume?.step ?? 0;
-    const cursors: Record<string, number> = Object.fromEntries(sources.map((s) => [s.name, 0]));
-    let episodes = 0;
-    // Policy versions still to be served (version → weights).
-    const published = new Map<number, W>();
+    const run: RunState<W> = {
+      start: resume?.step ?? 0,
+      metricsPath: join(out, 'metrics.jsonl'),
+      cursors: Object.fromEntries(sources.map((s) => [s.name, 0])),
+      episodes: 0,
+      published: new Map(),
+      unreadable: new Set(),
+      log: this.options.log ?? (() => {}),
+    };
     if (resume) {
-      const state = resume.state.orchestrator as OrchestratorState;
-      Object.assign(cursors, state.cursors);
-      episodes = state.episodes;
-      for (const source of sources) {
-        const algorithmState = state.algorithms[source.name];
-        if (algorithmState !== undefined && algorithmState !== null) source.algorithm.loadState?.(algorithmState);
-        const evaluatorState = state.evaluators[source.name];
-        if (evaluatorState !== undefined && evaluatorState !== null) source.evaluator?.loadState?.(evaluatorState);
-      }
-      inference.loadRngState(state.rng);
-      for (const { version, weights } of resume.inference ?? []) published.set(version, weights);
-      published.set(start, resume.weights);
-      const held = new Map((resume.inference ?? []).map(({ version, weights }) => [version, weights]));
-      held.set(start, resume.weights);
-      for (const pool of this.pools) {
-        for (const step of state.pools?.[pool.source]?.[pool.role] ?? [0]) {
-          const weights = held.get(step);
-          if (!weights)
-            throw new Error(`checkpoint: opponent pool ${pool.source}.${pool.role} snapshot of step ${step} is missing`);
-          const policy = await inference.evaluationPolicy({
-            weights,
-            version: step,
-            seed: hashSeed([options.seed ?? 0, 'pool', pool.source, pool.role, step]),
-          });
-          pool.snapshots.push({ step, policy, weights });
-        }
-      }
-      // Steps after the checkpoint are played again: drop their metrics so each step appears once.
-      const lines = (await readFile(metricsPath, 'utf8').catch(() => '')).split('\n');
-      const kept = lines.filter((line) => {
-        try {
-          return line.trim() !== '' && (JSON.parse(line) as { step: number }).step <= start;
-        } catch {
-          return false;
-        }
-      });
-      await writeFile(metricsPath, kept.map((line) => `${line}\n`).join(''));
+      await this.resumeFrom(resume, run);
     } else {
       const initial = (await trainer.state()).weights;
-      published.set(0, initial);
+      run.published.set(0, initial);
       await this.takeSnapshots(0, initial, true);
-      await writeFile(metricsPath, '');
+      await writeFile(run.metricsPath, '');
     }
     for (const source of sources) {
       source.algorithm.validateEnv?.({
@@ -317,206 +325,251 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
         ),
       });
     }
+    return run;
+  }
 
-    const ready: Deferred<Rollout>[] = Array.from({ length: options.maxSteps + 1 }, () => deferred<Rollout>());
-    let trainerStep = start;
-    let waiters: { target: number; resolve: () => void }[] = [];
-    const untilTrainerStep = (target: number) =>
-      trainerStep >= target ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ target, resolve }));
-    let stopped = false;
-    const dispatcher = (async () => {
-      for (let m = start + 1; m <= options.maxSteps && !stopped; m++) {
-        try {
-          await untilTrainerStep(m - 1 - this.maxAsync);
-          const version = Math.max(0, m - 1 - this.maxAsync);
-          if (inference.version !== version) {
-            const weights = published.get(version);
-            if (!weights) throw new Error(`orchestrator: policy version ${version} is no longer held`);
-            await inference.updateWeights({ weights, version });
-          }
-          ready[m]?.resolve(await this.rollout({ cursors, version, step: m }));
-        } catch (error) {
-          for (let k = m; k <= options.maxSteps; k++) ready[k]?.reject(error);
-          return;
-        }
-      }
-    })();
-
-    let last: StepMetrics = {};
-    let stepsDone = start;
-    // Sources whose evaluator needs reply probabilities the engine cannot give.
-    const unreadable = new Set<string>();
-    try {
-      for (let n = start + 1; n <= options.maxSteps; n++) {
-        const stepStart = performance.now();
-        const rollout = await (ready[n] as Deferred<Rollout>).promise;
-        // Release the step's episodes once consumed (a 700-step run held them all and ran out of heap).
-        ready[n] = undefined as unknown as Deferred<Rollout>;
-        const builder = new BatchBuilder({
-          batchSize: Number.MAX_SAFE_INTEGER,
-          filterZeroAdvantages: options.filterZeroAdvantages ?? true,
-        });
-        const kept: Episode[] = [];
-        let dropped = 0;
-        for (const group of rollout.groups) {
-          if (n - 1 - group.version > this.maxOffPolicySteps) {
-            dropped++;
-            continue;
-          }
-          builder.addEpisodes(group.episodes);
-          for (const e of group.episodes) kept.push(e);
-        }
-        if (dropped) log(`step ${n}: dropped ${dropped} group(s) more than ${this.maxOffPolicySteps} steps off-policy`);
-        const batch = builder.flush();
-        const samples = batch?.samples ?? [];
-        const t1 = performance.now();
-        let weights: W;
-        let trainMetrics: Record<string, number> = {};
-        if (samples.length > 0) {
-          const result = await trainer.step({ samples, step: n });
-          weights = result.weights;
-          trainMetrics = result.metrics;
-        } else {
-          log(`step ${n}: empty batch (every advantage 0); weights unchanged`);
-          weights = published.get(n - 1) ?? (await trainer.state()).weights;
-        }
-        const trainMs = performance.now() - t1;
-        published.set(n, weights);
-        for (const version of published.keys()) if (version < n - this.maxAsync) published.delete(version);
-        // Snapshots before waking the dispatcher: the rollout at version n draws from a pool that holds step n.
-        if (this.pools.length) {
-          await this.takeSnapshots(n, weights);
-          this.evictSnapshots(Math.max(0, n - this.maxAsync));
-        }
-        trainerStep = n;
-        const woken = waiters.filter((w) => w.target <= n);
-        waiters = waiters.filter((w) => w.target > n);
-        for (const w of woken) w.resolve();
-
-        const played = rollout.groups.reduce((a, g) => a + g.episodes.length, 0);
-        episodes += played;
-        const line: StepMetrics = {
-          step: n,
-          episodes,
-          policy_version: rollout.version,
-          'off_policy/staleness': n - 1 - rollout.version,
-          'off_policy/dropped': dropped,
-          'batch/samples': samples.length,
-          'batch/traces': batch?.numTraces ?? 0,
-          'batch/tokens': batch?.numTokens ?? 0,
-          'batch/dropped_samples': batch?.droppedSamples ?? 0,
-          'batch/masked_tokens': batch?.maskedTokens ?? 0,
-        };
-        for (const source of sources) {
-          const sourceEpisodes = rollout.groups.filter((g) => g.source === source.name).flatMap((g) => g.episodes);
-          Object.assign(line, sourceMetrics(source.name, sourceEpisodes));
-        }
-        Object.assign(line, rollout.poolMetrics);
-        for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
-        const final =
-          n === options.maxSteps ||
-          (options.maxSeconds !== undefined && (performance.now() - started) / 1000 >= options.maxSeconds);
-        const evaluate = n % (options.evalEvery ?? 1) === 0 || final;
-        const evaluated = sources.filter((s) => s.evaluator);
-        if (evaluate && evaluated.length) {
-          const t3 = performance.now();
-          const policy = readablePolicy(await inference.evaluationPolicy({ weights, version: n, seed: 1_000_003 + n }));
-          for (const source of evaluated) {
-            if (unreadable.has(source.name)) continue;
-            let result: Awaited<ReturnType<NonNullable<TrainSource['evaluator']>['evaluate']>> | undefined;
-            try {
-              result = await source.evaluator?.evaluate({ policy, step: n });
-            } catch (error) {
-              if (!(error instanceof ReplyProbabilitiesUnavailable)) throw error;
-              unreadable.add(source.name);
-              log(`eval/${source.name}: evaluator skipped for the rest of the run (${error.message})`);
-              continue;
-            }
-            for (const [key, value] of Object.entries(result?.metrics ?? {})) line[`eval/${source.name}/${key}`] = value;
-            for (const [file, content] of Object.entries(result?.artifacts ?? {})) await writeFile(join(out, file), content);
-          }
-          line['time/eval'] = performance.now() - t3;
-        }
-        const dueEval = (options.evalSources ?? []).filter((e) => n % e.interval === 0 || final);
-        if (dueEval.length) {
-          const t4 = performance.now();
-          const policy = await inference.evaluationPolicy({ weights, version: n, seed: 2_000_003 + n });
-          for (const evaluation of dueEval) {
-            evaluation.useClient(policy.client);
-            const { source } = evaluation;
-            const played = await Promise.all(
-              Array.from({ length: evaluation.groups }, (_, index) => {
-                const size = source.taskset.isInfinite ? Number.POSITIVE_INFINITY : source.taskset.size;
-                const task = source.taskset.at(Number.isFinite(size) ? index % size : index);
-                return Promise.all(
-                  Array.from({ length: source.groupSize }, (_, i) =>
-                    source.env.runEpisode({ task, group: { id: `eval-${source.name}-${index}`, index: i } }),
-                  ),
-                );
-              }),
-            );
-            for (const [key, value] of Object.entries(sourceMetrics(source.name, played.flat()))) {
-              line[key.replace(/^train\//, 'eval/')] = value;
-            }
-          }
-          line['time/eval_sources'] = performance.now() - t4;
-        }
-        line['time/rollout'] = rollout.ms;
-        line['time/train'] = trainMs;
-        line['time/step'] = performance.now() - stepStart;
-        line['time/elapsed'] = (performance.now() - started) / 1000;
-        await appendFile(metricsPath, `${JSON.stringify(line)}\n`);
-        last = line;
-        options.onStep?.(line);
-        const every = options.checkpointEvery ?? 25;
-        const keep = options.keepCheckpoints?.includes(n) ?? false;
-        if ((every > 0 && (n % every === 0 || final)) || keep) {
-          const pools: Record<string, Record<string, number[]>> = {};
-          const versions = new Map([...published.entries()].filter(([version]) => version < n));
-          for (const pool of this.pools) {
-            pools[pool.source] ??= {};
-            (pools[pool.source] as Record<string, number[]>)[pool.role] = pool.snapshots.map((s) => s.step);
-            for (const snapshot of pool.snapshots) {
-              if (snapshot.step < n && !versions.has(snapshot.step)) {
-                versions.set(snapshot.step, snapshot.weights);
-              }
-            }
-          }
-          const state: OrchestratorState = {
-            ...rollout.after,
-            episodes,
-            evaluators: Object.fromEntries(sources.map((s) => [s.name, s.evaluator?.state?.() ?? null])),
-            ...(this.pools.length ? { pools } : {}),
-          };
-          const trainerState = await trainer.state();
-          const inferenceVersions = [...versions.entries()]
-            .sort((a, b) => a[0] - b[0])
-            .map(([version, w]) => ({ version, weights: w }));
-          const checkpoint = {
-            step: n,
-            state: { orchestrator: state, run: options.runState ?? {} },
-            weights: trainerState.weights,
-            optimizer: trainerState.optimizer,
-            inference: inferenceVersions,
-          };
-          const write =
-            options.writeCheckpoint ?? (saveCheckpoint as unknown as NonNullable<OrchestratorOptions<W, O>['writeCheckpoint']>);
-          if (every > 0 && (n % every === 0 || final)) await write({ dir: join(out, 'checkpoint'), ...checkpoint });
-          if (keep) await write({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
-        }
-        stepsDone = n;
-        if (final && n < options.maxSteps) {
-          log(`step ${n}: time budget of ${options.maxSeconds} s reached; stopping (--resume continues)`);
-          break;
-        }
-      }
-    } finally {
-      stopped = true;
-      trainerStep = Number.POSITIVE_INFINITY;
-      for (const w of waiters) w.resolve();
-      await dispatcher;
+  /** Restores the cursors, algorithm, evaluator and RNG state, the served versions and the pools of `resume`; drops metrics of later steps. */
+  private async resumeFrom(resume: OrchestratorCheckpoint<W, O>, run: RunState<W>): Promise<void> {
+    const { sources, inference } = this.options;
+    const state = resume.state.orchestrator as OrchestratorState;
+    Object.assign(run.cursors, state.cursors);
+    run.episodes = state.episodes;
+    for (const source of sources) {
+      const algorithmState = state.algorithms[source.name];
+      if (algorithmState !== undefined && algorithmState !== null) source.algorithm.loadState?.(algorithmState);
+      const evaluatorState = state.evaluators[source.name];
+      if (evaluatorState !== undefined && evaluatorState !== null) source.evaluator?.loadState?.(evaluatorState);
     }
-    return { steps: stepsDone, episodes, seconds: (performance.now() - started) / 1000, last };
+    inference.loadRngState(state.rng);
+    for (const { version, weights } of resume.inference ?? []) run.published.set(version, weights);
+    run.published.set(run.start, resume.weights);
+    await this.restorePools(resume, state);
+    // Steps after the checkpoint are played again: drop their metrics so each step appears once.
+    await keepMetricsThrough(run.metricsPath, run.start);
+  }
+
+  /** Refills every pool with the snapshots `state` lists (step 0 when it lists none), their weights from `resume`. */
+  private async restorePools(resume: OrchestratorCheckpoint<W, O>, state: OrchestratorState): Promise<void> {
+    const held = new Map((resume.inference ?? []).map(({ version, weights }) => [version, weights]));
+    held.set(resume.step, resume.weights);
+    for (const pool of this.pools) {
+      for (const step of state.pools?.[pool.source]?.[pool.role] ?? [0]) {
+        const weights = held.get(step);
+        if (!weights)
+          throw new Error(`checkpoint: opponent pool ${pool.source}.${pool.role} snapshot of step ${step} is missing`);
+        const policy = await this.options.inference.evaluationPolicy({
+          weights,
+          version: step,
+          seed: hashSeed([this.options.seed ?? 0, 'pool', pool.source, pool.role, step]),
+        });
+        pool.snapshots.push({ step, policy, weights });
+      }
+    }
+  }
+
+  /**
+   * Training step `n`: takes its rollout, cuts the batch, trains, publishes the new weights (waking
+   * the rollouts waiting for them), evaluates, appends the metrics line and checkpoints.
+   */
+  private async step(options: {
+    run: RunState<W>;
+    dispatcher: RolloutDispatcher<Rollout>;
+    n: number;
+    started: number;
+  }): Promise<{ line: StepMetrics; final: boolean }> {
+    const { run, dispatcher, n, started } = options;
+    const { maxSteps, maxSeconds, onStep } = this.options;
+    const stepStart = performance.now();
+    const rollout = await dispatcher.take(n);
+    const { batch, dropped } = this.cutBatch(rollout, n, run.log);
+    const samples = batch?.samples ?? [];
+    const t1 = performance.now();
+    const { weights, metrics: trainMetrics } = await this.train({ run, samples, n });
+    const trainMs = performance.now() - t1;
+    await this.publish({ run, n, weights });
+    dispatcher.trainerDone(n);
+    run.episodes += rollout.groups.reduce((a, g) => a + g.episodes.length, 0);
+    const line: StepMetrics = {
+      step: n,
+      episodes: run.episodes,
+      policy_version: rollout.version,
+      'off_policy/staleness': n - 1 - rollout.version,
+      'off_policy/dropped': dropped,
+      'batch/samples': samples.length,
+      'batch/traces': batch?.numTraces ?? 0,
+      'batch/tokens': batch?.numTokens ?? 0,
+      'batch/dropped_samples': batch?.droppedSamples ?? 0,
+      'batch/masked_tokens': batch?.maskedTokens ?? 0,
+    };
+    for (const source of this.options.sources) {
+      const sourceEpisodes = rollout.groups.filter((g) => g.source === source.name).flatMap((g) => g.episodes);
+      Object.assign(line, sourceMetrics(source.name, sourceEpisodes));
+    }
+    Object.assign(line, rollout.poolMetrics);
+    for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
+    const final = n === maxSteps || (maxSeconds !== undefined && (performance.now() - started) / 1000 >= maxSeconds);
+    await this.runEvaluators({ run, line, weights, n, final });
+    await this.runEvalSources({ line, weights, n, final });
+    line['time/rollout'] = rollout.ms;
+    line['time/train'] = trainMs;
+    line['time/step'] = performance.now() - stepStart;
+    line['time/elapsed'] = (performance.now() - started) / 1000;
+    await appendFile(run.metricsPath, `${JSON.stringify(line)}\n`);
+    onStep?.(line);
+    await this.checkpoint({ run, rollout, n, final });
+    return { line, final };
+  }
+
+  /** One batch of the rollout's groups, less those more than `maxOffPolicySteps` behind step `n` (counted in `dropped`). */
+  private cutBatch(rollout: Rollout, n: number, log: (line: string) => void) {
+    const builder = new BatchBuilder({
+      batchSize: Number.MAX_SAFE_INTEGER,
+      filterZeroAdvantages: this.options.filterZeroAdvantages ?? true,
+    });
+    let dropped = 0;
+    for (const group of rollout.groups) {
+      if (n - 1 - group.version > this.maxOffPolicySteps) {
+        dropped++;
+        continue;
+      }
+      builder.addEpisodes(group.episodes);
+    }
+    if (dropped) log(`step ${n}: dropped ${dropped} group(s) more than ${this.maxOffPolicySteps} steps off-policy`);
+    return { batch: builder.flush(), dropped };
+  }
+
+  /** One trainer step on `samples`; an empty batch keeps the weights of step `n − 1`. */
+  private async train(options: {
+    run: RunState<W>;
+    samples: TrainingSample[];
+    n: number;
+  }): Promise<{ weights: W; metrics: Record<string, number> }> {
+    const { run, samples, n } = options;
+    const { trainer } = this.options;
+    if (samples.length > 0) return trainer.step({ samples, step: n });
+    run.log(`step ${n}: empty batch (every advantage 0); weights unchanged`);
+    return { weights: run.published.get(n - 1) ?? (await trainer.state()).weights, metrics: {} };
+  }
+
+  /** Serves `weights` as version `n`, forgets versions no rollout can use, and snapshots them into the pools due one. */
+  private async publish(options: { run: RunState<W>; n: number; weights: W }): Promise<void> {
+    const { run, n, weights } = options;
+    run.published.set(n, weights);
+    for (const version of run.published.keys()) if (version < n - this.maxAsync) run.published.delete(version);
+    // Snapshots before waking the dispatcher: the rollout at version n draws from a pool that holds step n.
+    if (this.pools.length) {
+      await this.takeSnapshots(n, weights);
+      this.evictSnapshots(Math.max(0, n - this.maxAsync));
+    }
+  }
+
+  /** Every source's evaluator at the new weights, when due (`evalEvery`, and the final step); metrics under `eval/<source>/…`. */
+  private async runEvaluators(options: {
+    run: RunState<W>;
+    line: StepMetrics;
+    weights: W;
+    n: number;
+    final: boolean;
+  }): Promise<void> {
+    const { run, line, weights, n, final } = options;
+    const evaluate = n % (this.options.evalEvery ?? 1) === 0 || final;
+    const evaluated = this.options.sources.filter((s) => s.evaluator);
+    if (!evaluate || !evaluated.length) return;
+    const t3 = performance.now();
+    const policy = readablePolicy(await this.options.inference.evaluationPolicy({ weights, version: n, seed: 1_000_003 + n }));
+    for (const source of evaluated) {
+      if (run.unreadable.has(source.name)) continue;
+      let result: EvaluationResult | undefined;
+      try {
+        result = await source.evaluator?.evaluate({ policy, step: n });
+      } catch (error) {
+        if (!(error instanceof ReplyProbabilitiesUnavailable)) throw error;
+        run.unreadable.add(source.name);
+        run.log(`eval/${source.name}: evaluator skipped for the rest of the run (${error.message})`);
+        continue;
+      }
+      for (const [key, value] of Object.entries(result?.metrics ?? {})) line[`eval/${source.name}/${key}`] = value;
+      for (const [file, content] of Object.entries(result?.artifacts ?? {})) {
+        await writeFile(join(this.options.out, file), content);
+      }
+    }
+    line['time/eval'] = performance.now() - t3;
+  }
+
+  /** The eval sources due at step `n`, played by a policy at the new weights; metrics under `eval/<source>/…`. */
+  private async runEvalSources(options: { line: StepMetrics; weights: W; n: number; final: boolean }): Promise<void> {
+    const { line, weights, n, final } = options;
+    const due = (this.options.evalSources ?? []).filter((e) => n % e.interval === 0 || final);
+    if (!due.length) return;
+    const t4 = performance.now();
+    const policy = await this.options.inference.evaluationPolicy({ weights, version: n, seed: 2_000_003 + n });
+    for (const evaluation of due) {
+      evaluation.useClient(policy.client);
+      const { source } = evaluation;
+      const played = await Promise.all(
+        Array.from({ length: evaluation.groups }, (_, index) => {
+          const task = taskAt(source, index);
+          return Promise.all(
+            Array.from({ length: source.groupSize }, (_, i) =>
+              source.env.runEpisode({ task, group: { id: `eval-${source.name}-${index}`, index: i } }),
+            ),
+          );
+        }),
+      );
+      for (const [key, value] of Object.entries(sourceMetrics(source.name, played.flat()))) {
+        line[key.replace(/^train\//, 'eval/')] = value;
+      }
+    }
+    line['time/eval_sources'] = performance.now() - t4;
+  }
+
+  /** Writes the checkpoint of step `n` when due (`checkpointEvery`, the final step) and the kept copy when `keepCheckpoints` lists it. */
+  private async checkpoint(options: { run: RunState<W>; rollout: Rollout; n: number; final: boolean }): Promise<void> {
+    const { run, rollout, n, final } = options;
+    const { sources, trainer, out } = this.options;
+    const every = this.options.checkpointEvery ?? 25;
+    const due = every > 0 && (n % every === 0 || final);
+    const keep = this.options.keepCheckpoints?.includes(n) ?? false;
+    if (!due && !keep) return;
+    const { pools, versions } = this.heldVersions(run.published, n);
+    const state: OrchestratorState = {
+      ...rollout.after,
+      episodes: run.episodes,
+      evaluators: Object.fromEntries(sources.map((s) => [s.name, s.evaluator?.state?.() ?? null])),
+      ...(this.pools.length ? { pools } : {}),
+    };
+    const trainerState = await trainer.state();
+    const checkpoint = {
+      step: n,
+      state: { orchestrator: state, run: this.options.runState ?? {} },
+      weights: trainerState.weights,
+      optimizer: trainerState.optimizer,
+      inference: [...versions.entries()].sort((a, b) => a[0] - b[0]).map(([version, w]) => ({ version, weights: w })),
+    };
+    const write =
+      this.options.writeCheckpoint ?? (saveCheckpoint as unknown as NonNullable<OrchestratorOptions<W, O>['writeCheckpoint']>);
+    if (due) await write({ dir: join(out, 'checkpoint'), ...checkpoint });
+    if (keep) await write({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
+  }
+
+  /**
+   * What a checkpoint of step `n` must hold besides the trainer's weights: the snapshot steps of
+   * each pool, and the weights of every older version still served or still in a pool.
+   */
+  private heldVersions(
+    published: ReadonlyMap<number, W>,
+    n: number,
+  ): { pools: Record<string, Record<string, number[]>>; versions: Map<number, W> } {
+    const pools: Record<string, Record<string, number[]>> = {};
+    const versions = new Map([...published.entries()].filter(([version]) => version < n));
+    for (const pool of this.pools) {
+      pools[pool.source] ??= {};
+      (pools[pool.source] as Record<string, number[]>)[pool.role] = pool.snapshots.map((s) => s.step);
+      for (const snapshot of pool.snapshots) {
+        if (snapshot.step < n && !versions.has(snapshot.step)) versions.set(snapshot.step, snapshot.weights);
+      }
+    }
+    return { pools, versions };
   }
 
   /** One rollout at one policy version: every source's share of the step's groups, scored. */
@@ -524,51 +577,8 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const { cursors, version, step } = options;
     const t0 = performance.now();
     const { sources, inference } = this.options;
-    const seed = this.options.seed ?? 0;
-    // Each pool's view for this rollout, its snapshots reseeded so the rollout samples the same on resume.
-    const views = new Map<PoolState<W>, PoolSnapshot[]>();
-    for (const pool of this.pools) {
-      const view = this.poolView(pool, version);
-      if (view.length === 0) throw new Error(`orchestrator: opponent pool ${pool.source}.${pool.role} holds no snapshot`);
-      for (const snapshot of view)
-        snapshot.policy.loadRngState?.(hashSeed([seed, 'sample', pool.source, pool.role, step, snapshot.step]));
-      views.set(pool, view);
-    }
-    const ages = new Map<PoolState<W>, number[]>();
-    const counts = allocateGroups(
-      sources.map((s) => s.ratio),
-      this.options.groupsPerStep,
-    );
-    const dispatched: { source: TrainSource; episodes: Promise<Episode[]> }[] = [];
-    sources.forEach((source, s) => {
-      for (let k = 0; k < (counts[s] ?? 0); k++) {
-        const index = cursors[source.name] ?? 0;
-        cursors[source.name] = index + 1;
-        const size = source.taskset.isInfinite ? Number.POSITIVE_INFINITY : source.taskset.size;
-        const task = source.taskset.at(Number.isFinite(size) ? index % size : index);
-        const id = `${source.name}-${index}`;
-        const pools = this.pools.filter((p) => p.source === source.name);
-        dispatched.push({
-          source,
-          episodes: Promise.all(
-            Array.from({ length: source.groupSize }, (_, i) => {
-              if (pools.length === 0) return source.env.runEpisode({ task, group: { id, index: i } });
-              const draws = new Map<OpponentPool, PoolSnapshot>();
-              for (const pool of pools) {
-                const view = views.get(pool) as PoolSnapshot[];
-                const u = hashUniform([seed, 'draw', source.name, pool.role, step, index, i]);
-                const snapshot = view[pool.pool.pick(view.length, u)] as PoolSnapshot;
-                draws.set(pool.pool, snapshot);
-                const list = ages.get(pool) ?? [];
-                list.push(version - snapshot.step);
-                ages.set(pool, list);
-              }
-              return withPoolDraws(draws, () => source.env.runEpisode({ task, group: { id, index: i } }));
-            }),
-          ),
-        });
-      }
-    });
+    const draw: PoolDraw<W> = { views: this.poolViews(version, step), ages: new Map(), version, step };
+    const dispatched = this.dispatchGroups(cursors, draw);
     const groups: ScoredGroup[] = [];
     for (const { source, episodes } of dispatched) {
       const scorer = this.scorers.get(source.name) as GroupScorer;
@@ -584,18 +594,10 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       const lines = groups.flatMap((g) => g.episodes.map((episode) => `${JSON.stringify(episode)}\n`));
       await appendFile(join(this.options.out, 'traces.jsonl'), lines.join(''));
     }
-    const poolMetrics: Record<string, number> = {};
-    for (const [pool, view] of views) {
-      const list = ages.get(pool) ?? [];
-      poolMetrics[`pool/${pool.source}/${pool.role}/size`] = view.length;
-      poolMetrics[`pool/${pool.source}/${pool.role}/snapshot_age/mean`] = list.length
-        ? list.reduce((a, b) => a + b, 0) / list.length
-        : 0;
-    }
     return {
       groups,
       version,
-      poolMetrics,
+      poolMetrics: poolMetrics(draw),
       ms: performance.now() - t0,
       after: {
         cursors: { ...cursors },
@@ -604,6 +606,108 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       },
     };
   }
+
+  /** Each pool's view for the rollout of `step` at `version`, its snapshots reseeded so the rollout samples the same on resume. */
+  private poolViews(version: number, step: number): Map<PoolState<W>, PoolSnapshot[]> {
+    const seed = this.options.seed ?? 0;
+    const views = new Map<PoolState<W>, PoolSnapshot[]>();
+    for (const pool of this.pools) {
+      const view = this.poolView(pool, version);
+      if (view.length === 0) throw new Error(`orchestrator: opponent pool ${pool.source}.${pool.role} holds no snapshot`);
+      for (const snapshot of view)
+        snapshot.policy.loadRngState?.(hashSeed([seed, 'sample', pool.source, pool.role, step, snapshot.step]));
+      views.set(pool, view);
+    }
+    return views;
+  }
+
+  /** Starts every source's share of the step's groups (`ratio`), advancing its cursor; each episode's opponents drawn from its pools. */
+  private dispatchGroups(
+    cursors: Record<string, number>,
+    draw: PoolDraw<W>,
+  ): { source: TrainSource; episodes: Promise<Episode[]> }[] {
+    const { sources, groupsPerStep } = this.options;
+    const counts = allocateGroups(
+      sources.map((s) => s.ratio),
+      groupsPerStep,
+    );
+    const dispatched: { source: TrainSource; episodes: Promise<Episode[]> }[] = [];
+    sources.forEach((source, s) => {
+      for (let k = 0; k < (counts[s] ?? 0); k++) {
+        const index = cursors[source.name] ?? 0;
+        cursors[source.name] = index + 1;
+        const task = taskAt(source, index);
+        const id = `${source.name}-${index}`;
+        const pools = this.pools.filter((p) => p.source === source.name);
+        dispatched.push({
+          source,
+          episodes: Promise.all(
+            Array.from({ length: source.groupSize }, (_, i) => {
+              if (pools.length === 0) return source.env.runEpisode({ task, group: { id, index: i } });
+              const draws = this.drawOpponents({ source, pools, draw, index, i });
+              return withPoolDraws(draws, () => source.env.runEpisode({ task, group: { id, index: i } }));
+            }),
+          ),
+        });
+      }
+    });
+    return dispatched;
+  }
+
+  /** The snapshot each of `pools` plays in episode `i` of group `index`, each draw's age recorded in `draw.ages`. */
+  private drawOpponents(options: {
+    source: TrainSource;
+    pools: PoolState<W>[];
+    draw: PoolDraw<W>;
+    index: number;
+    i: number;
+  }): Map<OpponentPool, PoolSnapshot> {
+    const { source, pools, draw, index, i } = options;
+    const seed = this.options.seed ?? 0;
+    const draws = new Map<OpponentPool, PoolSnapshot>();
+    for (const pool of pools) {
+      const view = draw.views.get(pool) as PoolSnapshot[];
+      const u = hashUniform([seed, 'draw', source.name, pool.role, draw.step, index, i]);
+      const snapshot = view[pool.pool.pick(view.length, u)] as PoolSnapshot;
+      draws.set(pool.pool, snapshot);
+      const list = draw.ages.get(pool) ?? [];
+      list.push(draw.version - snapshot.step);
+      draw.ages.set(pool, list);
+    }
+    return draws;
+  }
+}
+
+/** Task `index` of the source's taskset (wrapping around a finite one). */
+function taskAt(source: TrainSource, index: number) {
+  const size = source.taskset.isInfinite ? Number.POSITIVE_INFINITY : source.taskset.size;
+  return source.taskset.at(Number.isFinite(size) ? index % size : index);
+}
+
+/** Per pool role: `pool/<source>/<role>/size` and `…/snapshot_age/mean` of one rollout's draws. */
+function poolMetrics<W>(draw: PoolDraw<W>): Record<string, number> {
+  const metrics: Record<string, number> = {};
+  for (const [pool, view] of draw.views) {
+    const list = draw.ages.get(pool) ?? [];
+    metrics[`pool/${pool.source}/${pool.role}/size`] = view.length;
+    metrics[`pool/${pool.source}/${pool.role}/snapshot_age/mean`] = list.length
+      ? list.reduce((a, b) => a + b, 0) / list.length
+      : 0;
+  }
+  return metrics;
+}
+
+/** Keeps the lines of the metrics file at `path` (if any) of steps up to `step`; unparsable lines are dropped. */
+async function keepMetricsThrough(path: string, step: number): Promise<void> {
+  const lines = (await readFile(path, 'utf8').catch(() => '')).split('\n');
+  const kept = lines.filter((line) => {
+    try {
+      return line.trim() !== '' && (JSON.parse(line) as { step: number }).step <= step;
+    } catch {
+      return false;
+    }
+  });
+  await writeFile(path, kept.map((line) => `${line}\n`).join(''));
 }
 
 /**
