@@ -27,11 +27,7 @@ export function createBufferedFetch(options: BufferedFetchOptions = {}): typeof 
     const url = typeof input === 'string' ? new URL(input) : input;
     const signal = init.signal ?? undefined;
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    const headers: Record<string, string> = {};
-    new Headers(init.headers).forEach((value, key) => {
-      headers[key] = value;
-    });
-    if (body != null) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    const headers = requestHeaders(init.headers, body);
     const secure = url.protocol === 'https:';
     return new Promise<Response>((resolve, reject) => {
       const req = (secure ? httpsRequest : httpRequest)(url, {
@@ -63,20 +59,35 @@ export function createBufferedFetch(options: BufferedFetchOptions = {}): typeof 
           if (!res.complete) return fail(new TypeError('fetch failed: reply body cut short'));
           settled = true;
           signal?.removeEventListener('abort', onAbort);
-          const responseHeaders = new Headers();
-          for (const [key, value] of Object.entries(res.headers)) {
-            if (Array.isArray(value)) for (const v of value) responseHeaders.append(key, v);
-            else if (value !== undefined) responseHeaders.set(key, value);
-          }
-          const status = res.statusCode ?? 502;
-          const payload = status === 204 || status === 304 ? null : Buffer.concat(chunks);
-          resolve(new Response(payload, { status, statusText: res.statusMessage ?? '', headers: responseHeaders }));
+          resolve(responseOf(res, chunks));
         });
       });
       req.end(body ?? undefined);
     });
   };
   return bufferedFetch as typeof fetch;
+}
+
+/** The request's headers as `node:http` takes them, with the body's `content-length`. */
+function requestHeaders(init: RequestInit['headers'], body: string | Uint8Array | null | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  new Headers(init).forEach((value, key) => {
+    headers[key] = value;
+  });
+  if (body != null) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+  return headers;
+}
+
+/** The `Response` of a complete reply whose body arrived as `chunks` (no body for 204 and 304). */
+function responseOf(res: IncomingMessage, chunks: Buffer[]): Response {
+  const headers = new Headers();
+  for (const [key, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(key, v);
+    else if (value !== undefined) headers.set(key, value);
+  }
+  const status = res.statusCode ?? 502;
+  const payload = status === 204 || status === 304 ? null : Buffer.concat(chunks);
+  return new Response(payload, { status, statusText: res.statusMessage ?? '', headers });
 }
 
 function abortError(signal: AbortSignal | undefined): unknown {
