@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AssistantMessage, ContentPart, Message, ToolDefinition } from '../../model/messages.ts';
+import type { AssistantMessage, ContentPart, Message, ToolCall, ToolDefinition } from '../../model/messages.ts';
 import type { ModelRequest, ModelResponse, Sampling, ToolChoice, Usage } from '../../model/model-client.ts';
 import { openaiErrorBody } from './chat.ts';
 import {
@@ -121,6 +121,23 @@ function userParts(content: string | Part[]): string | ContentPart[] {
   return parts;
 }
 
+/** The neutral tool call of a `function_call` (its namespace folded into the name) or `custom_tool_call` item. */
+function toolCallOf(item: Part): ToolCall {
+  const namespace = item.type === 'function_call' && typeof item.namespace === 'string' ? item.namespace : '';
+  return {
+    id: item.call_id as string,
+    name: namespace ? namespacedToolName(namespace, item.name as string) : (item.name as string),
+    arguments: (item.type === 'function_call' ? item.arguments : item.input) as string,
+  };
+}
+
+/** The non-empty texts of a `reasoning` item: its summary, then its content. */
+function reasoningTexts(item: Part): string[] {
+  return [...((item.summary as Part[] | null) ?? []), ...((item.content as Part[] | null) ?? [])]
+    .map((p) => p.text)
+    .filter((t): t is string => typeof t === 'string' && t.length > 0);
+}
+
 /**
  * Translates Responses input items into neutral messages. An assistant text item, reasoning and
  * the function calls that follow it form one assistant message (as the model produced them).
@@ -163,20 +180,12 @@ export function responsesInputToNeutral(body: ResponsesRequest): Message[] {
       else out.push({ role: 'system', content: partsText(content) });
     } else if (type === 'function_call' || type === 'custom_tool_call') {
       const message = openAssistant();
-      const namespace = type === 'function_call' && typeof item.namespace === 'string' ? item.namespace : '';
-      const call = {
-        id: item.call_id as string,
-        name: namespace ? namespacedToolName(namespace, item.name as string) : (item.name as string),
-        arguments: (type === 'function_call' ? item.arguments : item.input) as string,
-      };
-      message.toolCalls = [...(message.toolCalls ?? []), call];
+      message.toolCalls = [...(message.toolCalls ?? []), toolCallOf(item)];
     } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
       assistant = null;
       out.push({ role: 'tool', toolCallId: item.call_id as string, content: partsText(item.output as string | Part[]) });
     } else if (type === 'reasoning') {
-      const texts = [...((item.summary as Part[] | null) ?? []), ...((item.content as Part[] | null) ?? [])]
-        .map((p) => p.text)
-        .filter((t): t is string => typeof t === 'string' && t.length > 0);
+      const texts = reasoningTexts(item);
       if (assistant && !assistant.toolCalls && assistant.content === null) assistant.reasoning = texts.join('\n\n');
       else {
         assistant = null;
