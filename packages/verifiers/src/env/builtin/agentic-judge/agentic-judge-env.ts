@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ConfigError, EnvError } from '../../../errors/troupe-error.ts';
 import type { Sandbox } from '../../../runtime/runtime.ts';
 import { Task } from '../../../task/task.ts';
+import type { Episode } from '../../../trace/episode.ts';
 import type { Trace } from '../../../trace/trace.ts';
 import { defineEnv, type EnvDefinition } from '../../env.ts';
 import { type ArtifactReport, restoreArtifacts } from './artifacts.ts';
@@ -150,10 +151,48 @@ function describeFailure(trace: Trace): string {
   return error ? `${error.type}: ${error.message}` : 'not ok';
 }
 
-function definition(
-  id: 'agentic-judge' | 'shared-agentic-judge',
-  mode: JudgeMode,
-): EnvDefinition<'solver' | 'judge', AgenticJudgeOptions> {
+type JudgeEnvDefinition = EnvDefinition<'solver' | 'judge', AgenticJudgeOptions>;
+
+/**
+ * Refuses a judge that cannot re-verify by execution, and a judge harness that needs a container
+ * when the solver's runtime (where the judge runs) has none.
+ */
+function validateJudgeRoles(roles: Parameters<NonNullable<JudgeEnvDefinition['validate']>>[0]['roles']): void {
+  const { harness } = roles.judge;
+  if (!harness.capabilities.executesCode) {
+    throw new ConfigError(
+      `env.judge.harness ${JSON.stringify(harness.id)} cannot execute code, and an agentic judge must re-verify by execution; use a code-executing harness (e.g. "bash") or a plugged judge instead (a rubric judge on the task)`,
+    );
+  }
+  if (harness.capabilities.needsContainer && !roles.solver.runtime.capabilities.container) {
+    throw new ConfigError(
+      `env.judge.harness ${JSON.stringify(harness.id)} needs a container, but the judge runs in the solver's runtime ${JSON.stringify(roles.solver.runtime.id)}; set env.solver.runtime = "docker"`,
+    );
+  }
+}
+
+/**
+ * Puts the judge's verdict on the solver's trace: `judge/<criterion>` metrics and the `judge`
+ * reward (null when the judge failed, never 0), the taskset's own rewards weighted by `taskWeight`.
+ */
+function scoreSolver(episode: Episode, options: AgenticJudgeOptions): void {
+  const solver = episode.traces.find((t) => t.agent.name === 'solver');
+  const judge = episode.traces.find((t) => t.agent.name === 'judge');
+  if (!solver) return;
+  for (const reward of Object.values(solver.rewards)) if (reward) reward.weight *= options.taskWeight;
+  const verdict = judge?.ok ? (judge.info.verdict as JudgeVerdictInfo | undefined) : undefined;
+  if (!verdict) {
+    // The judge failed: its trace carries the error; the solver's judge scores stay null, never 0.
+    for (const criterion of options.rubric.criteria) solver.recordMetric(`judge/${criterion.name}`, null);
+    solver.rewards.judge = null;
+    return;
+  }
+  for (const v of verdict.verdicts) solver.recordMetric(`judge/${v.name}`, v.score);
+  solver.recordReward('judge', verdict.score, options.judgeWeight);
+  solver.info.verdict = { judgeTrace: judge?.id, ...verdict };
+}
+
+function definition(id: 'agentic-judge' | 'shared-agentic-judge', mode: JudgeMode): JudgeEnvDefinition {
   return defineEnv({
     id,
     description:
@@ -163,19 +202,7 @@ function definition(
     roles: { solver: {}, judge: { trainable: false } },
     options: AgenticJudgeOptionsSchema as unknown as z.ZodType<AgenticJudgeOptions>,
     maxConcurrentAgents: 1,
-    validate({ roles }) {
-      const { harness } = roles.judge;
-      if (!harness.capabilities.executesCode) {
-        throw new ConfigError(
-          `env.judge.harness ${JSON.stringify(harness.id)} cannot execute code, and an agentic judge must re-verify by execution; use a code-executing harness (e.g. "bash") or a plugged judge instead (a rubric judge on the task)`,
-        );
-      }
-      if (harness.capabilities.needsContainer && !roles.solver.runtime.capabilities.container) {
-        throw new ConfigError(
-          `env.judge.harness ${JSON.stringify(harness.id)} needs a container, but the judge runs in the solver's runtime ${JSON.stringify(roles.solver.runtime.id)}; set env.solver.runtime = "docker"`,
-        );
-      }
-    },
+    validate: ({ roles }) => validateJudgeRoles(roles),
     setup({ agents }) {
       agents.judge.trainable = false;
     },
@@ -213,22 +240,7 @@ function definition(
         if (judgeBox && judgeBox !== solverBox) await judgeBox.stop();
       }
     },
-    finalize({ episode, options }) {
-      const solver = episode.traces.find((t) => t.agent.name === 'solver');
-      const judge = episode.traces.find((t) => t.agent.name === 'judge');
-      if (!solver) return;
-      for (const reward of Object.values(solver.rewards)) if (reward) reward.weight *= options.taskWeight;
-      const verdict = judge?.ok ? (judge.info.verdict as JudgeVerdictInfo | undefined) : undefined;
-      if (!verdict) {
-        // The judge failed: its trace carries the error; the solver's judge scores stay null, never 0.
-        for (const criterion of options.rubric.criteria) solver.recordMetric(`judge/${criterion.name}`, null);
-        solver.rewards.judge = null;
-        return;
-      }
-      for (const v of verdict.verdicts) solver.recordMetric(`judge/${v.name}`, v.score);
-      solver.recordReward('judge', verdict.score, options.judgeWeight);
-      solver.info.verdict = { judgeTrace: judge?.id, ...verdict };
-    },
+    finalize: ({ episode, options }) => scoreSolver(episode, options),
   });
 }
 
