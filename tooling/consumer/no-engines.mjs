@@ -1,6 +1,7 @@
 // Consumer check (d): @troupe/prime-rl imports and works with neither tfjs nor onnxruntime
 // installed (they are optional peers), so its root export cannot load them; nor can the
-// orchestrator and the transport (a user driving prime-rl's own trainer and vLLM needs neither).
+// orchestrator, the transport and the testing subpath (a user driving prime-rl's own trainer and
+// vLLM needs neither).
 import { createRequire } from 'node:module';
 
 const primeRl = await import('@troupe/prime-rl');
@@ -19,6 +20,8 @@ for (const engine of ['@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', 'onnx
 const orchestrator = await import('@troupe/prime-rl/orchestrator');
 if (typeof orchestrator.Orchestrator !== 'function') throw new Error('@troupe/prime-rl/orchestrator: no Orchestrator');
 const transport = await import('@troupe/prime-rl/transport');
+const testing = await import('@troupe/prime-rl/testing');
+if (typeof testing.VllmShapedServer !== 'function') throw new Error('@troupe/prime-rl/testing: no VllmShapedServer');
 console.log(
-  `(d) ok: @troupe/prime-rl (${Object.keys(primeRl).length} exports), /orchestrator (${Object.keys(orchestrator).length}) and /transport (${Object.keys(transport).length}) load with no tfjs or onnxruntime installed`,
+  `(d) ok: @troupe/prime-rl (${Object.keys(primeRl).length} exports), /orchestrator (${Object.keys(orchestrator).length}), /transport (${Object.keys(transport).length}) and /testing (${Object.keys(testing).length}) load with no tfjs or onnxruntime installed`,
 );

@@ -4,10 +4,10 @@ import { lstat, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { decode } from '@msgpack/msgpack';
+import { VllmShapedServer } from '@troupe/prime-rl/testing';
 import type { Episode } from '@troupe/verifiers';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { VllmDouble } from './__fixtures__/vllm-double.ts';
 import { readMetrics, train } from './run.ts';
 import { parseRunConfig, RunConfigError } from './run-config.ts';
 
@@ -58,7 +58,7 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
       keepLog: false,
       script: (_request, { callIndex }) => words[(callIndex * 7 + (callIndex >> 2)) % 3] as string,
     });
-    const vllm = await VllmDouble.start({ upstream: model.url });
+    const vllm = await VllmShapedServer.start({ upstream: model.url });
     const trainer = spawn(process.execPath, ['--import', 'tsx', trainerDouble, outputDir, String(steps)], {
       cwd: appDir,
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -91,7 +91,9 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
       expect(decoded.map((l) => (JSON.parse(l) as { step: number }).step)).toEqual([1, 2, 3, 4]);
 
       // The servers got each broadcast directory, in order, inside pause → update_weights → resume.
-      const updates = vllm.admin.filter((c) => c.route === 'update_weights').map((c) => c.weightDir);
+      const updates = vllm.admin
+        .filter((c) => c.route === 'update_weights')
+        .map((c) => (c.body as { weight_dir?: string }).weight_dir);
       expect(updates).toEqual([1, 2, 3].map((n) => join(outputDir, 'broadcasts', `step_${n}`)));
       expect(vllm.admin.map((c) => c.route)).toEqual(Array(3).fill(['pause', 'update_weights', 'resume']).flat());
       expect(vllm.violations).toEqual([]);

@@ -1,13 +1,21 @@
+// Test utilities of @troupe/prime-rl (`@troupe/prime-rl/testing`): a vLLM-shaped server on loopback
+// for tests of what drives prime-rl's inference servers (weight updates, routing, sampling).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-/** A fault injected into one admin call. */
+/**
+ * A fault injected into one admin call: answer with that HTTP status, never answer (`hang`), or
+ * destroy the connection (`reset`).
+ */
 export type AdminFault = { status: number } | 'hang' | 'reset';
 
 /** One admin call the server received, in arrival order. */
 export interface AdminCall {
+  /** The admin route: `POST /pause`, `/update_weights` or `/resume`. */
   route: 'pause' | 'update_weights' | 'resume';
+  /** The query string's parameters (`/pause?mode=keep` gives `{ mode: 'keep' }`). */
   query: Record<string, string>;
+  /** The parsed JSON body (`update_weights` carries `{ weight_dir }`), `undefined` when empty. */
   body: unknown;
   /** What the server did: `ok`, `status <n>`, `hang`, `reset`. */
   outcome: string;
@@ -15,29 +23,48 @@ export interface AdminCall {
 
 /** One chat request as it reached the model. */
 export interface ChatCall {
+  /** The request's `cache_salt` (prime-rl salts vLLM's prefix cache per policy version). */
   cacheSalt: unknown;
+  /** The request's `return_token_ids`. */
   returnTokenIds: unknown;
+  /** The request's `logprobs`. */
   logprobs: unknown;
+  /** The request's `temperature`. */
   temperature: unknown;
   /** `weight_dir` the server held when it answered. */
   weightDir: string | null;
 }
 
 /**
- * A vLLM-shaped server on loopback for tests: prime-rl's admin routes (`/pause`,
- * `/update_weights`, `/resume`, `/liveness`) with scripted faults, and `/v1/*` forwarded over real
- * HTTP to a model server (the scripted model server from `@troupe/verifiers/testing`). While
- * paused it holds chat requests until `/resume` (vLLM's `mode=keep`) and records order violations.
+ * A vLLM-shaped server on loopback for tests, standing in for vLLM where there is no GPU:
+ * prime-rl's admin routes (`/pause`, `/update_weights`, `/resume`, `/liveness`) with scripted
+ * faults, and `/v1/*` forwarded over real HTTP to a model server (`ScriptedModelServer` from
+ * `@troupe/verifiers/testing`, with `vllmTokens` for vLLM's token ids and logprobs). It records
+ * every admin call and the `weight_dir` it was given, and never opens that directory (vLLM reads
+ * it, not the orchestrator). While paused it holds chat requests until `/resume` (vLLM's
+ * `mode=keep`) and records order violations.
+ *
+ * ```ts
+ * const model = await ScriptedModelServer.start({ vllmTokens: true, script: () => 'red' });
+ * const vllm = await VllmShapedServer.start({ upstream: model.url });
+ * // … point the run's `inference.base_urls` at vllm.baseUrl …
+ * await vllm.close();
+ * ```
  */
 export class VllmShapedServer {
+  /** Every admin call, in arrival order (faulted ones included, with their `outcome`). */
   readonly admin: AdminCall[] = [];
+  /** Every chat request forwarded to the model, in arrival order. */
   readonly chat: ChatCall[] = [];
   /** Broken invariants: an update while not paused, a chat answered while paused … */
   readonly violations: string[] = [];
   /** Faults consumed in order per route. */
   readonly faults: Record<AdminCall['route'], AdminFault[]> = { pause: [], update_weights: [], resume: [] };
+  /** Whether `/liveness` answers 200 (else 503); tests flip it to take a server out. */
   live = true;
+  /** Between a `/pause` and the next `/resume`. */
   paused = false;
+  /** The `weight_dir` of the last successful `/update_weights`, `null` before any. */
   weightDir: string | null = null;
   private waiters: (() => void)[] = [];
   private readonly server: Server;
@@ -57,6 +84,7 @@ export class VllmShapedServer {
     });
   }
 
+  /** Starts on an ephemeral loopback port; `upstream` is the model server's root URL. */
   static async start(options: { upstream: string }): Promise<VllmShapedServer> {
     const server = new VllmShapedServer(options.upstream);
     await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve));
@@ -64,14 +92,17 @@ export class VllmShapedServer {
     return server;
   }
 
+  /** `http://127.0.0.1:<port>`: where the admin routes are. */
   get root(): string {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** `<root>/v1`: the OpenAI-compatible base URL a client or `inference.base_urls` takes. */
   get baseUrl(): string {
     return `${this.root}/v1`;
   }
 
+  /** Drops held and open connections and stops listening. */
   async close(): Promise<void> {
     for (const res of this.hung) res.destroy();
     for (const socket of this.sockets) socket.destroy();

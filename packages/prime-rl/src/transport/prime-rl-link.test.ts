@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VllmShapedServer } from './__fixtures__/vllm-shaped-server.ts';
+import { VllmShapedServer } from '../testing.ts';
 import { InferenceEndpointsSchema, parseTransportConfig } from './config.ts';
 import { broadcastStepDir, readRollouts } from './filesystem.ts';
 import type { WireSample } from './micro-batch.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { ModelRequest } from '@troupe/verifiers';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { VllmShapedServer } from './__fixtures__/vllm-shaped-server.ts';
+import { VllmShapedServer } from '../testing.ts';
 import { broadcastStepDir } from './filesystem.ts';
 import { AdminCallError, type AdminRetry, InferenceAdmin } from './inference-admin.ts';
 import { InferencePool } from './inference-pool.ts';
