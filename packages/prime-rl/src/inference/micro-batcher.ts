@@ -76,30 +76,9 @@ export class MicroBatcher {
     const started = performance.now();
     let time = 0;
     for (const p of batch) if (p.tokens.length > time) time = p.tokens.length;
-    // Requests with the same tokens (self-play over a small game repeats a handful of prompts
-    // hundreds of times per batch) share one row of the forward pass: the same logits, computed once.
-    const share = this.options.shareRows !== false;
-    const distinct = new Map<string, number>();
-    const slot = new Int32Array(batch.length);
-    const firsts: (readonly number[])[] = [];
-    for (let b = 0; b < batch.length; b++) {
-      const t = (batch[b] as Pending).tokens;
-      const key = share ? t.join(',') : '';
-      let u = share ? distinct.get(key) : undefined;
-      if (u === undefined) {
-        u = firsts.length;
-        if (share) distinct.set(key, u);
-        firsts.push(t);
-      }
-      slot[b] = u;
-    }
+    const { slot, firsts } = distinctRows(batch, this.options.shareRows !== false);
     const count = firsts.length;
-    const tokens = new Int32Array(count * time);
-    const rows: number[] = [];
-    firsts.forEach((t, u) => {
-      tokens.set(t, u * time);
-      rows.push(u * time + t.length - 1);
-    });
+    const { tokens, rows } = packRows(firsts, time);
     const v = this.options.vocabSize;
     this.options
       .policy()
@@ -126,4 +105,38 @@ export class MicroBatcher {
         else if (this.queue.length) this.schedule();
       });
   }
+}
+
+/**
+ * The rows of one forward pass for `batch`: each request's row (`slot`) and each row's tokens
+ * (`firsts`). With `share`, requests with the same tokens (self-play over a small game repeats a
+ * handful of prompts hundreds of times per batch) share one row: the same logits, computed once.
+ */
+function distinctRows(batch: readonly Pending[], share: boolean): { slot: Int32Array; firsts: (readonly number[])[] } {
+  const distinct = new Map<string, number>();
+  const slot = new Int32Array(batch.length);
+  const firsts: (readonly number[])[] = [];
+  for (let b = 0; b < batch.length; b++) {
+    const t = (batch[b] as Pending).tokens;
+    const key = share ? t.join(',') : '';
+    let u = share ? distinct.get(key) : undefined;
+    if (u === undefined) {
+      u = firsts.length;
+      if (share) distinct.set(key, u);
+      firsts.push(t);
+    }
+    slot[b] = u;
+  }
+  return { slot, firsts };
+}
+
+/** The rows' tokens left-aligned in a [rows, `time`] grid (zero-padded), and the flat index of each row's last token. */
+function packRows(firsts: readonly (readonly number[])[], time: number): { tokens: Int32Array; rows: number[] } {
+  const tokens = new Int32Array(firsts.length * time);
+  const rows: number[] = [];
+  firsts.forEach((t, u) => {
+    tokens.set(t, u * time);
+    rows.push(u * time + t.length - 1);
+  });
+  return { tokens, rows };
 }
