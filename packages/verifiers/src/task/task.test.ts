@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Task } from './task.ts';
+import { Task, type TaskData } from './task.ts';
 
 const correct = { name: 'correct', fn: () => 1 };
 
@@ -27,5 +27,25 @@ describe('Task.with and Task.derive (issue 22 item 6)', () => {
     expect(derived.key).toBe('k');
     expect(derived.data.prompt).toBe('Score 0-10');
     expect(withHooks.derive({}, { rewards: withHooks.rewards }).rewards).toEqual([correct]);
+  });
+});
+
+describe('Task.with validates the patched fields (issue 18: no full re-parse per game seat)', () => {
+  const task = new Task<TaskData & { answer: number }>({ prompt: 'p', info: { seed: 3 }, answer: 4 }, { key: 'k' });
+
+  it('refuses a bad patched field, naming it, as the constructor would', () => {
+    expect(() => task.with({ systemPrompt: 3 as never })).toThrow(/invalid task data at systemPrompt:/);
+    expect(() => task.with({ timeout: { agent: -1 } })).toThrow(/invalid task data at timeout\.agent:/);
+    expect(() => new Task({ prompt: 'p', timeout: { agent: -1 } })).toThrow(/invalid task data at timeout\.agent:/);
+    expect(() => task.derive({ prompt: 5 as never })).toThrow(/invalid task data at prompt:/);
+  });
+
+  it('gives the same data, hash and key as a task made from the merged data', () => {
+    const variant = task.with({ prompt: null, systemPrompt: 'You hold K.', answer: 5 });
+    const direct = new Task({ prompt: null, info: { seed: 3 }, answer: 5, systemPrompt: 'You hold K.' }, { key: 'k' });
+    expect(variant.data).toEqual(direct.data);
+    expect(variant.hash).toBe(direct.hash);
+    expect(Object.isFrozen(variant.data)).toBe(true);
+    expect(task.data.prompt).toBe('p');
   });
 });

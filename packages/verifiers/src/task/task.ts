@@ -89,6 +89,15 @@ export interface TaskOptions<D extends TaskData> {
   tools?: readonly ToolDefinition[];
 }
 
+/** The data object `Task.patched` just built and validated (the next constructor call takes it as is). */
+let validatedData: object | null = null;
+
+/** The error of invalid task data, naming the field (`prefix` + the issue's path). */
+function invalidTaskData(issue: z.core.$ZodIssue | undefined, prefix: PropertyKey[]): TypeError {
+  const path = [...prefix, ...(issue?.path ?? [])].join('.');
+  return new TypeError(`invalid task data at ${path || '(root)'}: ${issue?.message}`);
+}
+
 /** A task: frozen data plus the rewards, metrics and hooks that score a run on it. */
 export class Task<D extends TaskData = TaskData> {
   readonly data: Readonly<D>;
@@ -103,12 +112,15 @@ export class Task<D extends TaskData = TaskData> {
   readonly tools: readonly ToolDefinition[];
 
   constructor(data: D, options: TaskOptions<D> = {}) {
-    const parsed = TaskDataSchema.safeParse(data);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new TypeError(`invalid task data at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+    if (validatedData === data) {
+      // From `with` / `derive`: a fresh object whose fields were validated (the patch just now).
+      validatedData = null;
+      this.data = Object.freeze(data);
+    } else {
+      const parsed = TaskDataSchema.safeParse(data);
+      if (!parsed.success) throw invalidTaskData(parsed.error.issues[0], []);
+      this.data = Object.freeze({ ...data });
     }
-    this.data = Object.freeze({ ...data });
     this.hash = sha256(canonicalJson(data));
     this.key = options.key ?? (data.name ? String(data.name) : this.hash.slice(0, 16));
     this.type = options.type ?? 'task';
@@ -148,7 +160,7 @@ export class Task<D extends TaskData = TaskData> {
    * {@link Task.derive}, which scores nothing unless asked.
    */
   with(patch: Partial<D>, options: Partial<TaskOptions<D>> = {}): Task<D> {
-    return new Task<D>({ ...this.data, ...patch } as D, {
+    return new Task<D>(this.patched(patch), {
       key: options.key ?? this.key,
       rewards: options.rewards ?? this.rewards,
       metrics: options.metrics ?? this.metrics,
@@ -168,12 +180,29 @@ export class Task<D extends TaskData = TaskData> {
    * whose traces carry no reward is reported as "not scored".
    */
   derive(patch: Partial<D>, options: Partial<TaskOptions<D>> = {}): Task<D> {
-    return new Task<D>({ ...this.data, ...patch } as D, {
+    return new Task<D>(this.patched(patch), {
       ...options,
       key: options.key ?? this.key,
       type: options.type ?? this.type,
       needsContainer: options.needsContainer ?? this.needsContainer,
     });
+  }
+
+  /**
+   * This task's data with `patch` over it, for the constructor to take as validated: this data
+   * was validated when this task was made, so only the patched fields are (a game seat's task per
+   * hand re-parsed the whole task before).
+   */
+  private patched(patch: Partial<D>): D {
+    for (const key of Object.keys(patch)) {
+      const field = (TaskDataSchema.shape as Record<string, z.ZodType | undefined>)[key];
+      if (field === undefined) continue; // unknown fields (such as `answer`) are kept unchecked
+      const parsed = field.safeParse((patch as Record<string, unknown>)[key]);
+      if (!parsed.success) throw invalidTaskData(parsed.error.issues[0], [key]);
+    }
+    const data = { ...this.data, ...patch } as D;
+    validatedData = data;
+    return data;
   }
 
   /** The `{key, hash, data}` stamp stored on traces and episodes. */
