@@ -31,18 +31,13 @@ const STREAMS: readonly [Stream, number, number][] = [
   ['refKlWeights', 15, 0],
 ];
 
+/** One micro batch as prime-rl's `MicroBatch` msgpack array: fields 0–8 here, the optional 9–15 after. */
 function writePlanned(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
   const { members, padding, filler } = batch;
   let total = padding;
   for (const member of members) total += member.length;
-  const hasRef = members.some((m) => m.sample.refLogprobs != null);
-  const hasStream = STREAMS.map(([key]) => !filler && members.some((m) => m.sample[key] != null));
-  let count = 9;
-  if (hasRef) count = 10;
-  STREAMS.forEach(([, position], index) => {
-    if (hasStream[index]) count = position + 1;
-  });
-  writer.arrayHeader(count);
+  const layout = fieldLayout(batch);
+  writer.arrayHeader(layout.count);
 
   // 0 input_ids
   writer.arrayHeader(total);
@@ -67,15 +62,8 @@ function writePlanned(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
   writer.arrayHeader(total);
   for (const { length } of members) for (let t = 0; t < length; t++) writer.int(t);
   for (let p = 0; p < padding; p++) writer.int(p);
-  // 5 sequence_lengths, then (below) 8 seq_lens: the same numbers
-  const writeLengths = () => {
-    writer.arrayHeader(members.length);
-    for (let index = 0; index < members.length; index++) {
-      const length = members[index]!.length;
-      writer.int(index === members.length - 1 ? length + padding : length);
-    }
-  };
-  writeLengths();
+  // 5 sequence_lengths
+  writeLengths(writer, batch);
   // 6 temperatures
   writer.arrayHeader(total);
   for (const { sample, length } of members) {
@@ -88,8 +76,45 @@ function writePlanned(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
   writer.arrayHeader(total);
   for (const { sample, length } of members) writeRepeated(writer, sample.envName, length);
   writeRepeated(writer, '', padding);
-  // 8 seq_lens
-  writeLengths();
+  // 8 seq_lens: the same numbers as 5
+  writeLengths(writer, batch);
+  writeOptionalFields(writer, batch, total, layout);
+}
+
+/** How many fields a micro batch writes: 9, 10 with reference logprobs, 16 with a loss-component stream (which ones are present). */
+interface FieldLayout {
+  count: number;
+  hasRef: boolean;
+  /** Per {@link STREAMS} entry: does a member carry it (never in a filler batch). */
+  hasStream: boolean[];
+}
+
+function fieldLayout(batch: PlannedMicroBatch): FieldLayout {
+  const { members, filler } = batch;
+  const hasRef = members.some((m) => m.sample.refLogprobs != null);
+  const hasStream = STREAMS.map(([key]) => !filler && members.some((m) => m.sample[key] != null));
+  let count = 9;
+  if (hasRef) count = 10;
+  STREAMS.forEach(([, position], index) => {
+    if (hasStream[index]) count = position + 1;
+  });
+  return { count, hasRef, hasStream };
+}
+
+/** Fields 5 and 8: each member's length, the last one's with the padding. */
+function writeLengths(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
+  const { members, padding } = batch;
+  writer.arrayHeader(members.length);
+  for (let index = 0; index < members.length; index++) {
+    const length = members[index]!.length;
+    writer.int(index === members.length - 1 ? length + padding : length);
+  }
+}
+
+/** Fields 9–15, up to `layout.count`: ref_logprobs, three never produced, then the loss-component streams. */
+function writeOptionalFields(writer: MsgpackWriter, batch: PlannedMicroBatch, total: number, layout: FieldLayout): void {
+  const { members, padding } = batch;
+  const { count, hasRef, hasStream } = layout;
   if (count <= 9) return;
   // 9 ref_logprobs
   if (hasRef) {
