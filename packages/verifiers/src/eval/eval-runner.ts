@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
+import { turnBudget } from '../util/turn-budget.ts';
 import type { PriceTable } from './pricing.ts';
 import { type Shard, shardSlice } from './shard.ts';
 import { type EvalSummary, formatSummary, summarize } from './summary.ts';
@@ -89,6 +90,12 @@ function episodeKey(taskKey: string, index: number): string {
   return `${taskKey}#${index}`;
 }
 
+/** One episode to run: a task and its rollout index. */
+interface QueueItem {
+  task: Task;
+  index: number;
+}
+
 /**
  * Runs `rollouts` episodes of each task with at most `concurrency` at once, appending each
  * finished episode to `traces.jsonl` as one line. On resume, complete episodes are kept,
@@ -97,100 +104,16 @@ function episodeKey(taskKey: string, index: number): string {
 export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   const { env, outDir } = options;
   const log = options.log ?? (() => {});
-  const rollouts = options.rollouts ?? 1;
-  const concurrency = Math.max(1, options.concurrency ?? 32);
-  if (options.taskset.isInfinite && options.numTasks === undefined) {
-    throw new RangeError(`taskset ${options.taskset.id} is infinite: set numTasks (-n)`);
-  }
-  if (options.numTasks !== undefined && options.numTasks > options.taskset.size) {
-    log(`taskset ${options.taskset.id} has ${options.taskset.size} tasks; running all of them (asked for ${options.numTasks})`);
-  }
-  const tasks: Task[] = (
-    options.numTasks !== undefined ? options.taskset.head(Math.min(options.numTasks, options.taskset.size)) : options.taskset
-  ).toArray();
+  const tasks = tasksToRun(options, log);
   mkdirSync(join(outDir, 'logs'), { recursive: true });
   const tracesPath = join(outDir, 'traces.jsonl');
   // A resumed run keeps the config it started with; a new one writes it atomically (a kill
   // mid-write must not leave a torn config that the next --resume cannot read).
   if (options.config && !options.resume)
     writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
-
-  const kept = new Map<string, Episode>();
-  if (options.resume) {
-    const { episodes, badLines } = readEpisodes(tracesPath);
-    for (const bad of badLines) log(`resume: dropping line ${bad.line} of traces.jsonl (${bad.reason}); it will be re-run`);
-    let dropped = 0;
-    for (const episode of episodes) {
-      const key = episodeKey(episode.task.key, episode.group.index);
-      if (env.isComplete(episode) && !kept.has(key)) kept.set(key, episode);
-      else dropped++;
-    }
-    if (badLines.length || dropped) rewriteEpisodes(tracesPath, [...kept.values()]);
-    log(`resume: keeping ${kept.size} complete episodes, re-running ${dropped} failed or duplicate and ${badLines.length} torn`);
-  }
-
-  const queue: { task: Task; index: number }[] = [];
-  const inSlice = shardSlice(options, tasks, rollouts);
-  let position = 0;
-  for (const task of tasks) {
-    for (let index = 0; index < rollouts; index++) {
-      if (inSlice(position++) && !kept.has(episodeKey(task.key, index))) queue.push({ task, index });
-    }
-  }
-  const total = kept.size + queue.length;
-  const finished: Episode[] = [...kept.values()];
-  const writer = new EpisodeWriter(tracesPath);
-  let failed = finished.filter((e) => !e.ok).length;
-  let rewardSum = 0;
-  let rewardCount = 0;
-  let next = 0;
-  const report = () =>
-    options.onProgress?.({ done: finished.length, total, failed, rewardMean: rewardCount ? rewardSum / rewardCount : null });
-  report();
-  // Every episode in flight listens on the run's signal: `concurrency` listeners on one signal
-  // by design (Node warns past 10 as a possible leak). The runner owns that fan-out, so it gives
-  // the episodes its own signal, linked to the caller's by one listener, with a limit that
-  // matches it — a listener left behind by an episode still trips the warning.
-  const runController = new AbortController();
-  setMaxListeners(concurrency + 10, runController.signal);
-  const onAbort = () => runController.abort(options.signal?.reason);
-  if (options.signal?.aborted) onAbort();
-  else options.signal?.addEventListener('abort', onAbort, { once: true });
-  const signal = runController.signal;
-  // Ramp up: workers start 32 per event-loop turn (a chain of setImmediate, so I/O and timers run
-  // between batches). Starting every episode of a high concurrency in one tick blocks the event
-  // loop, and every interception request with it, for seconds.
-  let startGate: Promise<void> = Promise.resolve();
-  const worker = async (_: unknown, workerIndex: number) => {
-    if (workerIndex > 0 && workerIndex % 32 === 0)
-      startGate = startGate.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
-    await startGate;
-    while (next < queue.length && !signal.aborted) {
-      const item = queue[next++] as { task: Task; index: number };
-      const episode = await env.runEpisode({ task: item.task, group: { id: item.task.key, index: item.index }, signal });
-      writer.write(episode);
-      finished.push(episode);
-      if (!episode.ok) {
-        failed++;
-        log(
-          `episode ${episode.id} (task ${item.task.key} #${item.index}) failed: ${[...episode.errors, ...episode.traces.flatMap((t) => t.errors)].map((e) => `${e.type}: ${e.message.slice(0, 200)}`).join(' | ')}`,
-        );
-      }
-      // Live mean over the first scored trace (a frozen user's or judge's trace has no reward).
-      const first = episode.traces.find((t) => Object.values(t.rewards).some((r) => r));
-      if (first?.ok) {
-        rewardSum += first.reward;
-        rewardCount++;
-      }
-      report();
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(queue.length, 1)) }, worker));
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort);
-    writer.close();
-  }
+  const kept = options.resume ? keepCompleteEpisodes(env, tracesPath, log) : new Map<string, Episode>();
+  const queue = queueOf(options, tasks, kept);
+  const finished = await runQueue(options, queue, [...kept.values()], tracesPath, log);
   const summary = summarize({
     episodes: finished,
     env: env.id,
@@ -201,6 +124,168 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   log(formatSummary(summary), { fileOnly: true });
   return { outDir, summary, ran: finished.length - kept.size, kept: kept.size };
+}
+
+/** The tasks the eval covers: `numTasks` of the taskset (required when it is infinite), or all of it. */
+function tasksToRun(options: RunEvalOptions, log: NonNullable<RunEvalOptions['log']>): Task[] {
+  const { taskset, numTasks } = options;
+  if (taskset.isInfinite && numTasks === undefined) {
+    throw new RangeError(`taskset ${taskset.id} is infinite: set numTasks (-n)`);
+  }
+  if (numTasks !== undefined && numTasks > taskset.size) {
+    log(`taskset ${taskset.id} has ${taskset.size} tasks; running all of them (asked for ${numTasks})`);
+  }
+  return (numTasks !== undefined ? taskset.head(Math.min(numTasks, taskset.size)) : taskset).toArray();
+}
+
+/**
+ * Resume: the complete episodes of `traces.jsonl` by `task#rollout` (the first of duplicates).
+ * Torn lines, failed episodes and duplicates are dropped from the file (rewritten atomically), so
+ * they are run again and never appear twice.
+ */
+function keepCompleteEpisodes(
+  env: EpisodeRunner,
+  tracesPath: string,
+  log: NonNullable<RunEvalOptions['log']>,
+): Map<string, Episode> {
+  const kept = new Map<string, Episode>();
+  const { episodes, badLines } = readEpisodes(tracesPath);
+  for (const bad of badLines) log(`resume: dropping line ${bad.line} of traces.jsonl (${bad.reason}); it will be re-run`);
+  let dropped = 0;
+  for (const episode of episodes) {
+    const key = episodeKey(episode.task.key, episode.group.index);
+    if (env.isComplete(episode) && !kept.has(key)) kept.set(key, episode);
+    else dropped++;
+  }
+  if (badLines.length || dropped) rewriteEpisodes(tracesPath, [...kept.values()]);
+  log(`resume: keeping ${kept.size} complete episodes, re-running ${dropped} failed or duplicate and ${badLines.length} torn`);
+  return kept;
+}
+
+/** Tasks × rollouts in order, only this shard's slice, without the episodes kept from a resumed run. */
+function queueOf(options: RunEvalOptions, tasks: Task[], kept: Map<string, Episode>): QueueItem[] {
+  const rollouts = options.rollouts ?? 1;
+  const queue: QueueItem[] = [];
+  const inSlice = shardSlice(options, tasks, rollouts);
+  let position = 0;
+  for (const task of tasks) {
+    for (let index = 0; index < rollouts; index++) {
+      if (inSlice(position++) && !kept.has(episodeKey(task.key, index))) queue.push({ task, index });
+    }
+  }
+  return queue;
+}
+
+/**
+ * The signal every episode of the run listens on: `concurrency` listeners on one signal by design
+ * (Node warns past 10 as a possible leak). The runner owns that fan-out, so it gives the episodes
+ * its own signal, linked to the caller's by one listener, with a limit that matches it — a
+ * listener left behind by an episode still trips the warning. `unlink` removes that one listener.
+ */
+function runSignal(caller: AbortSignal | undefined, concurrency: number): { signal: AbortSignal; unlink: () => void } {
+  const controller = new AbortController();
+  setMaxListeners(concurrency + 10, controller.signal);
+  const onAbort = () => controller.abort(caller?.reason);
+  if (caller?.aborted) onAbort();
+  else caller?.addEventListener('abort', onAbort, { once: true });
+  return { signal: controller.signal, unlink: () => caller?.removeEventListener('abort', onAbort) };
+}
+
+/**
+ * Runs the queue with at most `concurrency` episodes at once, appending each finished episode to
+ * `traces.jsonl` and reporting progress; returns `kept` followed by the episodes run, in the order
+ * they finished.
+ *
+ * Starting an episode and writing a finished one are synchronous work that arrives in bursts (a
+ * thousand episodes start at once; replies that land in one poll phase finish together). Both go
+ * through the process's {@link turnBudget}: past its per-turn budget they wait for a later turn,
+ * so the event loop (timers, interception requests, heartbeats) keeps turning under a burst.
+ */
+async function runQueue(
+  options: RunEvalOptions,
+  queue: QueueItem[],
+  kept: Episode[],
+  tracesPath: string,
+  log: NonNullable<RunEvalOptions['log']>,
+): Promise<Episode[]> {
+  const { env } = options;
+  const concurrency = Math.max(1, options.concurrency ?? 32);
+  const writer = new EpisodeWriter(tracesPath);
+  const ledger = new RunLedger({ kept, total: kept.length + queue.length, writer, log, onProgress: options.onProgress });
+  const { signal, unlink } = runSignal(options.signal, concurrency);
+  let next = 0;
+  const worker = async () => {
+    while (next < queue.length && !signal.aborted) {
+      await turnBudget.pass();
+      if (next >= queue.length || signal.aborted) break;
+      const item = queue[next++] as QueueItem;
+      const episode = await env.runEpisode({ task: item.task, group: { id: item.task.key, index: item.index }, signal });
+      await turnBudget.pass();
+      ledger.record(episode, item);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(queue.length, 1)) }, worker));
+  } finally {
+    unlink();
+    writer.close();
+  }
+  return ledger.finished;
+}
+
+/**
+ * The run's finished episodes: appends each to `traces.jsonl`, logs failures, keeps the failure
+ * count and the live reward mean, and reports progress.
+ */
+class RunLedger {
+  /** Kept episodes first, then the ones run, in the order they finished. */
+  readonly finished: Episode[];
+  private readonly total: number;
+  private readonly writer: EpisodeWriter;
+  private readonly log: NonNullable<RunEvalOptions['log']>;
+  private readonly onProgress: RunEvalOptions['onProgress'];
+  private failed: number;
+  private rewardSum = 0;
+  private rewardCount = 0;
+
+  constructor(options: {
+    kept: Episode[];
+    total: number;
+    writer: EpisodeWriter;
+    log: NonNullable<RunEvalOptions['log']>;
+    onProgress: RunEvalOptions['onProgress'];
+  }) {
+    this.finished = options.kept;
+    this.total = options.total;
+    this.writer = options.writer;
+    this.log = options.log;
+    this.onProgress = options.onProgress;
+    this.failed = this.finished.filter((e) => !e.ok).length;
+    this.report();
+  }
+
+  record(episode: Episode, item: QueueItem): void {
+    this.writer.write(episode);
+    this.finished.push(episode);
+    if (!episode.ok) {
+      this.failed++;
+      this.log(
+        `episode ${episode.id} (task ${item.task.key} #${item.index}) failed: ${[...episode.errors, ...episode.traces.flatMap((t) => t.errors)].map((e) => `${e.type}: ${e.message.slice(0, 200)}`).join(' | ')}`,
+      );
+    }
+    // Live mean over the first scored trace (a frozen user's or judge's trace has no reward).
+    const first = episode.traces.find((t) => Object.values(t.rewards).some((r) => r));
+    if (first?.ok) {
+      this.rewardSum += first.reward;
+      this.rewardCount++;
+    }
+    this.report();
+  }
+
+  private report(): void {
+    const { finished, total, failed, rewardSum, rewardCount } = this;
+    this.onProgress?.({ done: finished.length, total, failed, rewardMean: rewardCount ? rewardSum / rewardCount : null });
+  }
 }
 
 /** Writes a file through a temporary sibling and a rename, so readers never see half of it. */

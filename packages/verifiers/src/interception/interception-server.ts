@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { InterceptionError, TroupeError } from '../errors/troupe-error.ts';
 import type { ModelResponse } from '../model/model-client.ts';
+import { turnBudget } from '../util/turn-budget.ts';
 import type { ParsedWireRequest, WireDialect, WireErrorInput } from './dialects/dialect.ts';
 import { WireRequestError } from './dialects/dialect.ts';
 import { estimateTokens, modelsBody, parseJsonBody, readBody, routeOf, SSE_HEADERS, secretOf, sendJson } from './http-wire.ts';
@@ -156,7 +157,11 @@ export class InterceptionServer {
     let parsed: ParsedWireRequest;
     let body: unknown;
     try {
-      body = parseJsonBody(await readBody(req, this.maxBodyBytes));
+      const raw = await readBody(req, this.maxBodyBytes);
+      // Requests land in bursts (a thousand programs call at once): parsing and starting each
+      // call waits for a later event-loop turn once this turn has had its share (see TurnBudget).
+      await turnBudget.pass();
+      body = parseJsonBody(raw);
       if (route.kind === 'count-tokens') {
         const b = (body ?? {}) as Record<string, unknown>;
         return sendJson(res, 200, { input_tokens: estimateTokens([b.system, b.messages, b.tools]) });
@@ -174,6 +179,8 @@ export class InterceptionServer {
       } catch (error) {
         return this.fail(res, dialect, wireErrorOf(error));
       }
+      // Replies land in bursts too (the model answers a burst of calls together).
+      await turnBudget.pass();
       return sendJson(res, 200, dialect.renderResponse(response, parsed));
     }
     await this.stream(res, dialect, parsed, session.handle(parsed.request, meta));
@@ -208,6 +215,7 @@ export class InterceptionServer {
       return;
     }
     if (timer) clearInterval(timer);
+    await turnBudget.pass();
     if (res.destroyed) return;
     if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
     res.end(dialect.renderStream(response, parsed).join(''));
