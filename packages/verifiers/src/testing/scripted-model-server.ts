@@ -208,6 +208,22 @@ export class ScriptedModelServer {
       const status = WireRequestError.isInstance(error) ? error.status : 400;
       return fail(status, (error as Error).message);
     }
+    return this.answer({ req, res, dialect, parsed, entry, fail });
+  }
+
+  /**
+   * Answers a parsed model call after the latency: a random fault, or the script's reply (an HTTP
+   * error, a fault, or the response, streamed when asked).
+   */
+  private async answer(call: {
+    req: IncomingMessage;
+    res: ServerResponse;
+    dialect: WireDialect;
+    parsed: ParsedWireRequest;
+    entry: ScriptedRequestLog;
+    fail: (status: number, message: string, headers?: Record<string, string>) => void;
+  }): Promise<void> {
+    const { req, res, dialect, parsed, entry, fail } = call;
     if (this.options.latencyMs) await delay(this.options.latencyMs);
     const randomFault = this.faults?.next() ?? null;
     if (randomFault) {
