@@ -327,6 +327,56 @@ export interface RecordedExpectations {
   launch?: string[];
 }
 
+/** What the recorded launch is given: a secret, an endpoint and a prompt the checks look for. */
+const RECORDED = {
+  secret: 'rs-recorded-secret-0123456789',
+  baseUrl: 'http://127.0.0.1:43210/v1',
+  prompt: 'recorded-prompt-marker: fix the bug',
+};
+
+/** One recorded setup and launch of a harness against a `RecordingSandbox`. */
+interface RecordedLaunch {
+  sandbox: RecordingSandbox;
+  /** How many commands the setup ran (the launch's commands follow them in `sandbox.execs`). */
+  setupCount: number;
+  trace: Trace;
+  result: HarnessResult;
+}
+
+/**
+ * Runs the harness's `setup`, then its `launch` with the recorded prompt, endpoint and secret,
+ * against a `RecordingSandbox` whose launch command exits with code 3.
+ */
+async function recordLaunch(harness: Harness, runtime: string): Promise<RecordedLaunch> {
+  let launching = false;
+  const sandbox = new RecordingSandbox({
+    runtime,
+    respond: (argv, execOptions) =>
+      launching && isLaunch(argv, execOptions) ? { exitCode: 3, stdout: 'recorded stdout' } : undefined,
+  });
+  const signal = new AbortController().signal;
+  await harness.setup?.({ sandbox, log: () => undefined, signal });
+  const setupCount = sandbox.execs.length;
+  const task = new Task({ prompt: RECORDED.prompt });
+  const trace = new Trace({ task: task.record, agent: { name: 'agent', trainable: true } });
+  launching = true;
+  const result = await harness.launch({
+    task,
+    trace,
+    sandbox,
+    endpoint: {
+      baseUrl: RECORDED.baseUrl,
+      secret: RECORDED.secret,
+      model: 'recorded-model',
+      direct: () => Promise.reject(new Error('no direct transport here')),
+    },
+    messages: task.promptMessages,
+    signal,
+    log: () => undefined,
+  });
+  return { sandbox, setupCount, trace, result };
+}
+
 /**
  * Conformance for programs the tests cannot run (their install downloads are out of reach): runs
  * `setup` and `launch` against a `RecordingSandbox` (whose launch command exits with code 3) and
@@ -339,40 +389,14 @@ export async function runRecordedHarnessConformance(options: {
   expect: RecordedExpectations;
   runtime?: string;
 }): Promise<{ checks: ConformanceCheck[]; sandbox: RecordingSandbox; result: HarnessResult }> {
-  const secret = 'rs-recorded-secret-0123456789';
-  const baseUrl = 'http://127.0.0.1:43210/v1';
-  const prompt = 'recorded-prompt-marker: fix the bug';
-  let setupCount = 0;
-  let launching = false;
-  const sandbox = new RecordingSandbox({
-    runtime: options.runtime ?? 'docker',
-    respond: (argv, execOptions) =>
-      launching && isLaunch(argv, execOptions) ? { exitCode: 3, stdout: 'recorded stdout' } : undefined,
-  });
-  const signal = new AbortController().signal;
-  await options.harness.setup?.({ sandbox, log: () => undefined, signal });
-  setupCount = sandbox.execs.length;
-  const setupLines = sandbox.commandLines.join('\n');
-  const task = new Task({ prompt });
-  const trace = new Trace({ task: task.record, agent: { name: 'agent', trainable: true } });
-  launching = true;
-  const result = await options.harness.launch({
-    task,
-    trace,
-    sandbox,
-    endpoint: { baseUrl, secret, model: 'recorded-model', direct: () => Promise.reject(new Error('no direct transport here')) },
-    messages: task.promptMessages,
-    signal,
-    log: () => undefined,
-  });
-  const launchExecs = sandbox.execs.slice(setupCount);
-  const main = launchExecs.find((e) => isLaunch(e.argv, e.options));
+  const { sandbox, setupCount, trace, result } = await recordLaunch(options.harness, options.runtime ?? 'docker');
+  const { secret } = RECORDED;
+  const setupLines = sandbox.commandLines.slice(0, setupCount).join('\n');
+  const main = sandbox.execs.slice(setupCount).find((e) => isLaunch(e.argv, e.options));
+  const mainLine = main?.argv.join(' ') ?? '';
   const files = [...sandbox.files.values()].join('\n');
-  const promptSeen =
-    main !== undefined &&
-    [main.argv.join(' '), ...Object.values(main.options.env ?? {}), files].some((text) =>
-      text.includes('recorded-prompt-marker'),
-    );
+  const envText = Object.values(main?.options.env ?? {}).join('\n');
+  const promptSeen = main !== undefined && [mainLine, envText, files].some((text) => text.includes('recorded-prompt-marker'));
   const checks: ConformanceCheck[] = [];
   const add = (name: string, ok: boolean, detail: string) => checks.push({ name, ok, detail });
   add(
@@ -381,14 +405,11 @@ export async function runRecordedHarnessConformance(options: {
     `setup ran ${setupCount} command(s); expected ${JSON.stringify(options.expect.install)}`,
   );
   add('prompt in', promptSeen, 'the launch command, its env or a file it reads carries the prompt');
-  const mainLine = main?.argv.join(' ') ?? '';
   add(
     'launch flags',
     (options.expect.launch ?? []).every((s) => mainLine.includes(s)),
     `expected ${JSON.stringify(options.expect.launch ?? [])} in ${mainLine.slice(0, 400)}`,
   );
-  const env = main?.options.env ?? {};
-  const envText = Object.values(env).join('\n');
   add(
     'endpoint wired',
     [mainLine, envText, files].some((text) => text.includes('127.0.0.1:43210')),
