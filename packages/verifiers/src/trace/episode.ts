@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { errorRecord } from '../errors/troupe-error.ts';
 import { addUsage, emptyUsage, type Usage } from '../model/model-client.ts';
+import { randomUuid } from '../util/uuid.ts';
 import { Trace } from './trace.ts';
 import { type TraceError, TraceErrorSchema, TraceRecordSchema, TraceTaskSchema } from './trace-schema.ts';
 
@@ -57,7 +57,7 @@ export class Episode {
   attempt = 0;
 
   constructor(init: EpisodeInit) {
-    this.id = init.id ?? randomUUID();
+    this.id = init.id ?? randomUuid();
     this.env = init.env;
     this.task = init.task;
     this.group = init.group;

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { errorRecord } from '../errors/troupe-error.ts';
 import { type AssistantMessage, contentText, type Message, type ToolDefinition } from '../model/messages.ts';
 import { addUsage, emptyUsage, type ModelRequest, type ModelResponse, type Usage } from '../model/model-client.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
+import { randomUuid } from '../util/uuid.ts';
 import {
   type MessageNode,
   type ModelCall,
@@ -63,7 +63,7 @@ export class Trace {
   private readonly moreChildren: (Map<string, number> | undefined)[] = [];
 
   constructor(init: TraceInit) {
-    this.id = init.id ?? randomUUID();
+    this.id = init.id ?? randomUuid();
     this.task = init.task;
     this.agent = init.agent;
   }
