@@ -1,0 +1,248 @@
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import pino from 'pino';
+import type { ClientConfig } from '../agent/agent-config.ts';
+import type { Env } from '../env/env.ts';
+import { ConfigError } from '../errors/troupe-error.ts';
+import { type EvalResult, runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
+import { formatSummary } from '../eval/summary.ts';
+import { lazyInterceptionServer } from '../interception/interception-server.ts';
+import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import type { Taskset } from '../task/taskset.ts';
+import { assertRunToolsServable } from '../tools/mcp-server.ts';
+import { type BuiltConfig, buildConfig } from './eval-args.ts';
+import { type EvalConfig, readConfigFile } from './eval-config.ts';
+import { EXIT_CODES, HELP } from './help.ts';
+import { progressReporter } from './progress.ts';
+import { createEvalEnv, type ResolvedEnvConfig, resolveEnvConfig } from './resolve-env.ts';
+
+/**
+ * `troupe eval` (and `troupe validate` when `validateOnly`): everything that can be refused is
+ * checked before the run directory exists; then the run, its summary and an exit code.
+ */
+export async function evalCommand(args: string[], validateOnly: boolean): Promise<number> {
+  const built = buildConfig(args);
+  if (built.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const { config, roleFlags, resumeDir, changesOnResume } = built;
+  const resolved = await resolveEnvConfig({ config, roleFlags });
+  if (resumeDir && changesOnResume) assertResumeUnchanged(resumeDir, resolved.cleanConfig);
+  // Started on first need; concurrent first episodes share one started server.
+  const interception = lazyInterceptionServer();
+  const runLog = runLogger(validateOnly);
+  const clients: OpenAICompatibleClient[] = [];
+  const makeTrackedClient = (clientConfig: ClientConfig, model: string) => {
+    const client = makeClient(clientConfig, model);
+    clients.push(client);
+    return client;
+  };
+  const { env, taskset } = await createEvalEnv({
+    resolved,
+    config,
+    makeClient: makeTrackedClient,
+    interception: interception.get,
+    log: runLog.log,
+  });
+  assertToolsServable(config, env, taskset);
+  if (validateOnly) {
+    printResolved(resolved.cleanConfig, env, taskset);
+    return 0;
+  }
+  const { runDir, clean, dryRun } = built;
+  if (runDir && !clean && existsSync(runDir) && readdirSync(runDir).length > 0) {
+    throw new ConfigError(`--run-dir ${runDir} exists and is not empty (--clean replaces it; --resume ${runDir} continues it)`);
+  }
+  if (dryRun) {
+    printDryRun(built, resolved.cleanConfig, env, taskset);
+    return 0;
+  }
+  if (built.preflight) await Promise.all(clients.map((client) => client.preflight()));
+  const outDir = await prepareRunDir(built, resolved);
+  runLog.attach(
+    pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true })),
+  );
+  const controller = new AbortController();
+  const stopListening = interruptOnSigint(controller);
+  const progress = progressReporter({ stream: process.stderr, label: `${config.env.id} ${config.model}` });
+  try {
+    const result = await runEval({
+      env,
+      taskset,
+      ...(config.numTasks !== undefined ? { numTasks: config.numTasks } : {}),
+      rollouts: config.rollouts,
+      concurrency: config.concurrency,
+      outDir,
+      resume: resumeDir !== undefined,
+      config: resolved.cleanConfig,
+      model: config.model,
+      passThreshold: config.passThreshold,
+      ...(config.prices ? { prices: config.prices } : {}),
+      onProgress: progress.update,
+      log: runLog.log,
+      signal: controller.signal,
+      ...(built.shard ? { shard: built.shard } : {}),
+    });
+    progress.done();
+    return reportRun(result, outDir, { interrupted: controller.signal.aborted, allowFailures: built.allowFailures });
+  } finally {
+    stopListening();
+    await interception.close();
+  }
+}
+
+/** `--resume` with flags or a config file: refused when they change the run's saved `config.json`. */
+function assertResumeUnchanged(resumeDir: string, cleanConfig: ResolvedEnvConfig['cleanConfig']): void {
+  const saved = readConfigFile(join(resumeDir, 'config.json'));
+  const difference = firstDifference(saved, JSON.parse(JSON.stringify(cleanConfig)));
+  if (difference !== undefined) {
+    throw new ConfigError(
+      `--resume ${resumeDir}: ${difference} differs from the run's config.json; resume with --resume alone, or start a new run`,
+    );
+  }
+}
+
+/**
+ * The run's log: lines go to stderr (unless a progress bar owns a TTY, and always for `validate`)
+ * and, once the run directory exists, to `logs/eval.log` through `attach`.
+ */
+function runLogger(validateOnly: boolean) {
+  let logger: pino.Logger | undefined;
+  return {
+    log: (line: string, options?: { fileOnly?: boolean }) => {
+      logger?.info(line);
+      if (options?.fileOnly) return;
+      if (!process.stderr.isTTY || validateOnly) process.stderr.write(`${line}\n`);
+    },
+    attach: (fileLogger: pino.Logger) => {
+      logger = fileLogger;
+    },
+  };
+}
+
+/** A task that declares tools and no role that could serve them: refused before any episode runs. */
+function assertToolsServable(config: EvalConfig, env: Env, taskset: Taskset): void {
+  const runTasks = Math.min(config.numTasks ?? taskset.size, taskset.size);
+  if (!Number.isFinite(runTasks)) return;
+  assertRunToolsServable({
+    env: env.id,
+    taskset: taskset.id,
+    roles: Object.fromEntries(Object.entries(env.baseAgents).map(([role, agent]) => [role, agent.harness])),
+    tasks: Array.from({ length: runTasks }, (_, i) => taskset.at(i)),
+  });
+}
+
+/** The resolved config, the roles and the taskset, as JSON (`validate` and `--dry-run`). */
+function printResolved(cleanConfig: ResolvedEnvConfig['cleanConfig'], env: Env, taskset: Taskset): void {
+  process.stdout.write(
+    `${JSON.stringify({ ...cleanConfig, roles: env.describeRoles(), taskset: { id: taskset.id, size: taskset.size } }, null, 2)}\n`,
+  );
+}
+
+function printDryRun(built: BuiltConfig, cleanConfig: ResolvedEnvConfig['cleanConfig'], env: Env, taskset: Taskset): void {
+  const { config, shard, runDir, clean, resumeDir } = built;
+  const tasks = config.numTasks !== undefined ? Math.min(config.numTasks, taskset.size) : taskset.size;
+  if (!Number.isFinite(tasks)) throw new ConfigError(`taskset ${taskset.id} is infinite: set numTasks (-n)`);
+  printResolved(cleanConfig, env, taskset);
+  process.stdout.write(
+    `dry run: ${tasks} tasks × ${config.rollouts} rollouts = ${tasks * config.rollouts} episodes${shard ? ' (this shard runs its slice of them)' : ''}` +
+      `${runDir ? ` → ${runDir}${clean && existsSync(runDir) ? ' (would be replaced)' : ''}` : resumeDir ? ` → ${resumeDir} (resumed)` : ''}; nothing was called or created\n`,
+  );
+}
+
+/**
+ * The run directory: the resumed one, `--run-dir` (emptied first with `--clean`) or a new one under
+ * `outputs`. A new one is born with its config, so a kill at any point leaves a resumable run.
+ */
+async function prepareRunDir(built: BuiltConfig, resolved: ResolvedEnvConfig): Promise<string> {
+  const { config, resumeDir, runDir, clean } = built;
+  if (runDir && clean) rmSync(runDir, { recursive: true, force: true });
+  const outDir =
+    resumeDir ??
+    runDir ??
+    join(
+      config.outputs,
+      runDirName({
+        env: resolved.definition.id,
+        model: config.model,
+        harness: harnessName(resolved.envConfig, resolved.definition.roles),
+      }),
+    );
+  if (!resumeDir) {
+    await ensureDir(outDir);
+    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(resolved.cleanConfig, null, 2)}\n`);
+  }
+  return outDir;
+}
+
+/** The first Ctrl-C finishes the episodes in flight; the second quits now. Returns the unsubscribe. */
+function interruptOnSigint(controller: AbortController): () => void {
+  let interrupted = 0;
+  const onSignal = () => {
+    interrupted++;
+    if (interrupted > 1) process.exit(EXIT_CODES.interrupted);
+    process.stderr.write('\ninterrupted: finishing episodes in flight (Ctrl-C again to quit now; --resume continues)\n');
+    controller.abort(new Error('interrupted'));
+  };
+  process.on('SIGINT', onSignal);
+  return () => process.off('SIGINT', onSignal);
+}
+
+/** Prints the summary and where the run lives; the exit code follows the failed episodes. */
+function reportRun(result: EvalResult, outDir: string, options: { interrupted: boolean; allowFailures: boolean }): number {
+  process.stdout.write(`${formatSummary(result.summary)}\n`);
+  process.stdout.write(
+    `\nrun directory: ${resolve(outDir)}\n  traces:  ${join(outDir, 'traces.jsonl')}\n  summary: ${join(outDir, 'summary.json')}\n  view:    troupe view ${outDir}\n`,
+  );
+  if (options.interrupted) return EXIT_CODES.interrupted;
+  const { episodes, episodesFailed } = result.summary;
+  if (episodesFailed > 0 && !options.allowFailures) {
+    process.stderr.write(
+      `troupe: ${episodesFailed} of ${episodes} episodes failed (errors by type in summary.json; --allow-failures exits 0)\n`,
+    );
+    return episodesFailed === episodes ? EXIT_CODES.allFailed : EXIT_CODES.someFailed;
+  }
+  return EXIT_CODES.ok;
+}
+
+/** Builds an OpenAI-compatible client; the API key is read here, at the CLI layer, and nowhere else. */
+function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient {
+  // `-b URL` builds a client table without apiKeyVar: the documented default still applies.
+  const apiKey = process.env[config.apiKeyVar ?? 'OPENAI_API_KEY'];
+  return new OpenAICompatibleClient({
+    baseUrl: config.baseUrl,
+    apiKey: apiKey ?? 'EMPTY',
+    model,
+    ...(config.headers ? { headers: config.headers } : {}),
+    retry: { maxRetries: config.maxRetries },
+    ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
+  });
+}
+
+/** The dotted path of the first field where `a` and `b` differ (`undefined` when equal). */
+export function firstDifference(a: unknown, b: unknown, path = ''): string | undefined {
+  if (Object.is(a, b)) return undefined;
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  if (!isObject(a) || !isObject(b) || Array.isArray(a) !== Array.isArray(b)) return path || '(the whole config)';
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  for (const key of keys) {
+    const found = firstDifference(a[key], b[key], path ? `${path}.${key}` : key);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+function harnessName(envConfig: Record<string, unknown>, roles: Record<string, { harness?: unknown }>): string {
+  const names = Object.keys(roles).map((role) => {
+    const pinned = (envConfig[role] as { harness?: unknown } | undefined)?.harness ?? roles[role]?.harness ?? 'bash';
+    return typeof pinned === 'string' ? pinned : String((pinned as { id?: string }).id);
+  });
+  return [...new Set(names)].join('+');
+}
+
+async function ensureDir(path: string): Promise<string> {
+  await mkdir(path, { recursive: true });
+  return path;
+}

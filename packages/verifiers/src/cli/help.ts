@@ -1,0 +1,65 @@
+/** The text of `troupe --help` (and `troupe eval --help`). */
+export const HELP = `troupe — run agents on tasksets, record trainable traces
+
+Usage:
+  troupe eval [options]            run an env on a taskset against a model endpoint
+  troupe validate [options]        check a config and print it resolved (no model calls)
+  troupe view <run-dir> [--html FILE] [--port N]
+                                   browse a run's episodes (or write one self-contained HTML file)
+  troupe view <folder> | <run-a> <run-b> --html FILE
+                                   list a folder's runs and compare two (per role, task by task)
+  troupe export <run-dir> --format chat|sft|preference [--role R] [--where EXPR] [--tokens] [-o FILE]
+                                   traces as JSONL for TRL (troupe export --help)
+  troupe merge <run-dir>... --out DIR
+                                   merge shard runs (eval --shard i/n) into one run
+  troupe replay <run-dir> [--config FILE] [--num-rescores K]
+                                   re-score saved traces with the same or new rewards and judges
+  troupe init env|harness|runtime <name> [--dir D]
+                                   scaffold a package of your own env, harness or runtime (troupe init --help)
+  troupe rerun <run-dir> --swap ROLE=MODEL [-b URL]
+                                   re-run a run's tasks with one seat swapped; paired reward change per role
+  troupe debug --env ID|MODULE --task I [-f FILE] -- COMMAND...
+                                   run a command in task I's sandbox, booted as eval would (troupe debug --help)
+
+Eval options:
+  -f, --config FILE      TOML or JSON config; CLI options override it
+  -m, --model NAME       model name (required unless in the config)
+  -b, --base-url URL     OpenAI-compatible endpoint (default http://127.0.0.1:8000/v1)
+      --api-key-var NAME environment variable holding the API key (default OPENAI_API_KEY)
+  -e, --env ID           env id (default single-agent)
+  -t, --taskset ID|FILE  taskset id (default arithmetic) or a .jsonl file
+  -n, --num-tasks N      tasks to run
+  -r, --rollouts N       episodes per task (default 1)
+  -c, --concurrency N    episodes at once (default 32)
+      --harness ID       harness for every role (e.g. bash, null, claude_code)
+      --runtime ID       runtime for every role (e.g. local, docker)
+      --temperature X    sampling temperature
+      --top-p X, --top-k N, --min-p X, --seed N, --stop TEXT (repeatable), --reasoning-effort LEVEL
+                         more sampling settings (provider pass-through: --set sampling.extra.KEY=VALUE)
+      --max-tokens N     max tokens per call
+      --max-turns N      max model calls per agent run
+  -o, --outputs DIR      root of run directories (default outputs)
+      --resume DIR       continue a run: keep its complete episodes, run the rest (refused
+                         when another flag or config changes the run's config.json)
+      --allow-failures   exit 0 even when episodes failed
+      --shard I/N        run only shard I of N (1-based) of tasks × rollouts; troupe merge joins them
+      --no-preflight     skip the endpoint check (GET <base-url>/models) made before a run
+      --dry-run          print the resolved config and the task count; call nothing, create nothing
+      --run-dir DIR      write the run to DIR instead of <outputs>/<env>--<model>--<harness>--<hex>
+      --clean            replace --run-dir DIR when it exists (refused with --resume)
+  -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
+  -h, --help
+
+View options:
+      --html FILE        write one self-contained HTML file instead of serving
+      --port N           port to serve on (default: a free one)
+      --host ADDR        address to bind (default 127.0.0.1)
+
+Exit codes:
+  0  every episode ok (or --allow-failures)     2  bad config or flag (nothing was run)
+  3  some episodes failed                        4  every episode failed
+  1  an internal error                           130 interrupted (--resume continues)
+`;
+
+/** Exit codes of `troupe eval` (documented in --help and the README). */
+export const EXIT_CODES = { ok: 0, internal: 1, config: 2, someFailed: 3, allFailed: 4, interrupted: 130 } as const;
