@@ -51,15 +51,26 @@ export interface PackResult {
  */
 export function packMicroBatches(options: PackMicroBatchesOptions): PackResult {
   const { samples, microBatchLength } = options;
-  const overflow = options.overflow ?? 'error';
   const padTokenId = options.padTokenId ?? 0;
   if (!Number.isInteger(microBatchLength) || microBatchLength < 1) {
     throw new RangeError(`microBatchLength: must be a positive integer, got ${microBatchLength}`);
   }
-  const n = samples.length;
-  const lengths = new Int32Array(n);
+  const { lengths, truncatedSamples } = cappedLengths(samples, microBatchLength, options.overflow ?? 'error');
+  const order = longestFirst(lengths, microBatchLength);
+  const members = firstFitBins(order, lengths, microBatchLength);
+  const microBatches = members.map((indices) => fillMicroBatch(samples, lengths, indices, microBatchLength, padTokenId));
+  return { microBatches, truncatedSamples };
+}
+
+/** Each sample's length, cut to `microBatchLength` under `'truncate'` (counted), else refused. */
+function cappedLengths(
+  samples: readonly TrainingSample[],
+  microBatchLength: number,
+  overflow: 'error' | 'truncate',
+): { lengths: Int32Array; truncatedSamples: number } {
+  const lengths = new Int32Array(samples.length);
   let truncatedSamples = 0;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < samples.length; i++) {
     const sample = samples[i]!;
     let length = sample.tokenIds.length;
     if (length > microBatchLength) {
@@ -74,17 +85,27 @@ export function packMicroBatches(options: PackMicroBatchesOptions): PackResult {
     }
     lengths[i] = length;
   }
-  // Longest first, ties in input order: a counting sort, lengths being bounded by microBatchLength.
-  const starts = new Int32Array(microBatchLength + 2);
-  for (let i = 0; i < n; i++) starts[microBatchLength - lengths[i]! + 1]!++;
+  return { lengths, truncatedSamples };
+}
+
+/** Sample indices longest first, ties in input order: a counting sort (lengths ≤ `maxLength`). */
+function longestFirst(lengths: Int32Array, maxLength: number): Int32Array {
+  const n = lengths.length;
+  const starts = new Int32Array(maxLength + 2);
+  for (let i = 0; i < n; i++) starts[maxLength - lengths[i]! + 1]!++;
   for (let k = 1; k < starts.length; k++) starts[k]! += starts[k - 1]!;
   const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[starts[microBatchLength - lengths[i]!]!++] = i;
+  for (let i = 0; i < n; i++) order[starts[maxLength - lengths[i]!]!++] = i;
+  return order;
+}
 
+/** The members of each bin (sample indices, in packing order) when `order` goes first-fit into bins of `room`. */
+function firstFitBins(order: Int32Array, lengths: Int32Array, room: number): number[][] {
+  const n = order.length;
   // Segment tree: leaf b = room left in bin b (unopened bins are empty bins); node = max of children.
   let size = 1;
   while (size < Math.max(n, 1)) size *= 2;
-  const tree = new Int32Array(2 * size).fill(microBatchLength);
+  const tree = new Int32Array(2 * size).fill(room);
   const binOf = new Int32Array(n);
   let numBins = 0;
   for (const index of order) {
@@ -97,40 +118,47 @@ export function packMicroBatches(options: PackMicroBatchesOptions): PackResult {
     tree[node] = tree[node]! - length;
     for (node >>= 1; node >= 1; node >>= 1) tree[node] = Math.max(tree[2 * node]!, tree[2 * node + 1]!);
   }
-
   const members: number[][] = Array.from({ length: numBins }, () => []);
   for (const index of order) members[binOf[index]!]!.push(index);
-  const microBatches = members.map((indices) => {
-    const batch: MicroBatch = {
-      inputIds: new Int32Array(microBatchLength).fill(padTokenId),
-      positionIds: new Int32Array(microBatchLength),
-      lossMask: new Uint8Array(microBatchLength),
-      advantages: new Float32Array(microBatchLength),
-      inferenceLogprobs: new Float32Array(microBatchLength),
-      sampleLengths: [],
-      sampleIndices: indices,
-      envs: [],
-      numTokens: 0,
-    };
-    let offset = 0;
-    for (const index of indices) {
-      const sample = samples[index]!;
-      const length = lengths[index]!;
-      for (let t = 0; t < length; t++) {
-        const at = offset + t;
-        batch.inputIds[at] = sample.tokenIds[t]!;
-        batch.positionIds[at] = t;
-        batch.lossMask[at] = sample.mask[t] ? 1 : 0;
-        batch.advantages[at] = sample.advantages[t]!;
-        batch.inferenceLogprobs[at] = sample.logprobs[t]!;
-      }
-      offset += length;
-      batch.sampleLengths.push(length);
-      batch.envs.push(sample.env);
+  return members;
+}
+
+/** One micro-batch: the samples at `indices` end to end (each cut to its length), then padding. */
+function fillMicroBatch(
+  samples: readonly TrainingSample[],
+  lengths: Int32Array,
+  indices: number[],
+  microBatchLength: number,
+  padTokenId: number,
+): MicroBatch {
+  const batch: MicroBatch = {
+    inputIds: new Int32Array(microBatchLength).fill(padTokenId),
+    positionIds: new Int32Array(microBatchLength),
+    lossMask: new Uint8Array(microBatchLength),
+    advantages: new Float32Array(microBatchLength),
+    inferenceLogprobs: new Float32Array(microBatchLength),
+    sampleLengths: [],
+    sampleIndices: indices,
+    envs: [],
+    numTokens: 0,
+  };
+  let offset = 0;
+  for (const index of indices) {
+    const sample = samples[index]!;
+    const length = lengths[index]!;
+    for (let t = 0; t < length; t++) {
+      const at = offset + t;
+      batch.inputIds[at] = sample.tokenIds[t]!;
+      batch.positionIds[at] = t;
+      batch.lossMask[at] = sample.mask[t] ? 1 : 0;
+      batch.advantages[at] = sample.advantages[t]!;
+      batch.inferenceLogprobs[at] = sample.logprobs[t]!;
     }
-    for (let at = offset, p = 0; at < microBatchLength; at++, p++) batch.positionIds[at] = p;
-    batch.numTokens = offset;
-    return batch;
-  });
-  return { microBatches, truncatedSamples };
+    offset += length;
+    batch.sampleLengths.push(length);
+    batch.envs.push(sample.env);
+  }
+  for (let at = offset, p = 0; at < microBatchLength; at++, p++) batch.positionIds[at] = p;
+  batch.numTokens = offset;
+  return batch;
 }
