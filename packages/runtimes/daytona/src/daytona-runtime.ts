@@ -8,9 +8,7 @@ import {
   RemoteSandbox,
   type RuntimeCapabilities,
   type SandboxOptions,
-  shellJoin,
   shellQuote,
-  withoutSecrets,
 } from '@troupe/verifiers';
 import { z } from 'zod';
 
@@ -58,9 +56,7 @@ export class DaytonaSandbox extends RemoteSandbox {
   }
 
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
-    this.assertRunning('exec');
-    if (options.signal?.aborted) throw options.signal.reason;
-    const line = typeof command === 'string' ? command : shellJoin(command);
+    const line = this.execLine(command, options);
     const number = ++this.sequence;
     const stderrFile = `${STDERR_DIR}/${number}`;
     const stdinFile = `${STDERR_DIR}/${number}.in`;
@@ -154,7 +150,7 @@ export class DaytonaRuntime extends RemoteRuntime<DaytonaRuntimeOptions, Daytona
 
   protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => DaytonaSandbox> {
     const common = {
-      envVars: withoutSecrets(options.env),
+      envVars: options.env,
       labels: { 'troupe.sandbox': '1', ...options.labels },
       networkBlockAll: !(options.network ?? false),
       autoStopInterval: this.options.autoStopMinutes ?? 15,

@@ -9,8 +9,6 @@ import {
   type RuntimeCapabilities,
   SandboxError,
   type SandboxOptions,
-  shellJoin,
-  withoutSecrets,
 } from '@troupe/verifiers';
 import { CommandExitError, type CommandHandle, Sandbox as E2BSandboxClient } from 'e2b';
 import { z } from 'zod';
@@ -56,9 +54,7 @@ export class E2BSandbox extends RemoteSandbox {
   }
 
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
-    this.assertRunning('exec');
-    if (options.signal?.aborted) throw options.signal.reason;
-    const line = typeof command === 'string' ? command : shellJoin(command);
+    const line = this.execLine(command, options);
     const started = performance.now();
     let handle: CommandHandle;
     try {
@@ -161,7 +157,7 @@ export class E2BRuntime extends RemoteRuntime<E2BRuntimeOptions, E2BSandbox> {
     const client = await E2BSandboxClient.create(options.image ?? this.options.template ?? 'base', {
       ...this.connection(),
       metadata: { 'troupe.sandbox': '1', ...options.labels },
-      envs: withoutSecrets(options.env),
+      envs: options.env,
       allowInternetAccess: options.network ?? false,
       timeoutMs: this.options.lifetimeMs ?? 3_600_000,
     });

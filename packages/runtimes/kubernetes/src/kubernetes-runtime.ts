@@ -19,7 +19,6 @@ import {
   type Sandbox,
   SandboxError,
   type SandboxOptions,
-  withoutSecrets,
   wrapWithPidFile,
 } from '@troupe/verifiers';
 import { z } from 'zod';
@@ -333,7 +332,7 @@ export class KubernetesRuntime extends RemoteRuntime<KubernetesRuntimeOptions, K
         namespace: this.namespace,
         podName,
         workdir,
-        env: { ...withoutSecrets(sandboxOptions.env) },
+        env: { ...sandboxOptions.env },
         maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
         slot,
       });

@@ -9,9 +9,7 @@ import {
   type RuntimeCapabilities,
   SandboxError,
   type SandboxOptions,
-  shellJoin,
   shellQuote,
-  withoutSecrets,
 } from '@troupe/verifiers';
 import { z } from 'zod';
 
@@ -114,9 +112,7 @@ export class PrimeSandbox extends RemoteSandbox {
   }
 
   async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
-    this.assertRunning('exec');
-    if (options.signal?.aborted) throw options.signal.reason;
-    let line = typeof command === 'string' ? command : shellJoin(command);
+    let line = this.execLine(command, options);
     if (options.stdin !== undefined) {
       const stdinFile = `/tmp/.troupe-stdin-${Date.now()}-${Math.random().toString(16).slice(2)}`;
       await this.writeFile(stdinFile, options.stdin);
@@ -226,7 +222,7 @@ export class PrimeRuntime extends RemoteRuntime<PrimeRuntimeOptions, PrimeSandbo
         disk_size_gb: this.options.diskSizeGb ?? 10,
         gpu_count: 0,
         timeout_minutes: this.options.timeoutMinutes ?? 60,
-        environment_vars: withoutSecrets(options.env),
+        environment_vars: options.env,
         labels,
         ...(this.options.teamId && { team_id: this.options.teamId }),
       },

@@ -65,11 +65,12 @@ describe('RemoteRuntime', () => {
     expect(new FakeRuntime({ apiKey: 'k' }).id).toBe('fake');
   });
 
-  it('parses sandbox options and hands them to provision', async () => {
+  it('parses sandbox options and hands them to provision, the env without secret-looking names', async () => {
     const runtime = new FakeRuntime({ apiKey: 'k' });
     await expect(runtime.createSandbox({ cpu: -1 })).rejects.toThrow(/sandbox\.cpu/);
     await runtime.createSandbox({ image: 'img', workdir: '/x' });
-    expect(runtime.seen).toEqual([{ image: 'img', workdir: '/x' }]);
+    await runtime.createSandbox({ env: { LANG: 'C', OPENAI_API_KEY: 'sk', GH_TOKEN: 't', db_secret: 's' } });
+    expect(runtime.seen).toEqual([{ image: 'img', workdir: '/x', env: {} }, { env: { LANG: 'C' } }]);
     await runtime.close();
   });
 

@@ -6,6 +6,7 @@ import { OpenSandboxes, remoteSandboxError } from './remote-sandbox.ts';
 import type { Runtime, RuntimeCapabilities, Sandbox, SandboxOptions } from './runtime.ts';
 import { SandboxOptionsSchema } from './runtime.ts';
 import { parseRuntimeOptions } from './runtime-options.ts';
+import { withoutSecrets } from './sandbox-env.ts';
 
 /**
  * Options every API-key remote runtime takes (extend it with the provider's own): the key, injected
@@ -20,9 +21,10 @@ export const ApiKeyRuntimeOptionsSchema = z.object({
 /**
  * Base of the runtimes whose sandboxes live at a provider or on a cluster (Daytona, E2B, Prime,
  * Kubernetes): the options are parsed with the runtime's schema (errors name `<id>.<field>`), a
- * creation waits for a slot of its {@link CreationLimiter} (scoped by the runtime id), the slot is
- * freed when provisioning fails or the sandbox stops, and `close` stops every sandbox still open.
- * Subclasses only provision one sandbox.
+ * creation waits for a slot of its {@link CreationLimiter} (scoped by the runtime id), the
+ * sandbox's `env` loses every secret-looking name ({@link withoutSecrets}) before it reaches the
+ * provider, the slot is freed when provisioning fails or the sandbox stops, and `close` stops every
+ * sandbox still open. Subclasses only provision one sandbox.
  */
 export abstract class RemoteRuntime<O extends CreationLimits, S extends Sandbox> implements Runtime {
   readonly id: string;
@@ -39,9 +41,10 @@ export abstract class RemoteRuntime<O extends CreationLimits, S extends Sandbox>
   }
 
   /**
-   * Creates one sandbox at the provider and returns how to wrap it around its creation slot. A
-   * failure should leave nothing behind at the provider (delete what was half made); a
-   * `SandboxError` it throws passes through, any other error becomes one naming the runtime.
+   * Creates one sandbox at the provider and returns how to wrap it around its creation slot.
+   * `options` are parsed, and `options.env` is set and holds no secret-looking name. A failure
+   * should leave nothing behind at the provider (delete what was half made); a `SandboxError` it
+   * throws passes through, any other error becomes one naming the runtime.
    */
   protected abstract provision(options: SandboxOptions): Promise<(slot: CreationSlot) => S>;
 
@@ -50,7 +53,7 @@ export abstract class RemoteRuntime<O extends CreationLimits, S extends Sandbox>
     const slot = await this.limiter.acquire();
     let build: (slot: CreationSlot) => S;
     try {
-      build = await this.provision(sandboxOptions);
+      build = await this.provision({ ...sandboxOptions, env: withoutSecrets(sandboxOptions.env) });
     } catch (error) {
       slot.release();
       throw remoteSandboxError({ runtime: this.id, operation: 'create', id: 'new', error });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SandboxError } from '../errors/index.ts';
 import type { CreationSlot } from './creation-limiter.ts';
 import { OpenSandboxes, RemoteSandbox, remoteSandboxError } from './remote-sandbox.ts';
-import type { ExecResult } from './runtime.ts';
+import type { ExecOptions, ExecResult } from './runtime.ts';
 
 /** A remote sandbox whose provider is a list of calls (and an optional failing delete). */
 class RecordingSandbox extends RemoteSandbox {
@@ -18,9 +18,10 @@ class RecordingSandbox extends RemoteSandbox {
     super(slot);
   }
 
-  async exec(): Promise<ExecResult> {
-    this.assertRunning('exec');
-    return { exitCode: 0, stdout: '', stderr: '', timedOut: false, durationMs: 0 };
+  /** Answers with the shell line the provider would have been sent. */
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const line = this.execLine(command, options);
+    return { exitCode: 0, stdout: line, stderr: '', timedOut: false, durationMs: 0 };
   }
   async readFile(path: string): Promise<Uint8Array> {
     this.calls.push(`read ${this.resolve(path)}`);
@@ -59,6 +60,15 @@ describe('RemoteSandbox', () => {
     await expect(sandbox.readFile('')).rejects.toThrow(/empty sandbox path/);
   });
 
+  it('starts every exec the same way: one shell line, refused when already aborted (when stopped: below)', async () => {
+    const sandbox = new RecordingSandbox(countingSlot());
+    expect((await sandbox.exec('echo "$HOME"')).stdout).toBe('echo "$HOME"');
+    expect((await sandbox.exec(['printf', '%s', "it's a b"])).stdout).toBe(`printf %s 'it'\\''s a b'`);
+    const abort = new AbortController();
+    abort.abort(new Error('cancelled by the caller'));
+    await expect(sandbox.exec('true', { signal: abort.signal })).rejects.toThrow('cancelled by the caller');
+  });
+
   it('refuses a host loopback URL and passes any other through', async () => {
     const sandbox = new RecordingSandbox(countingSlot());
     for (const url of ['http://127.0.0.1:8000/v1', 'http://localhost:1/v1', 'http://[::1]:2/v1']) {
@@ -75,7 +85,7 @@ describe('RemoteSandbox', () => {
     expect(sandbox.calls.filter((call) => call === 'destroy')).toEqual(['destroy']);
     expect(slot.released).toBe(1);
     expect(await sandbox.alive()).toBe(false);
-    await expect(sandbox.exec()).rejects.toThrow(/sandbox sb-1 is stopped \(exec\)/);
+    await expect(sandbox.exec('true')).rejects.toThrow(/sandbox sb-1 is stopped \(exec\)/);
   });
 
   it('frees the slot even when the delete fails, and reports the failure', async () => {

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { SandboxError } from '../errors/index.ts';
 import type { CreationSlot } from './creation-limiter.ts';
 import type { ExecOptions, ExecResult, Sandbox } from './runtime.ts';
-import { downloadTree, uploadTree } from './sandbox-file-tree.ts';
+import { downloadTree, shellJoin, uploadTree } from './sandbox-file-tree.ts';
 
 /**
  * The `SandboxError` of a failed operation in a remote sandbox (`exec failed in e2b sandbox sb-1: …`);
@@ -49,6 +49,16 @@ export abstract class RemoteSandbox implements Sandbox {
   /** Throws when the sandbox is stopped. */
   protected assertRunning(operation: string): void {
     if (this.stopped) throw new SandboxError(`sandbox ${this.id} is stopped (${operation})`);
+  }
+
+  /**
+   * What every `exec` starts with: throws when the sandbox is stopped or `options.signal` is already
+   * aborted, and returns the command as one shell line (an argv is joined with shell quoting).
+   */
+  protected execLine(command: string | string[], options: ExecOptions): string {
+    this.assertRunning('exec');
+    if (options.signal?.aborted) throw options.signal.reason;
+    return typeof command === 'string' ? command : shellJoin(command);
   }
 
   /** A sandbox path made absolute against the workdir. */
