@@ -166,4 +166,37 @@ describe('Env', () => {
     expect(trace?.stopCondition).toBe('max_turns');
     expect(trace?.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
+
+  it('stops a seat opened without a signal when the episode deadline passes (its model call is aborted)', async () => {
+    let aborted: unknown;
+    // A model call that never answers unless aborted: the seat outlives the episode otherwise.
+    const hanging: ModelClient = {
+      model: 'm',
+      complete(_request, options) {
+        return new Promise((_, reject) =>
+          options?.signal?.addEventListener('abort', () => {
+            aborted = options.signal?.reason;
+            reject(options.signal?.reason);
+          }),
+        );
+      },
+    };
+    const env = await Env.create({
+      definition: defineEnv({
+        id: 'slow',
+        roles: { seat: { harness: 'null' } },
+        async run({ task, agents }) {
+          const chat = await agents.seat.interaction(task.with({ prompt: null }));
+          await chat.turn('move?');
+          await chat.close();
+        },
+      }),
+      config: { id: 'slow', timeout: { episode: 0.05 } },
+      run: { model: 'm', client: hanging },
+    });
+    const episode = await env.runEpisode({ task: new Task({ prompt: 'p' }), group: { id: 'g', index: 0 } });
+    expect(episode.errors[0]?.type).toBe('TimeoutError');
+    for (let i = 0; i < 100 && aborted === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((aborted as Error)?.name).toBe('TimeoutError');
+  });
 });

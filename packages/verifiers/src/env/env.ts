@@ -194,7 +194,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
    * runtimes, and runs the env's pairing checks.
    */
   static async create<R extends string, O extends Record<string, unknown>>(options: CreateEnvOptions<R, O>): Promise<Env<R, O>> {
-    const { definition, run } = options;
+    const { definition } = options;
     const roleNames = Object.keys(definition.roles) as R[];
     if (roleNames.length === 0) throw new ConfigError(`env ${definition.id} declares no roles`);
     for (const name of roleNames) {
@@ -206,6 +206,25 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     }
     const baseParsed = z.object(EnvBaseConfigShape).loose().safeParse(raw);
     if (!baseParsed.success) throw new ConfigError(`invalid env config: ${describeZodError(baseParsed.error, 'env')}`);
+    const { envOptions, roleInput } = Env.splitConfig(definition, roleNames, raw);
+    const resolved = {} as Record<R, { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }>;
+    const baseAgents = {} as Record<R, Agent>;
+    for (const name of roleNames) {
+      const role = await Env.resolveRole(options, name, roleInput[name]);
+      resolved[name] = role.resolved;
+      baseAgents[name] = role.agent;
+    }
+    definition.validate?.({ options: envOptions, roles: resolved });
+    const config = { ...baseParsed.data, ...raw, ...envOptions };
+    return new Env({ definition, options: envOptions, config, baseAgents, log: options.log ?? (() => {}) });
+  }
+
+  /** The config's fields besides the base ones: each role's config, and the env's own options (parsed). */
+  private static splitConfig<R extends string, O extends Record<string, unknown>>(
+    definition: EnvDefinition<R, O>,
+    roleNames: R[],
+    raw: Record<string, unknown>,
+  ): { envOptions: O; roleInput: Partial<Record<R, unknown>> } {
     const optionInput: Record<string, unknown> = {};
     const roleInput: Partial<Record<R, unknown>> = {};
     for (const [key, value] of Object.entries(raw)) {
@@ -213,52 +232,57 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
       if ((roleNames as string[]).includes(key)) roleInput[key as R] = value;
       else optionInput[key] = value;
     }
-    let envOptions = optionInput as O;
     if (definition.options) {
       const parsed = definition.options.safeParse(optionInput);
       if (!parsed.success) throw new ConfigError(`invalid env config: ${describeZodError(parsed.error, 'env')}`);
-      envOptions = parsed.data;
-    } else if (Object.keys(optionInput).length) {
+      return { envOptions: parsed.data, roleInput };
+    }
+    if (Object.keys(optionInput).length) {
       throw new ConfigError(
         `invalid env config: env.${Object.keys(optionInput)[0]} is not a field of env ${definition.id} (roles: ${roleNames.join(', ')})`,
       );
     }
-    const resolved = {} as Record<R, { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }>;
-    const baseAgents = {} as Record<R, Agent>;
-    for (const name of roleNames) {
-      const merged = deepMerge(definition.roles[name], roleInput[name] ?? {});
-      const parsed = AgentConfigSchema.safeParse(merged);
-      if (!parsed.success) throw new ConfigError(`invalid agent config: ${describeZodError(parsed.error, `env.${name}`)}`);
-      const config = parsed.data;
-      const model = config.model ?? run.model;
-      let client = run.client;
-      if (config.client) {
-        if (!run.makeClient) throw new ConfigError(`env.${name}.client is set but this run cannot build clients`);
-        client = run.makeClient(config.client, model);
-      } else if (config.model && config.model !== run.model && run.makeClient === undefined) {
-        // Same server, another model name: the client's default model is overridden per request.
-      }
-      const sampling = deepMerge(run.sampling ?? {}, config.sampling ?? {});
-      const harness = await loadHarness(config.harness ?? 'bash');
-      const runtime = await loadRuntime(config.runtime ?? 'local');
-      const plugged = await loadPluggedScorers(config, `env.${name}`, { client, model });
-      const full: ResolvedAgentConfig = { ...config, model, sampling };
-      resolved[name] = { harness, runtime, config: full };
-      baseAgents[name] = new Agent({
-        name,
-        config: full,
-        model,
-        client,
-        harness,
-        runtime,
-        ...(options.interception ? { interception: options.interception } : {}),
-        ...(options.log ? { log: options.log } : {}),
-        ...(plugged ? { plugged } : {}),
-      });
+    return { envOptions: optionInput as O, roleInput };
+  }
+
+  /**
+   * One role's agent: its config merged over the role's default and parsed, model / client /
+   * sampling filled from the run where unpinned, harness, runtime and plugged scorers loaded.
+   */
+  private static async resolveRole<R extends string, O extends Record<string, unknown>>(
+    options: CreateEnvOptions<R, O>,
+    name: R,
+    input: unknown,
+  ): Promise<{ resolved: { harness: Harness; runtime: Runtime; config: ResolvedAgentConfig }; agent: Agent }> {
+    const { definition, run } = options;
+    const merged = deepMerge(definition.roles[name], input ?? {});
+    const parsed = AgentConfigSchema.safeParse(merged);
+    if (!parsed.success) throw new ConfigError(`invalid agent config: ${describeZodError(parsed.error, `env.${name}`)}`);
+    const config = parsed.data;
+    const model = config.model ?? run.model;
+    let client = run.client;
+    if (config.client) {
+      if (!run.makeClient) throw new ConfigError(`env.${name}.client is set but this run cannot build clients`);
+      client = run.makeClient(config.client, model);
     }
-    definition.validate?.({ options: envOptions, roles: resolved });
-    const config = { ...baseParsed.data, ...raw, ...envOptions };
-    return new Env({ definition, options: envOptions, config, baseAgents, log: options.log ?? (() => {}) });
+    // Otherwise the run's client serves this role; another model name is set per request.
+    const sampling = deepMerge(run.sampling ?? {}, config.sampling ?? {});
+    const harness = await loadHarness(config.harness ?? 'bash');
+    const runtime = await loadRuntime(config.runtime ?? 'local');
+    const plugged = await loadPluggedScorers(config, `env.${name}`, { client, model });
+    const full: ResolvedAgentConfig = { ...config, model, sampling };
+    const agent = new Agent({
+      name,
+      config: full,
+      model,
+      client,
+      harness,
+      runtime,
+      ...(options.interception ? { interception: options.interception } : {}),
+      ...(options.log ? { log: options.log } : {}),
+      ...(plugged ? { plugged } : {}),
+    });
+    return { resolved: { harness, runtime, config: full }, agent };
   }
 
   /**
@@ -297,6 +321,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
       await withDeadline(
         { seconds: this.timeout.episode ?? null, stage: 'episode', ...(options.signal ? { parent: options.signal } : {}) },
         async (signal) => {
+          for (const agent of Object.values(agents) as EpisodeAgent[]) agent.signal = signal;
           await this.definition.setup?.({ agents, options: this.options });
           await this.definition.run({ task, agents, options: this.options, episode, signal });
         },
@@ -354,6 +379,11 @@ export class EpisodeAgent {
   trainable: boolean;
   /** @internal counts agent runs for the "ran no agent" check. */
   onRun: () => void = noop;
+  /**
+   * @internal The episode's signal (its deadline, the caller's abort): runs and interactions opened
+   * without a signal of their own stop with the episode (and an interaction needs no controller of its own).
+   */
+  signal: AbortSignal | undefined = undefined;
 
   constructor(
     readonly agent: Agent,
@@ -374,6 +404,7 @@ export class EpisodeAgent {
     const trace = await this.semaphore.run(() =>
       this.agent.run(task, {
         ...options,
+        ...(options.signal === undefined && this.signal ? { signal: this.signal } : {}),
         onTrace: (t) => {
           this.stamp(t);
           options.onTrace?.(t);
@@ -403,6 +434,7 @@ export class EpisodeAgent {
       inner = await this.semaphore.run(() =>
         this.agent.interaction(task, {
           ...options,
+          ...(options.signal === undefined && this.signal ? { signal: this.signal } : {}),
           onTrace(t) {
             live = t;
             self.stamp(t);
