@@ -1,17 +1,22 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Episode, ModelClient } from '@troupe/verifiers';
+import type { Episode } from '@troupe/verifiers';
 import type { JsonValue } from '../algorithms/algorithm.ts';
 import { GroupScorer } from '../algorithms/group-scorer.ts';
-import { flattenRoleMetrics, roleMetrics } from '../metrics/role-metrics.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
 import { saveCheckpoint } from '../trainer/checkpoint.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
-import { hashSeed, hashUniform, type OpponentPool, type PoolSnapshot, withPoolDraws } from './opponent-pool.ts';
+import { type EvalSource, runEvalSources, runEvaluators } from './evaluation.ts';
+import { withPoolDraws } from './opponent-pool.ts';
+import { type PoolDraw, PoolSnapshots, poolMetrics } from './pool-snapshots.ts';
 import { RolloutDispatcher } from './rollout-dispatcher.ts';
-import type { EvaluationPolicy, EvaluationResult, Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
+import { sourceMetrics, taskAt } from './sources.ts';
+import type { Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
+
+export { type EvalSource, ReplyProbabilitiesUnavailable } from './evaluation.ts';
+export { sourceMetrics } from './sources.ts';
 
 /**
  * A checkpoint as the orchestrator writes and resumes it, over its weights type `W` (tensors for
@@ -28,20 +33,6 @@ export interface OrchestratorCheckpoint<W = NamedWeight[], O = OptimizerState> {
   inference?: { version: number; weights: W }[];
 }
 
-/** Thrown by the stand-in `replyProbabilities` of a policy whose engine cannot read logits (vLLM): the evaluator is skipped. */
-export class ReplyProbabilitiesUnavailable extends Error {
-  override readonly name = 'ReplyProbabilitiesUnavailable';
-}
-
-/** `policy`, or a view of it whose `replyProbabilities` throws {@link ReplyProbabilitiesUnavailable}. */
-function readablePolicy(policy: EvaluationPolicy): EvaluationPolicy {
-  if (policy.replyProbabilities) return policy;
-  const view = Object.create(policy) as EvaluationPolicy;
-  view.replyProbabilities = () =>
-    Promise.reject(new ReplyProbabilitiesUnavailable('the inference engine cannot report reply probabilities'));
-  return view;
-}
-
 /** Orchestrator state saved in checkpoints: what the rollout after the checkpointed step starts from. */
 export interface OrchestratorState {
   /** Next task index per source. */
@@ -56,18 +47,6 @@ export interface OrchestratorState {
   episodes: number;
   /** Trainer steps of the snapshots each opponent pool holds, by source then role (weights in the checkpoint's `inference` tensors). */
   pools?: Record<string, Record<string, number[]>>;
-}
-
-/**
- * A source evaluated every `interval` steps (and at the last step), never trained on: its first
- * `groups` tasks are played by a separate policy at the new weights, handed to `useClient`
- * (the env's trainable roles must call that client); metrics go under `eval/<name>/…`.
- */
-export interface EvalSource {
-  source: TrainSource;
-  interval: number;
-  groups: number;
-  useClient(client: ModelClient): void;
 }
 
 /** Options of {@link Orchestrator}. */
@@ -142,22 +121,6 @@ interface Rollout {
   poolMetrics: Record<string, number>;
 }
 
-/** One pool's running state: its source and role, and the snapshots it holds (oldest first). */
-interface PoolState<W> {
-  source: string;
-  role: string;
-  pool: OpponentPool;
-  snapshots: (PoolSnapshot & { weights: W })[];
-}
-
-/** One rollout's opponent draws: each pool's view at its policy `version`, and the age of every snapshot drawn. */
-interface PoolDraw<W> {
-  views: Map<PoolState<W>, PoolSnapshot[]>;
-  ages: Map<PoolState<W>, number[]>;
-  version: number;
-  step: number;
-}
-
 /** What one run carries from step to step. */
 interface RunState<W> {
   /** The step the run starts after (0, or the resumed checkpoint's). */
@@ -208,7 +171,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   private readonly maxAsync: number;
   private readonly maxOffPolicySteps: number;
   private readonly scorers: Map<string, GroupScorer>;
-  private readonly pools: PoolState<W>[];
+  private readonly pools: PoolSnapshots<W>;
 
   constructor(options: OrchestratorOptions<W, O>) {
     this.options = options;
@@ -222,42 +185,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     this.scorers = new Map(
       options.sources.map((s) => [s.name, new GroupScorer({ algorithm: s.algorithm, groupSize: s.groupSize })]),
     );
-    this.pools = options.sources.flatMap((source) =>
-      (source.pools ?? []).map(({ role, pool }) => {
-        if (!source.frozenRoles.has(role))
-          throw new RangeError(`sources: ${source.name}.${role} plays an opponent pool, so it must be one of its frozenRoles`);
-        return { source: source.name, role, pool, snapshots: [] };
-      }),
-    );
-  }
-
-  /** Adds a snapshot of the policy at trainer step `step` to every pool due one. */
-  private async takeSnapshots(step: number, weights: W, force = false): Promise<void> {
-    const { inference } = this.options;
-    for (const state of this.pools) {
-      if (!force && step % state.pool.config.every !== 0) continue;
-      if (state.snapshots.some((s) => s.step === step)) continue;
-      const policy = await inference.evaluationPolicy({
-        weights,
-        version: step,
-        seed: hashSeed([this.options.seed ?? 0, 'pool', state.source, state.role, step]),
-      });
-      state.snapshots.push({ step, policy, weights });
-      state.snapshots.sort((a, b) => a.step - b.step);
-    }
-  }
-
-  /** The snapshots a rollout at policy `version` draws from: the newest `keep` taken at or before it. */
-  private poolView(state: PoolState<W>, version: number): PoolState<W>['snapshots'] {
-    return state.snapshots.filter((s) => s.step <= version).slice(-state.pool.config.keep);
-  }
-
-  /** Drops the snapshots no rollout at `version` or later can draw. */
-  private evictSnapshots(version: number): void {
-    for (const state of this.pools) {
-      const oldest = this.poolView(state, version)[0]?.step ?? 0;
-      state.snapshots = state.snapshots.filter((s) => s.step >= oldest);
-    }
+    this.pools = new PoolSnapshots({ sources: options.sources, inference: options.inference, seed: options.seed ?? 0 });
   }
 
   async run(): Promise<OrchestratorResult> {
@@ -313,7 +241,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     } else {
       const initial = (await trainer.state()).weights;
       run.published.set(0, initial);
-      await this.takeSnapshots(0, initial, true);
+      await this.pools.take(0, initial, true);
       await writeFile(run.metricsPath, '');
     }
     for (const source of sources) {
@@ -343,28 +271,11 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     inference.loadRngState(state.rng);
     for (const { version, weights } of resume.inference ?? []) run.published.set(version, weights);
     run.published.set(run.start, resume.weights);
-    await this.restorePools(resume, state);
-    // Steps after the checkpoint are played again: drop their metrics so each step appears once.
-    await keepMetricsThrough(run.metricsPath, run.start);
-  }
-
-  /** Refills every pool with the snapshots `state` lists (step 0 when it lists none), their weights from `resume`. */
-  private async restorePools(resume: OrchestratorCheckpoint<W, O>, state: OrchestratorState): Promise<void> {
     const held = new Map((resume.inference ?? []).map(({ version, weights }) => [version, weights]));
     held.set(resume.step, resume.weights);
-    for (const pool of this.pools) {
-      for (const step of state.pools?.[pool.source]?.[pool.role] ?? [0]) {
-        const weights = held.get(step);
-        if (!weights)
-          throw new Error(`checkpoint: opponent pool ${pool.source}.${pool.role} snapshot of step ${step} is missing`);
-        const policy = await this.options.inference.evaluationPolicy({
-          weights,
-          version: step,
-          seed: hashSeed([this.options.seed ?? 0, 'pool', pool.source, pool.role, step]),
-        });
-        pool.snapshots.push({ step, policy, weights });
-      }
-    }
+    await this.pools.restore(held, state.pools);
+    // Steps after the checkpoint are played again: drop their metrics so each step appears once.
+    await keepMetricsThrough(run.metricsPath, run.start);
   }
 
   /**
@@ -408,8 +319,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     Object.assign(line, rollout.poolMetrics);
     for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
     const final = n === maxSteps || (maxSeconds !== undefined && (performance.now() - started) / 1000 >= maxSeconds);
-    await this.runEvaluators({ run, line, weights, n, final });
-    await this.runEvalSources({ line, weights, n, final });
+    await this.evaluate({ run, line, weights, n, final });
     line['time/rollout'] = rollout.ms;
     line['time/train'] = trainMs;
     line['time/step'] = performance.now() - stepStart;
@@ -457,70 +367,31 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     run.published.set(n, weights);
     for (const version of run.published.keys()) if (version < n - this.maxAsync) run.published.delete(version);
     // Snapshots before waking the dispatcher: the rollout at version n draws from a pool that holds step n.
-    if (this.pools.length) {
-      await this.takeSnapshots(n, weights);
-      this.evictSnapshots(Math.max(0, n - this.maxAsync));
+    if (this.pools.states.length) {
+      await this.pools.take(n, weights);
+      this.pools.evict(Math.max(0, n - this.maxAsync));
     }
   }
 
-  /** Every source's evaluator at the new weights, when due (`evalEvery`, and the final step); metrics under `eval/<source>/…`. */
-  private async runEvaluators(options: {
-    run: RunState<W>;
-    line: StepMetrics;
-    weights: W;
-    n: number;
-    final: boolean;
-  }): Promise<void> {
+  /** The evaluators (every `evalEvery` steps) and eval sources (every `interval`) due at step `n`, all at the final step. */
+  private async evaluate(options: { run: RunState<W>; line: StepMetrics; weights: W; n: number; final: boolean }): Promise<void> {
     const { run, line, weights, n, final } = options;
-    const evaluate = n % (this.options.evalEvery ?? 1) === 0 || final;
-    const evaluated = this.options.sources.filter((s) => s.evaluator);
-    if (!evaluate || !evaluated.length) return;
-    const t3 = performance.now();
-    const policy = readablePolicy(await this.options.inference.evaluationPolicy({ weights, version: n, seed: 1_000_003 + n }));
-    for (const source of evaluated) {
-      if (run.unreadable.has(source.name)) continue;
-      let result: EvaluationResult | undefined;
-      try {
-        result = await source.evaluator?.evaluate({ policy, step: n });
-      } catch (error) {
-        if (!(error instanceof ReplyProbabilitiesUnavailable)) throw error;
-        run.unreadable.add(source.name);
-        run.log(`eval/${source.name}: evaluator skipped for the rest of the run (${error.message})`);
-        continue;
-      }
-      for (const [key, value] of Object.entries(result?.metrics ?? {})) line[`eval/${source.name}/${key}`] = value;
-      for (const [file, content] of Object.entries(result?.artifacts ?? {})) {
-        await writeFile(join(this.options.out, file), content);
-      }
+    const { sources, evalEvery, evalSources, inference, out } = this.options;
+    const evaluated = sources.filter((s) => s.evaluator);
+    if ((n % (evalEvery ?? 1) === 0 || final) && evaluated.length) {
+      await runEvaluators({
+        sources: evaluated,
+        inference,
+        weights,
+        step: n,
+        out,
+        line,
+        unreadable: run.unreadable,
+        log: run.log,
+      });
     }
-    line['time/eval'] = performance.now() - t3;
-  }
-
-  /** The eval sources due at step `n`, played by a policy at the new weights; metrics under `eval/<source>/…`. */
-  private async runEvalSources(options: { line: StepMetrics; weights: W; n: number; final: boolean }): Promise<void> {
-    const { line, weights, n, final } = options;
-    const due = (this.options.evalSources ?? []).filter((e) => n % e.interval === 0 || final);
-    if (!due.length) return;
-    const t4 = performance.now();
-    const policy = await this.options.inference.evaluationPolicy({ weights, version: n, seed: 2_000_003 + n });
-    for (const evaluation of due) {
-      evaluation.useClient(policy.client);
-      const { source } = evaluation;
-      const played = await Promise.all(
-        Array.from({ length: evaluation.groups }, (_, index) => {
-          const task = taskAt(source, index);
-          return Promise.all(
-            Array.from({ length: source.groupSize }, (_, i) =>
-              source.env.runEpisode({ task, group: { id: `eval-${source.name}-${index}`, index: i } }),
-            ),
-          );
-        }),
-      );
-      for (const [key, value] of Object.entries(sourceMetrics(source.name, played.flat()))) {
-        line[key.replace(/^train\//, 'eval/')] = value;
-      }
-    }
-    line['time/eval_sources'] = performance.now() - t4;
+    const due = (evalSources ?? []).filter((e) => n % e.interval === 0 || final);
+    if (due.length) await runEvalSources({ due, inference, weights, step: n, line });
   }
 
   /** Writes the checkpoint of step `n` when due (`checkpointEvery`, the final step) and the kept copy when `keepCheckpoints` lists it. */
@@ -531,12 +402,12 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const due = every > 0 && (n % every === 0 || final);
     const keep = this.options.keepCheckpoints?.includes(n) ?? false;
     if (!due && !keep) return;
-    const { pools, versions } = this.heldVersions(run.published, n);
+    const { pools, versions } = this.pools.checkpointed(run.published, n);
     const state: OrchestratorState = {
       ...rollout.after,
       episodes: run.episodes,
       evaluators: Object.fromEntries(sources.map((s) => [s.name, s.evaluator?.state?.() ?? null])),
-      ...(this.pools.length ? { pools } : {}),
+      ...(this.pools.states.length ? { pools } : {}),
     };
     const trainerState = await trainer.state();
     const checkpoint = {
@@ -552,32 +423,12 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     if (keep) await write({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
   }
 
-  /**
-   * What a checkpoint of step `n` must hold besides the trainer's weights: the snapshot steps of
-   * each pool, and the weights of every older version still served or still in a pool.
-   */
-  private heldVersions(
-    published: ReadonlyMap<number, W>,
-    n: number,
-  ): { pools: Record<string, Record<string, number[]>>; versions: Map<number, W> } {
-    const pools: Record<string, Record<string, number[]>> = {};
-    const versions = new Map([...published.entries()].filter(([version]) => version < n));
-    for (const pool of this.pools) {
-      pools[pool.source] ??= {};
-      (pools[pool.source] as Record<string, number[]>)[pool.role] = pool.snapshots.map((s) => s.step);
-      for (const snapshot of pool.snapshots) {
-        if (snapshot.step < n && !versions.has(snapshot.step)) versions.set(snapshot.step, snapshot.weights);
-      }
-    }
-    return { pools, versions };
-  }
-
   /** One rollout at one policy version: every source's share of the step's groups, scored. */
   private async rollout(options: { cursors: Record<string, number>; version: number; step: number }): Promise<Rollout> {
     const { cursors, version, step } = options;
     const t0 = performance.now();
     const { sources, inference } = this.options;
-    const draw: PoolDraw<W> = { views: this.poolViews(version, step), ages: new Map(), version, step };
+    const draw = this.pools.drawFor(version, step);
     const dispatched = this.dispatchGroups(cursors, draw);
     const groups: ScoredGroup[] = [];
     for (const { source, episodes } of dispatched) {
@@ -607,20 +458,6 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     };
   }
 
-  /** Each pool's view for the rollout of `step` at `version`, its snapshots reseeded so the rollout samples the same on resume. */
-  private poolViews(version: number, step: number): Map<PoolState<W>, PoolSnapshot[]> {
-    const seed = this.options.seed ?? 0;
-    const views = new Map<PoolState<W>, PoolSnapshot[]>();
-    for (const pool of this.pools) {
-      const view = this.poolView(pool, version);
-      if (view.length === 0) throw new Error(`orchestrator: opponent pool ${pool.source}.${pool.role} holds no snapshot`);
-      for (const snapshot of view)
-        snapshot.policy.loadRngState?.(hashSeed([seed, 'sample', pool.source, pool.role, step, snapshot.step]));
-      views.set(pool, view);
-    }
-    return views;
-  }
-
   /** Starts every source's share of the step's groups (`ratio`), advancing its cursor; each episode's opponents drawn from its pools. */
   private dispatchGroups(
     cursors: Record<string, number>,
@@ -638,13 +475,13 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
         cursors[source.name] = index + 1;
         const task = taskAt(source, index);
         const id = `${source.name}-${index}`;
-        const pools = this.pools.filter((p) => p.source === source.name);
+        const pools = this.pools.ofSource(source.name);
         dispatched.push({
           source,
           episodes: Promise.all(
             Array.from({ length: source.groupSize }, (_, i) => {
               if (pools.length === 0) return source.env.runEpisode({ task, group: { id, index: i } });
-              const draws = this.drawOpponents({ source, pools, draw, index, i });
+              const draws = this.pools.pick({ source, pools, draw, index, i });
               return withPoolDraws(draws, () => source.env.runEpisode({ task, group: { id, index: i } }));
             }),
           ),
@@ -653,48 +490,6 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     });
     return dispatched;
   }
-
-  /** The snapshot each of `pools` plays in episode `i` of group `index`, each draw's age recorded in `draw.ages`. */
-  private drawOpponents(options: {
-    source: TrainSource;
-    pools: PoolState<W>[];
-    draw: PoolDraw<W>;
-    index: number;
-    i: number;
-  }): Map<OpponentPool, PoolSnapshot> {
-    const { source, pools, draw, index, i } = options;
-    const seed = this.options.seed ?? 0;
-    const draws = new Map<OpponentPool, PoolSnapshot>();
-    for (const pool of pools) {
-      const view = draw.views.get(pool) as PoolSnapshot[];
-      const u = hashUniform([seed, 'draw', source.name, pool.role, draw.step, index, i]);
-      const snapshot = view[pool.pool.pick(view.length, u)] as PoolSnapshot;
-      draws.set(pool.pool, snapshot);
-      const list = draw.ages.get(pool) ?? [];
-      list.push(draw.version - snapshot.step);
-      draw.ages.set(pool, list);
-    }
-    return draws;
-  }
-}
-
-/** Task `index` of the source's taskset (wrapping around a finite one). */
-function taskAt(source: TrainSource, index: number) {
-  const size = source.taskset.isInfinite ? Number.POSITIVE_INFINITY : source.taskset.size;
-  return source.taskset.at(Number.isFinite(size) ? index % size : index);
-}
-
-/** Per pool role: `pool/<source>/<role>/size` and `…/snapshot_age/mean` of one rollout's draws. */
-function poolMetrics<W>(draw: PoolDraw<W>): Record<string, number> {
-  const metrics: Record<string, number> = {};
-  for (const [pool, view] of draw.views) {
-    const list = draw.ages.get(pool) ?? [];
-    metrics[`pool/${pool.source}/${pool.role}/size`] = view.length;
-    metrics[`pool/${pool.source}/${pool.role}/snapshot_age/mean`] = list.length
-      ? list.reduce((a, b) => a + b, 0) / list.length
-      : 0;
-  }
-  return metrics;
 }
 
 /** Keeps the lines of the metrics file at `path` (if any) of steps up to `step`; unparsable lines are dropped. */
@@ -708,39 +503,4 @@ async function keepMetricsThrough(path: string, step: number): Promise<void> {
     }
   });
   await writeFile(path, kept.map((line) => `${line}\n`).join(''));
-}
-
-/**
- * prime-rl's per-source metric keys: `train/<source>/<role>/reward/mean`, `…/advantage/std`,
- * `…/is_trainable/mean`, `…/metric/<name>/mean` (each trace metric), and `train/<source>/episodes`.
- */
-export function sourceMetrics(source: string, episodes: readonly Episode[]): Record<string, number> {
-  const out = flattenRoleMetrics({ metrics: roleMetrics({ episodes }), prefix: `train/${source}` });
-  const byRole = new Map<string, { traces: number; trainable: number; metrics: Map<string, number[]> }>();
-  for (const episode of episodes) {
-    for (const trace of episode.traces) {
-      let role = byRole.get(trace.agent.name);
-      if (!role) {
-        role = { traces: 0, trainable: 0, metrics: new Map() };
-        byRole.set(trace.agent.name, role);
-      }
-      role.traces++;
-      if (trace.agent.trainable && trace.ok) role.trainable++;
-      for (const [name, value] of Object.entries(trace.metrics)) {
-        if (typeof value !== 'number' || !Number.isFinite(value)) continue;
-        const list = role.metrics.get(name) ?? [];
-        list.push(value);
-        role.metrics.set(name, list);
-      }
-    }
-  }
-  for (const [name, role] of byRole) {
-    out[`train/${source}/${name}/is_trainable/mean`] = role.trainable / role.traces;
-    for (const [metric, values] of role.metrics) {
-      out[`train/${source}/${name}/metric/${metric}/mean`] = values.reduce((a, b) => a + b, 0) / values.length;
-    }
-  }
-  out[`train/${source}/episodes`] = episodes.length;
-  out[`train/${source}/failed_episodes`] = episodes.filter((e) => !e.ok).length;
-  return out;
 }
