@@ -1,49 +1,19 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Env, type Taskset } from '@troupe/verifiers';
-import { sayWordEnv } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createAlgorithm } from '../algorithms/registry.ts';
-import { initWeights } from '../policy/config.ts';
-import { embeddedInference, embeddedPolicy, embeddedTrainer } from './embedded.ts';
-import { ModelRouter } from './model-router.ts';
+import { echoRun, readMetrics, removeEchoRuns } from './__fixtures__/echo-run.ts';
+import { embeddedTrainer } from './embedded.ts';
 import { allocateGroups, Orchestrator, type OrchestratorOptions } from './orchestrator.ts';
-import type { Trainer, TrainSource } from './types.ts';
+import type { Trainer } from './types.ts';
 
-/** One seat told a word earns 1 for replying it. */
-const echoEnv = sayWordEnv({ id: 'echo', words: ['up', 'down'], speaker: { harness: 'null' } });
-
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+afterAll(removeEchoRuns);
 
 async function setup(
   options: { maxAsync: number; maxOffPolicySteps: number; maxSteps: number } & Partial<
     Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery'>
   >,
 ) {
-  const out = await mkdtemp(join(tmpdir(), 'troupe-orchestrator-'));
-  dirs.push(out);
-  let client: Env['baseAgents'][string]['client'] | null = null;
-  const router = new ModelRouter({ main: () => client as never });
-  const env = await Env.create({
-    definition: echoEnv,
-    config: { id: 'echo' },
-    run: { model: 'main', client: router, sampling: { maxTokens: 1 } },
-  });
-  const taskset = (await echoEnv.taskset?.({} as never)) as Taskset;
-  const { tokenizer, policy } = embeddedPolicy({
-    sources: [{ options: {}, taskset }],
-    dModel: 8,
-    layers: 1,
-    heads: 2,
-    ffnMult: 1,
-    seed: 1,
-    maxTokens: 1,
-  });
-  const weights = initWeights(policy);
+  const { out, policy, weights, inference, source } = await echoRun('troupe-orchestrator-');
   const embedded = await embeddedTrainer({
     policy,
     weights,
@@ -63,19 +33,8 @@ async function setup(
   const trained: string[][] = [];
   // The real trainer, recording which roles each batch held.
   const trainer: Trainer = { ...embedded, step: (o) => (trained.push(o.samples.map((s) => s.role)), embedded.step(o)) };
-  const inference = await embeddedInference({ tokenizer, policy, weights, version: 0, seed: 5, maxTokens: 1 });
-  client = inference.client as never;
-  const source: TrainSource = {
-    name: 'echo',
-    env: env as unknown as Env,
-    taskset,
-    algorithm: createAlgorithm({ type: 'grpo' }),
-    groupSize: 4,
-    ratio: 1,
-    frozenRoles: new Set(),
-  };
   const orchestrator = new Orchestrator({
-    sources: [source],
+    sources: [source()],
     trainer,
     inference,
     groupsPerStep: 2,
@@ -85,12 +44,6 @@ async function setup(
   });
   return { orchestrator, out, trained, close: () => embedded.close() };
 }
-
-const lines = async (out: string) =>
-  (await readFile(join(out, 'metrics.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, number>);
 
 describe('Orchestrator', () => {
   it('splits a step’s groups across sources by ratio (largest remainder)', () => {
@@ -104,7 +57,7 @@ describe('Orchestrator', () => {
       const run = await setup({ maxAsync, maxOffPolicySteps: 8, maxSteps: 4 });
       await run.orchestrator.run();
       await run.close();
-      const versions = (await lines(run.out)).map((m) => m.policy_version);
+      const versions = (await readMetrics(run.out)).map((m) => m.policy_version);
       expect(versions).toEqual(maxAsync === 0 ? [0, 1, 2, 3] : [0, 0, 1, 2]);
     }
   });
@@ -113,7 +66,7 @@ describe('Orchestrator', () => {
     const run = await setup({ maxAsync: 1, maxOffPolicySteps: 0, maxSteps: 3 });
     await run.orchestrator.run();
     await run.close();
-    const metrics = await lines(run.out);
+    const metrics = await readMetrics(run.out);
     expect(metrics.map((m) => m['off_policy/dropped'])).toEqual([0, 2, 2]);
     expect(metrics.slice(1).map((m) => m['batch/samples'])).toEqual([0, 0]);
     // Only step 1's batch (on time) can reach the trainer; dropped groups never do.
@@ -125,7 +78,7 @@ describe('Orchestrator', () => {
     const result = await run.orchestrator.run();
     await run.close();
     expect(result.steps).toBe(1);
-    expect((await lines(run.out)).map((m) => m.step)).toEqual([1]);
+    expect((await readMetrics(run.out)).map((m) => m.step)).toEqual([1]);
     const saved = JSON.parse(await readFile(join(run.out, 'checkpoint', 'meta.json'), 'utf8')) as { step: number };
     expect(saved.step).toBe(1);
   });
