@@ -21,107 +21,118 @@ interface Column {
   cell: (row: EpisodeRow) => Child;
 }
 
+/** The columns before the rewards: which episode (index, task, env, rollout). */
+const EPISODE_COLUMNS: Column[] = [
+  {
+    key: 'i',
+    label: '#',
+    width: '64px',
+    num: true,
+    value: (r) => r.i,
+    cell: (r) => h('span', { class: 'muted', text: r.i + 1 }),
+  },
+  {
+    key: 'task',
+    label: 'task',
+    width: 'minmax(160px, 1.6fr)',
+    value: (r) => r.task,
+    cell: (r) =>
+      h(
+        'span',
+        { class: 'task-cell', title: `${r.task}\n${r.id}` },
+        h('span', { class: 'task-key', text: r.task }),
+        h('span', { class: 'muted id-sub', text: r.id }),
+      ),
+  },
+  {
+    key: 'env',
+    label: 'env',
+    width: 'minmax(110px, 0.8fr)',
+    value: (r) => r.env,
+    cell: (r) => h('span', { class: 'muted', text: r.env }),
+  },
+  {
+    key: 'group',
+    label: 'rollout',
+    width: '70px',
+    num: true,
+    value: (r) => r.group,
+    cell: (r) => h('span', { text: r.group }),
+  },
+];
+
+/** How the episode went: ok, errors, turns, tokens, time and stop conditions. */
+const OUTCOME_COLUMNS: Column[] = [
+  {
+    key: 'ok',
+    label: 'ok',
+    width: '54px',
+    value: (r) => (r.ok ? 1 : 0),
+    cell: (r) => h('span', { class: r.ok ? 'ok-mark' : 'err-mark', text: r.ok ? '✓' : '✕', title: r.ok ? 'ok' : 'failed' }),
+  },
+  {
+    key: 'errors',
+    label: 'errors',
+    width: 'minmax(120px, 1fr)',
+    value: (r) => r.errors.join(','),
+    cell: (r) =>
+      h(
+        'span',
+        { class: 'err-list' },
+        r.errors.map((e) => badge(e, 'err')),
+      ),
+  },
+  {
+    key: 'turns',
+    label: 'turns',
+    width: '64px',
+    num: true,
+    value: (r) => r.turns,
+    cell: (r) => h('span', { text: fmt.int(r.turns) }),
+  },
+  {
+    key: 'tokens',
+    label: 'tokens',
+    width: '78px',
+    num: true,
+    value: (r) => r.tokens,
+    cell: (r) => h('span', { text: fmt.tokens(r.tokens) }),
+  },
+  {
+    key: 'duration',
+    label: 'time',
+    width: '78px',
+    num: true,
+    value: (r) => r.durationMs,
+    cell: (r) => h('span', { class: 'muted', text: fmt.ms(r.durationMs) }),
+  },
+  {
+    key: 'stop',
+    label: 'stop',
+    width: 'minmax(110px, 0.9fr)',
+    value: (r) => r.stops.join(','),
+    cell: (r) => h('span', { class: 'muted small', text: r.stops.join(', ') }),
+  },
+];
+
+/** One reward column per role, in the roles' order. */
+function rewardColumns(roles: Roles): Column[] {
+  return roles.names.map(
+    (name): Column => ({
+      key: `r:${name}`,
+      label: name,
+      role: name,
+      width: '92px',
+      num: true,
+      value: (r) => (r.rewards[name] === undefined ? null : r.rewards[name]),
+      cell: (r) => (name in r.rewards ? rewardChip(roles, r.rewards[name], name) : h('span', { class: 'muted faint', text: '' })),
+    }),
+  );
+}
+
+/** The table's columns: the episode, a reward per role, the outcome. */
 function columnsFor(roles: Roles): Column[] {
-  return [
-    {
-      key: 'i',
-      label: '#',
-      width: '64px',
-      num: true,
-      value: (r) => r.i,
-      cell: (r) => h('span', { class: 'muted', text: r.i + 1 }),
-    },
-    {
-      key: 'task',
-      label: 'task',
-      width: 'minmax(160px, 1.6fr)',
-      value: (r) => r.task,
-      cell: (r) =>
-        h(
-          'span',
-          { class: 'task-cell', title: `${r.task}\n${r.id}` },
-          h('span', { class: 'task-key', text: r.task }),
-          h('span', { class: 'muted id-sub', text: r.id }),
-        ),
-    },
-    {
-      key: 'env',
-      label: 'env',
-      width: 'minmax(110px, 0.8fr)',
-      value: (r) => r.env,
-      cell: (r) => h('span', { class: 'muted', text: r.env }),
-    },
-    {
-      key: 'group',
-      label: 'rollout',
-      width: '70px',
-      num: true,
-      value: (r) => r.group,
-      cell: (r) => h('span', { text: r.group }),
-    },
-    ...roles.names.map(
-      (name): Column => ({
-        key: `r:${name}`,
-        label: name,
-        role: name,
-        width: '92px',
-        num: true,
-        value: (r) => (r.rewards[name] === undefined ? null : r.rewards[name]),
-        cell: (r) =>
-          name in r.rewards ? rewardChip(roles, r.rewards[name], name) : h('span', { class: 'muted faint', text: '' }),
-      }),
-    ),
-    {
-      key: 'ok',
-      label: 'ok',
-      width: '54px',
-      value: (r) => (r.ok ? 1 : 0),
-      cell: (r) => h('span', { class: r.ok ? 'ok-mark' : 'err-mark', text: r.ok ? '✓' : '✕', title: r.ok ? 'ok' : 'failed' }),
-    },
-    {
-      key: 'errors',
-      label: 'errors',
-      width: 'minmax(120px, 1fr)',
-      value: (r) => r.errors.join(','),
-      cell: (r) =>
-        h(
-          'span',
-          { class: 'err-list' },
-          r.errors.map((e) => badge(e, 'err')),
-        ),
-    },
-    {
-      key: 'turns',
-      label: 'turns',
-      width: '64px',
-      num: true,
-      value: (r) => r.turns,
-      cell: (r) => h('span', { text: fmt.int(r.turns) }),
-    },
-    {
-      key: 'tokens',
-      label: 'tokens',
-      width: '78px',
-      num: true,
-      value: (r) => r.tokens,
-      cell: (r) => h('span', { text: fmt.tokens(r.tokens) }),
-    },
-    {
-      key: 'duration',
-      label: 'time',
-      width: '78px',
-      num: true,
-      value: (r) => r.durationMs,
-      cell: (r) => h('span', { class: 'muted', text: fmt.ms(r.durationMs) }),
-    },
-    {
-      key: 'stop',
-      label: 'stop',
-      width: 'minmax(110px, 0.9fr)',
-      value: (r) => r.stops.join(','),
-      cell: (r) => h('span', { class: 'muted small', text: r.stops.join(', ') }),
-    },
-  ];
+  return [...EPISODE_COLUMNS, ...rewardColumns(roles), ...OUTCOME_COLUMNS];
 }
 
 /** The episode table card (filters, sortable header, virtual rows). */
