@@ -20,87 +20,95 @@ function costText(tokens: ViewerRoleSummary['tokens']): string {
   return `${fmt.cost(tokens.cost)} (agent ${fmt.cost(tokens.cost - tokens.judgeCost)} · judges ${fmt.cost(tokens.judgeCost)})`;
 }
 
+/** The role's name, color dot, trainable or frozen, and its models and harnesses. */
+function roleHead(role: ViewerRoleSummary, color: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'card-head' },
+    h('span', { class: 'role-dot', style: `background:${color}` }),
+    h('h3', { text: role.name }),
+    badge(role.trainable ? 'trainable' : 'frozen', role.trainable ? 'trainable' : 'frozen'),
+    h('span', { class: 'spacer' }),
+    h('span', {
+      class: 'muted small',
+      text: [role.models.join(', '), role.harnesses.join(', ')].filter(Boolean).join(' · '),
+    }),
+  );
+}
+
+/** The mean reward (σ, scored and errored traces) beside the reward histogram. */
+function roleReward(role: ViewerRoleSummary, color: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'role-body' },
+    h(
+      'div',
+      { class: 'role-stat' },
+      h('div', { class: 'big', text: fmt.num(role.rewardMean) }),
+      h('div', {
+        class: 'muted small',
+        text: role.rewardStd === null ? 'mean reward' : `mean reward · σ ${fmt.num(role.rewardStd)}`,
+      }),
+      h('div', { class: 'muted small', text: `${fmt.int(role.scored)} scored of ${fmt.int(role.traces)} traces` }),
+      role.errored ? h('div', { class: 'small err-text', text: `${fmt.int(role.errored)} errored (not counted)` }) : null,
+    ),
+    role.histogram
+      ? histogramSvg(role.histogram, color)
+      : h('div', { class: 'muted small no-hist', text: 'not scored: no rewards recorded' }),
+  );
+}
+
+/** The chip rows of a role: pass@k, its reward parts and (the first 12) metrics; null for an empty row. */
+function roleChips(role: ViewerRoleSummary): (HTMLElement | null)[] {
+  const passAtK = role.passAtK.map((p) =>
+    h(
+      'span',
+      { class: 'chip', title: `over ${p.tasks} tasks (reward = 1 passes)` },
+      h('b', { text: `@${p.k}` }),
+      ` ${fmt.pct(p.value)}`,
+    ),
+  );
+  const parts = role.rewardParts.map((p) =>
+    h(
+      'span',
+      { class: 'chip', title: `mean score over ${p.n} traces, weight ${p.weight}` },
+      h('b', { text: p.name }),
+      ` ${fmt.num(p.mean)} ×${fmt.num(p.weight)}`,
+    ),
+  );
+  const metrics = role.metrics
+    .slice(0, 12)
+    .map((m) => h('span', { class: 'chip', title: `mean over ${m.n} traces` }, h('b', { text: m.name }), ` ${fmt.num(m.mean)}`));
+  return [
+    passAtK.length ? chipRow('pass@k', passAtK) : null,
+    parts.length ? chipRow('rewards', parts) : null,
+    metrics.length ? chipRow('metrics', metrics) : null,
+  ];
+}
+
+/** Tokens in and out (and cost), and the mean turns per trace. */
+function roleFoot(role: ViewerRoleSummary): HTMLElement {
+  return h(
+    'div',
+    { class: 'role-foot small' },
+    h('span', { class: 'muted', text: 'tokens ' }),
+    `${fmt.tokens(role.tokens.prompt)} in · ${fmt.tokens(role.tokens.completion)} out${role.tokens.cost ? ` · ${costText(role.tokens)}` : ''}`,
+    h('span', { class: 'muted', text: ' · turns ' }),
+    `${fmt.num(role.turnsMean, 1)} / trace`,
+  );
+}
+
+/** One role's card: head, reward, chip rows, tokens and its stop conditions. */
 function roleCard(role: ViewerRoleSummary, roles: Roles): HTMLElement {
   const color = roles.color(role.name);
   const stops = Object.entries(role.stopConditions).sort((a, b) => b[1] - a[1]);
-  const metrics = role.metrics;
   return h(
     'section',
     { class: 'card role-card', 'data-role': role.name },
-    h(
-      'div',
-      { class: 'card-head' },
-      h('span', { class: 'role-dot', style: `background:${color}` }),
-      h('h3', { text: role.name }),
-      badge(role.trainable ? 'trainable' : 'frozen', role.trainable ? 'trainable' : 'frozen'),
-      h('span', { class: 'spacer' }),
-      h('span', {
-        class: 'muted small',
-        text: [role.models.join(', '), role.harnesses.join(', ')].filter(Boolean).join(' · '),
-      }),
-    ),
-    h(
-      'div',
-      { class: 'role-body' },
-      h(
-        'div',
-        { class: 'role-stat' },
-        h('div', { class: 'big', text: fmt.num(role.rewardMean) }),
-        h('div', {
-          class: 'muted small',
-          text: role.rewardStd === null ? 'mean reward' : `mean reward · σ ${fmt.num(role.rewardStd)}`,
-        }),
-        h('div', { class: 'muted small', text: `${fmt.int(role.scored)} scored of ${fmt.int(role.traces)} traces` }),
-        role.errored ? h('div', { class: 'small err-text', text: `${fmt.int(role.errored)} errored (not counted)` }) : null,
-      ),
-      role.histogram
-        ? histogramSvg(role.histogram, color)
-        : h('div', { class: 'muted small no-hist', text: 'not scored: no rewards recorded' }),
-    ),
-    role.passAtK.length
-      ? chipRow(
-          'pass@k',
-          role.passAtK.map((p) =>
-            h(
-              'span',
-              { class: 'chip', title: `over ${p.tasks} tasks (reward = 1 passes)` },
-              h('b', { text: `@${p.k}` }),
-              ` ${fmt.pct(p.value)}`,
-            ),
-          ),
-        )
-      : null,
-    role.rewardParts.length
-      ? chipRow(
-          'rewards',
-          role.rewardParts.map((p) =>
-            h(
-              'span',
-              { class: 'chip', title: `mean score over ${p.n} traces, weight ${p.weight}` },
-              h('b', { text: p.name }),
-              ` ${fmt.num(p.mean)} ×${fmt.num(p.weight)}`,
-            ),
-          ),
-        )
-      : null,
-    metrics.length
-      ? chipRow(
-          'metrics',
-          metrics
-            .slice(0, 12)
-            .map((m) =>
-              h('span', { class: 'chip', title: `mean over ${m.n} traces` }, h('b', { text: m.name }), ` ${fmt.num(m.mean)}`),
-            ),
-        )
-      : null,
-    h(
-      'div',
-      { class: 'role-foot small' },
-      h('span', { class: 'muted', text: 'tokens ' }),
-      `${fmt.tokens(role.tokens.prompt)} in · ${fmt.tokens(role.tokens.completion)} out${role.tokens.cost ? ` · ${costText(role.tokens)}` : ''}`,
-      h('span', { class: 'muted', text: ' · turns ' }),
-      `${fmt.num(role.turnsMean, 1)} / trace`,
-    ),
+    roleHead(role, color),
+    roleReward(role, color),
+    ...roleChips(role),
+    roleFoot(role),
     barList(stops, role.traces, 'stop'),
   );
 }
