@@ -166,11 +166,9 @@ function errorLines(errors: TraceRecord['errors'], cls: string): HTMLElement {
 
 export { errorLines };
 
-/** The head card of a trace column. */
-export function traceHeader(trace: TraceRecord, episode: EpisodeRecord, roles: Roles): HTMLElement {
-  const color = roles.color(trace.agent.name);
-  const card = h('div', { class: 'trace-head', style: `--role:${color}` });
-  card.append(
+/** The trace's role, trainable or frozen, ok or error and reward; under it model, harness, runtime and stop. */
+function traceTitle(trace: TraceRecord, roles: Roles, color: string): HTMLElement[] {
+  return [
     h(
       'div',
       { class: 'trace-title' },
@@ -197,25 +195,50 @@ export function traceHeader(trace: TraceRecord, episode: EpisodeRecord, roles: R
         .filter(Boolean)
         .join(' · '),
     }),
-  );
-  if (trace.errors.length) card.append(errorLines(trace.errors, 'trace-errors'));
+  ];
+}
+
+/** A chip per reward (score × weight, or null when not scored); null when the trace has none. */
+function rewardChips(trace: TraceRecord): HTMLElement | null {
   const rewardEntries = Object.entries(trace.rewards);
-  if (rewardEntries.length) {
-    card.append(
-      chipRow(
-        'rewards',
-        rewardEntries.map(([name, r]) =>
-          h(
-            'span',
-            { class: 'chip', 'data-reward': name, title: r ? `score ${r.score} × weight ${r.weight}` : 'not scored (null)' },
-            h('b', { text: name }),
-            r ? ` ${fmt.num(r.score)}` : ' null',
-            r ? h('span', { class: 'muted', text: ` ×${fmt.num(r.weight)}` }) : null,
-          ),
-        ),
+  if (!rewardEntries.length) return null;
+  return chipRow(
+    'rewards',
+    rewardEntries.map(([name, r]) =>
+      h(
+        'span',
+        { class: 'chip', 'data-reward': name, title: r ? `score ${r.score} × weight ${r.weight}` : 'not scored (null)' },
+        h('b', { text: name }),
+        r ? ` ${fmt.num(r.score)}` : ' null',
+        r ? h('span', { class: 'muted', text: ` ×${fmt.num(r.weight)}` }) : null,
       ),
-    );
-  }
+    ),
+  );
+}
+
+/** The trace's info but its verdict: inline when short, else a collapsed JSON view; null when empty. */
+function infoLine(trace: TraceRecord): HTMLElement | null {
+  const info = Object.fromEntries(Object.entries(trace.info || {}).filter(([k]) => k !== 'verdict'));
+  if (!Object.keys(info).length) return null;
+  const compact = JSON.stringify(info);
+  return compact.length <= 110
+    ? h(
+        'div',
+        { class: 'usage-line' },
+        h('span', { class: 'chips-label', text: 'info' }),
+        h('code', { class: 'inline-code', text: compact }),
+      )
+    : jsonDetails('info', info, false);
+}
+
+/** The head card of a trace column. */
+export function traceHeader(trace: TraceRecord, episode: EpisodeRecord, roles: Roles): HTMLElement {
+  const color = roles.color(trace.agent.name);
+  const card = h('div', { class: 'trace-head', style: `--role:${color}` });
+  card.append(...traceTitle(trace, roles, color));
+  if (trace.errors.length) card.append(errorLines(trace.errors, 'trace-errors'));
+  const rewards = rewardChips(trace);
+  if (rewards) card.append(rewards);
   card.append(...verdictBoxes(trace, episode));
   const metricEntries = Object.entries(trace.metrics);
   if (metricEntries.length)
@@ -226,20 +249,8 @@ export function traceHeader(trace: TraceRecord, episode: EpisodeRecord, roles: R
       ),
     );
   card.append(usageLine(trace));
-  const info = Object.fromEntries(Object.entries(trace.info || {}).filter(([k]) => k !== 'verdict'));
-  if (Object.keys(info).length) {
-    const compact = JSON.stringify(info);
-    card.append(
-      compact.length <= 110
-        ? h(
-            'div',
-            { class: 'usage-line' },
-            h('span', { class: 'chips-label', text: 'info' }),
-            h('code', { class: 'inline-code', text: compact }),
-          )
-        : jsonDetails('info', info, false),
-    );
-  }
+  const info = infoLine(trace);
+  if (info) card.append(info);
   if (trace.tools?.length)
     card.append(
       jsonDetails(`tools offered (${trace.tools.length}): ${trace.tools.map((t) => t.name).join(', ')}`, trace.tools, false),
