@@ -26,67 +26,52 @@ function bindEpisodeKeys(options: { episodeView: HTMLElement; rowsById: Map<stri
   });
 }
 
-/** Mounts the run page into `app` and starts routing on the URL fragment. */
-export function runPage(options: {
-  app: HTMLElement;
+/**
+ * The episode pane: shows one episode in `view` (the latest request wins over slower loads), with
+ * previous and next in the table's order; `clear` destroys the trace columns shown.
+ */
+function episodePane(options: {
+  view: HTMLElement;
+  source: EpisodeSource;
+  roles: Roles;
+  table: EpisodeTable;
   index: ViewerIndex;
-  mode: EpisodeMode & { runs?: string };
   timings: PageTimings;
-}): void {
-  const { app, index, mode, timings } = options;
-  const source = new EpisodeSource(mode);
-  const rowsById = new Map(index.episodes.map((row) => [row.id, row]));
-  const roles = new Roles(index.roles);
-  const { crumbs, topbar: bar } = topbar({
-    title: index.run.name,
-    titleHint: 'run directory',
-    meta: `${fmt.int(index.totals.episodes)} episodes · ${index.run.envs.join(', ') || 'no env'}`,
-    runsHref: mode.runs,
-  });
-  const runView = h('main', { class: 'view run-view' });
-  const episodeView = h('main', { class: 'view episode-view', hidden: true });
-  app.append(bar, runView, episodeView);
-
-  const table = new EpisodeTable({ index, roles });
-  runView.append(renderSummary({ index, roles, onErrorType: (type) => table.applyFilter({ error: type }) }), table.element);
-
+}) {
+  const { view, source, roles, table, index, timings } = options;
   let columns: TraceColumns | null = null;
-  const dropColumns = () => {
+  let latest = 0;
+  const clear = () => {
     columns?.destroy();
     columns = null;
   };
 
-  let episodeToken = 0;
-  async function showEpisode(id: string): Promise<void> {
-    const started = performance.now();
-    const token = ++episodeToken;
-    runView.hidden = true;
-    episodeView.hidden = false;
-    const row = rowsById.get(id);
-    crumbs.replaceChildren(h('span', { class: 'crumb-sep', text: '/' }), h('span', { text: row ? row.task : id }));
+  /** Shows episode `id` (`row` its table row, if any); `started` is when it was asked for. */
+  async function show(id: string, row: EpisodeRow | undefined, started: number): Promise<void> {
+    const token = ++latest;
     if (!row) {
-      dropColumns();
-      episodeView.replaceChildren(
+      clear();
+      view.replaceChildren(
         problemCard('Episode not found', `No episode with id ${id} in this run.`, { href: '#', text: '← Episodes' }),
       );
       return;
     }
-    episodeView.replaceChildren(h('p', { class: 'muted pad', text: 'Loading episode…' }));
+    view.replaceChildren(h('p', { class: 'muted pad', text: 'Loading episode…' }));
     let episode: Awaited<ReturnType<EpisodeSource['load']>>;
     try {
       episode = await source.load(row);
     } catch (error) {
-      if (token !== episodeToken) return;
-      episodeView.replaceChildren(problemCard('Could not load the episode', String((error as Error)?.message ?? error)));
+      if (token !== latest) return;
+      view.replaceChildren(problemCard('Could not load the episode', String((error as Error)?.message ?? error)));
       return;
     }
-    if (token !== episodeToken) return;
-    dropColumns();
+    if (token !== latest) return;
+    clear();
     const visible = table.visibleRows;
     const position = visible.indexOf(row);
     const next = traceColumns(episode, roles);
     columns = next;
-    episodeView.replaceChildren(
+    view.replaceChildren(
       episodeHead({
         episode,
         row,
@@ -101,8 +86,44 @@ export function runPage(options: {
     document.body.dataset.episode = id;
   }
 
+  return { show, clear };
+}
+
+/** Mounts the run page into `app` and starts routing on the URL fragment. */
+export function runPage(options: {
+  app: HTMLElement;
+  index: ViewerIndex;
+  mode: EpisodeMode & { runs?: string };
+  timings: PageTimings;
+}): void {
+  const { app, index, mode, timings } = options;
+  const rowsById = new Map(index.episodes.map((row) => [row.id, row]));
+  const roles = new Roles(index.roles);
+  const { crumbs, topbar: bar } = topbar({
+    title: index.run.name,
+    titleHint: 'run directory',
+    meta: `${fmt.int(index.totals.episodes)} episodes · ${index.run.envs.join(', ') || 'no env'}`,
+    runsHref: mode.runs,
+  });
+  const runView = h('main', { class: 'view run-view' });
+  const episodeView = h('main', { class: 'view episode-view', hidden: true });
+  app.append(bar, runView, episodeView);
+
+  const table = new EpisodeTable({ index, roles });
+  runView.append(renderSummary({ index, roles, onErrorType: (type) => table.applyFilter({ error: type }) }), table.element);
+  const pane = episodePane({ view: episodeView, source: new EpisodeSource(mode), roles, table, index, timings });
+
+  function showEpisode(id: string): void {
+    const started = performance.now();
+    runView.hidden = true;
+    episodeView.hidden = false;
+    const row = rowsById.get(id);
+    crumbs.replaceChildren(h('span', { class: 'crumb-sep', text: '/' }), h('span', { text: row ? row.task : id }));
+    void pane.show(id, row, started);
+  }
+
   function showRun(): void {
-    dropColumns();
+    pane.clear();
     episodeView.hidden = true;
     episodeView.replaceChildren();
     runView.hidden = false;
@@ -119,7 +140,7 @@ export function runPage(options: {
       try {
         id = decodeURIComponent(id);
       } catch {}
-      void showEpisode(id);
+      showEpisode(id);
     } else showRun();
   }
 
