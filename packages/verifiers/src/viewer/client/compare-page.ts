@@ -13,6 +13,25 @@ import { topbar } from './shell.ts';
 import type { ComparePageData, EpisodeMode, PageTimings } from './types.ts';
 import { problemCard } from './widgets.ts';
 
+/** The pair view in `element`: run A's and run B's episodes, each loaded from its own run. */
+function pairViewOf(element: HTMLElement, data: ComparePageData, roles: Roles): PairView {
+  return new PairView(
+    element,
+    {
+      a: { name: data.a.name, source: new EpisodeSource(data.a.mode as EpisodeMode) },
+      b: { name: data.b.name, source: new EpisodeSource(data.b.mode as EpisodeMode) },
+    },
+    roles,
+  );
+}
+
+/** `Esc` back to the comparison from a pair of episodes. */
+function bindPairKeys(pairElement: HTMLElement): void {
+  document.addEventListener('keydown', (event) => {
+    if (!pairElement.hidden && event.key === 'Escape') location.hash = '';
+  });
+}
+
 /** Mounts the comparison page into `app` and routes on the URL fragment. */
 export function comparePage(options: { app: HTMLElement; data: ComparePageData; timings: PageTimings }): void {
   const { app, data, timings } = options;
@@ -32,14 +51,7 @@ export function comparePage(options: { app: HTMLElement; data: ComparePageData; 
   );
   const pairElement = h('main', { class: 'view episode-view pair-view', hidden: true });
   app.append(bar, summaryView, pairElement);
-  const pair = new PairView(
-    pairElement,
-    {
-      a: { name: data.a.name, source: new EpisodeSource(data.a.mode as EpisodeMode) },
-      b: { name: data.b.name, source: new EpisodeSource(data.b.mode as EpisodeMode) },
-    },
-    roles,
-  );
+  const pair = pairViewOf(pairElement, data, roles);
 
   const showPair = async (key: string, ids: { a: string | null; b: string | null }) => {
     const started = performance.now();
@@ -74,8 +86,6 @@ export function comparePage(options: { app: HTMLElement; data: ComparePageData; 
     else showSummary();
   };
   window.addEventListener('hashchange', route);
-  document.addEventListener('keydown', (event) => {
-    if (!pairElement.hidden && event.key === 'Escape') location.hash = '';
-  });
+  bindPairKeys(pairElement);
   route();
 }
