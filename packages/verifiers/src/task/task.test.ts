@@ -48,4 +48,17 @@ describe('Task.with validates the patched fields (issue 18: no full re-parse per
     expect(Object.isFrozen(variant.data)).toBe(true);
     expect(task.data.prompt).toBe('p');
   });
+
+  it('stamps records whose hash reads, spreads and serializes as a field (hashed when read)', () => {
+    const record = task.record;
+    expect(Object.keys(record)).toEqual(['key', 'hash', 'data']);
+    expect(JSON.parse(JSON.stringify(record))).toEqual({
+      key: 'k',
+      hash: task.hash,
+      data: { prompt: 'p', info: { seed: 3 }, answer: 4 },
+    });
+    expect({ ...record }.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(Object.fromEntries(Object.entries(record)).hash).toBe(task.hash);
+    expect(structuredClone(record).hash).toBe(task.hash);
+  });
 });

@@ -101,7 +101,8 @@ function invalidTaskData(issue: z.core.$ZodIssue | undefined, prefix: PropertyKe
 /** A task: frozen data plus the rewards, metrics and hooks that score a run on it. */
 export class Task<D extends TaskData = TaskData> {
   readonly data: Readonly<D>;
-  readonly hash: string;
+  /** The content hash, computed when first read (a game seat's task is made per hand and rarely hashed). */
+  private contentHash: string | undefined;
   readonly key: string;
   readonly type: string;
   readonly rewards: RewardFunction<D>[];
@@ -121,7 +122,6 @@ export class Task<D extends TaskData = TaskData> {
       if (!parsed.success) throw invalidTaskData(parsed.error.issues[0], []);
       this.data = Object.freeze({ ...data });
     }
-    this.hash = sha256(canonicalJson(data));
     this.key = options.key ?? (data.name ? String(data.name) : this.hash.slice(0, 16));
     this.type = options.type ?? 'task';
     this.rewards = options.rewards ?? [];
@@ -205,8 +205,25 @@ export class Task<D extends TaskData = TaskData> {
     return data;
   }
 
-  /** The `{key, hash, data}` stamp stored on traces and episodes. */
+  /** SHA-256 of the data's canonical JSON (sorted keys, no null values). */
+  get hash(): string {
+    this.contentHash ??= sha256(canonicalJson(this.data));
+    return this.contentHash;
+  }
+
+  /**
+   * The `{key, hash, data}` stamp stored on traces and episodes. Its `hash` is an own enumerable
+   * getter, read like a field (JSON, spreads, `Object.entries`): hashed only when something reads
+   * it, e.g. when the trace is written out; a training step that writes no traces hashes nothing.
+   */
   get record(): { key: string; hash: string; data: Record<string, unknown> } {
-    return { key: this.key, hash: this.hash, data: { ...this.data } };
+    const task = this;
+    return {
+      key: this.key,
+      get hash() {
+        return task.hash;
+      },
+      data: { ...this.data },
+    };
   }
 }
