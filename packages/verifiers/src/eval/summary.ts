@@ -128,72 +128,21 @@ export function summarize(options: {
 }): EvalSummary {
   const { episodes } = options;
   const threshold = options.passThreshold ?? 1;
-  const rewards: Record<string, number[]> = {};
-  const okCounts: Record<string, number> = {};
-  const traceCounts: Record<string, number> = {};
-  const trainable: Record<string, boolean> = {};
-  const errorsByType: Record<string, number> = {};
-  const stopConditions: Record<string, number> = {};
-  let prompt = 0;
-  let completion = 0;
-  let cost = 0;
-  let anyCost = false;
-  for (const episode of episodes) {
-    for (const error of episode.errors) errorsByType[error.type] = (errorsByType[error.type] ?? 0) + 1;
-    for (const trace of episode.traces) {
-      const role = trace.agent.name;
-      traceCounts[role] = (traceCounts[role] ?? 0) + 1;
-      trainable[role] = (trainable[role] ?? false) || trace.agent.trainable;
-      if (trace.ok) {
-        okCounts[role] = (okCounts[role] ?? 0) + 1;
-        if (isScored(trace)) (rewards[role] ??= []).push(trace.reward);
-      }
-      for (const error of trace.errors) errorsByType[error.type] = (errorsByType[error.type] ?? 0) + 1;
-      const stop = trace.stopCondition ?? 'none';
-      stopConditions[stop] = (stopConditions[stop] ?? 0) + 1;
-      const usage = trace.usage;
-      prompt += usage.promptTokens + (usage.cachedInputTokens ?? 0);
-      completion += usage.completionTokens;
-      if (usage.cost !== undefined) {
-        cost += usage.cost;
-        anyCost = true;
-      }
-    }
-  }
+  const counted = tally(episodes);
   const byRole: Record<string, RoleSummary> = {};
-  for (const role of Object.keys(traceCounts)) {
-    const values = rewards[role] ?? [];
-    const s = stats(values);
-    byRole[role] = {
-      traces: traceCounts[role] ?? 0,
-      ok: okCounts[role] ?? 0,
-      trainable: trainable[role] ?? false,
-      scored: values.length,
-      rewardMean: s.mean,
-      rewardStd: s.std,
-      rewardMin: s.min,
-      rewardMax: s.max,
-      histogram: histogram(values, s.min, s.max),
-      // pass@k reads a reward as pass/fail: none for rewards outside [0, 1] (poker payoffs).
-      passAtK: values.length && values.every((v) => v >= 0 && v <= 1) ? rolePassAtK(episodes, role, threshold) : {},
-    };
-  }
-  const scoredRoles = Object.keys(byRole).filter((role) => (byRole[role]?.scored ?? 0) > 0);
-  const primary =
-    options.primaryRole !== undefined && byRole[options.primaryRole]?.scored
-      ? options.primaryRole
-      : scoredRoles.length === 1
-        ? (scoredRoles[0] as string)
-        : null;
+  for (const role of Object.keys(counted.traceCounts)) byRole[role] = roleSummary(episodes, role, counted, threshold);
+  const primary = primaryRoleOf(byRole, options.primaryRole);
   const okEpisodes = episodes.filter((e) => e.ok).length;
   const costs = runCost(
     episodes.flatMap((e) => e.traces),
     options.prices,
   );
+  let { cost, anyCost } = counted;
   if (costs.total.agent !== null || costs.total.judge !== null) {
     cost = (costs.total.agent ?? 0) + (costs.total.judge ?? 0);
     anyCost = true;
   }
+  const { prompt, completion } = counted;
   return {
     env: options.env,
     model: options.model,
@@ -214,10 +163,93 @@ export function summarize(options: {
     cost: anyCost ? cost : null,
     costByRole: costs.byRole,
     judgeCost: costs.total.judge,
-    errorsByType,
-    stopConditions,
+    errorsByType: counted.errorsByType,
+    stopConditions: counted.stopConditions,
     wallSeconds: options.wallSeconds ?? activeMs(episodes.map((e) => ({ start: e.startedAt, end: e.endedAt }))) / 1000,
   };
+}
+
+/** What one pass over the episodes counts: per role, errors, stop conditions, tokens and provider costs. */
+interface Tally {
+  /** Rewards of the ok, scored traces, per role. */
+  rewards: Record<string, number[]>;
+  okCounts: Record<string, number>;
+  traceCounts: Record<string, number>;
+  trainable: Record<string, boolean>;
+  errorsByType: Record<string, number>;
+  stopConditions: Record<string, number>;
+  /** Prompt tokens, cached input included. */
+  prompt: number;
+  completion: number;
+  /** USD the providers reported; `anyCost` tells a sum of 0 from no report. */
+  cost: number;
+  anyCost: boolean;
+}
+
+function tally(episodes: Episode[]): Tally {
+  const t: Tally = {
+    rewards: {},
+    okCounts: {},
+    traceCounts: {},
+    trainable: {},
+    errorsByType: {},
+    stopConditions: {},
+    prompt: 0,
+    completion: 0,
+    cost: 0,
+    anyCost: false,
+  };
+  const countError = (type: string) => {
+    t.errorsByType[type] = (t.errorsByType[type] ?? 0) + 1;
+  };
+  for (const episode of episodes) {
+    for (const error of episode.errors) countError(error.type);
+    for (const trace of episode.traces) {
+      const role = trace.agent.name;
+      t.traceCounts[role] = (t.traceCounts[role] ?? 0) + 1;
+      t.trainable[role] = (t.trainable[role] ?? false) || trace.agent.trainable;
+      if (trace.ok) {
+        t.okCounts[role] = (t.okCounts[role] ?? 0) + 1;
+        if (isScored(trace)) (t.rewards[role] ??= []).push(trace.reward);
+      }
+      for (const error of trace.errors) countError(error.type);
+      const stop = trace.stopCondition ?? 'none';
+      t.stopConditions[stop] = (t.stopConditions[stop] ?? 0) + 1;
+      const usage = trace.usage;
+      t.prompt += usage.promptTokens + (usage.cachedInputTokens ?? 0);
+      t.completion += usage.completionTokens;
+      if (usage.cost !== undefined) {
+        t.cost += usage.cost;
+        t.anyCost = true;
+      }
+    }
+  }
+  return t;
+}
+
+function roleSummary(episodes: Episode[], role: string, counted: Tally, threshold: number): RoleSummary {
+  const values = counted.rewards[role] ?? [];
+  const s = stats(values);
+  return {
+    traces: counted.traceCounts[role] ?? 0,
+    ok: counted.okCounts[role] ?? 0,
+    trainable: counted.trainable[role] ?? false,
+    scored: values.length,
+    rewardMean: s.mean,
+    rewardStd: s.std,
+    rewardMin: s.min,
+    rewardMax: s.max,
+    histogram: histogram(values, s.min, s.max),
+    // pass@k reads a reward as pass/fail: none for rewards outside [0, 1] (poker payoffs).
+    passAtK: values.length && values.every((v) => v >= 0 && v <= 1) ? rolePassAtK(episodes, role, threshold) : {},
+  };
+}
+
+/** The role asked for when it is scored, else the only scored role, else none. */
+function primaryRoleOf(byRole: Record<string, RoleSummary>, requested: string | undefined): string | null {
+  if (requested !== undefined && byRole[requested]?.scored) return requested;
+  const scoredRoles = Object.keys(byRole).filter((role) => (byRole[role]?.scored ?? 0) > 0);
+  return scoredRoles.length === 1 ? (scoredRoles[0] as string) : null;
 }
 
 /** A trace is scored when at least one of its rewards is non-null (a frozen judge's has none). */
