@@ -3,15 +3,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors/troupe-error.ts';
 
+const isRun = (dir: string) => existsSync(join(dir, 'traces.jsonl'));
+
+const onWarning = (warning: string) => process.stderr.write(`warning: ${warning}\n`);
+
 /**
  * `troupe view`: serves a run (`<run-dir>`) or every run below a folder (`<folder>`, with a
  * comparison of two) on loopback, or writes one HTML file (`--html`: a run, or two runs compared).
  * `help` is printed for `--help`.
  */
 export async function viewCommand(options: { args: string[]; help: string }): Promise<number> {
-  const { args } = options;
   const { values, positionals } = parseArgs({
-    args,
+    args: options.args,
     options: {
       html: { type: 'string' },
       port: { type: 'string' },
@@ -24,32 +27,12 @@ export async function viewCommand(options: { args: string[]; help: string }): Pr
     process.stdout.write(options.help);
     return 0;
   }
-  const onWarning = (warning: string) => process.stderr.write(`warning: ${warning}\n`);
   if (positionals.length === 0) throw new ConfigError('troupe view <run-dir>: name a run directory (or a folder of runs)');
   if (positionals.length > 2)
     throw new ConfigError(`troupe view takes one run directory, a folder, or two runs to compare; got ${positionals.length}`);
-  const isRun = (dir: string) => existsSync(join(dir, 'traces.jsonl'));
-  if (positionals.length === 2) {
-    for (const dir of positionals) if (!isRun(dir)) throw new ConfigError(`${dir} has no traces.jsonl (is it a run directory?)`);
-    if (!values.html)
-      throw new ConfigError(
-        'troupe view <run-a> <run-b> needs --html FILE; to compare served runs, run troupe view on their parent folder',
-      );
-    const { writeCompareReport } = await import('./write-compare-report.ts');
-    await writeCompareReport({ runDirs: [positionals[0]!, positionals[1]!], outFile: values.html, onWarning });
-    process.stdout.write(`wrote ${values.html} (self-contained: opens offline)\n`);
-    return 0;
-  }
+  if (positionals.length === 2) return writeComparison([positionals[0]!, positionals[1]!], values.html);
   const dir = positionals[0]!;
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    throw new ConfigError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
-  }
-  const listen = {
-    ...(port !== undefined ? { port } : {}),
-    ...(values.host ? { host: values.host as '127.0.0.1' } : {}),
-    onWarning,
-  };
+  const listen = { ...listenOptions(values), onWarning };
   let served: { url: string; close: () => Promise<void> };
   if (isRun(dir)) {
     if (values.html) {
@@ -69,4 +52,29 @@ export async function viewCommand(options: { args: string[]; help: string }): Pr
   await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
   await served.close();
   return 0;
+}
+
+/** `troupe view <run-a> <run-b> --html FILE`: the two runs compared in one self-contained file. */
+async function writeComparison(runDirs: [string, string], html: string | undefined): Promise<number> {
+  for (const dir of runDirs) if (!isRun(dir)) throw new ConfigError(`${dir} has no traces.jsonl (is it a run directory?)`);
+  if (!html)
+    throw new ConfigError(
+      'troupe view <run-a> <run-b> needs --html FILE; to compare served runs, run troupe view on their parent folder',
+    );
+  const { writeCompareReport } = await import('./write-compare-report.ts');
+  await writeCompareReport({ runDirs, outFile: html, onWarning });
+  process.stdout.write(`wrote ${html} (self-contained: opens offline)\n`);
+  return 0;
+}
+
+/** `--port` (checked: 0 to 65535) and `--host`, as the servers take them. */
+function listenOptions(values: { port?: string | undefined; host?: string | undefined }) {
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    throw new ConfigError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(values.port)}`);
+  }
+  return {
+    ...(port !== undefined ? { port } : {}),
+    ...(values.host ? { host: values.host as '127.0.0.1' } : {}),
+  };
 }
