@@ -5,7 +5,7 @@ import type { ClientConfig } from '../agent/agent-config.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { ExecResult, Sandbox } from '../runtime/runtime.ts';
-import { deepMerge, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
+import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
 import { createEvalEnv, type RoleFlags, resolveEnvConfig } from './resolve-env.ts';
 
 const HELP = `troupe debug — run a command inside a task's sandbox, booted as troupe eval would boot it
@@ -57,58 +57,38 @@ interface DebugArgs {
   timeoutMs?: number;
 }
 
+/** The flags of `troupe debug` (described in `HELP`); the command follows `--`. */
+const DEBUG_OPTIONS = {
+  env: { type: 'string', short: 'e' },
+  task: { type: 'string' },
+  config: { type: 'string', short: 'f' },
+  taskset: { type: 'string', short: 't' },
+  role: { type: 'string' },
+  harness: { type: 'string' },
+  runtime: { type: 'string' },
+  set: { type: 'string', short: 's', multiple: true },
+  script: { type: 'string' },
+  timeout: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 function parseDebugArgs(args: string[]): DebugArgs | 'help' {
   const separator = args.indexOf('--');
   const flags = separator === -1 ? args : args.slice(0, separator);
   const command = separator === -1 ? [] : args.slice(separator + 1);
-  const { values, positionals } = parseArgs({
-    args: flags,
-    options: {
-      env: { type: 'string', short: 'e' },
-      task: { type: 'string' },
-      config: { type: 'string', short: 'f' },
-      taskset: { type: 'string', short: 't' },
-      role: { type: 'string' },
-      harness: { type: 'string' },
-      runtime: { type: 'string' },
-      set: { type: 'string', short: 's', multiple: true },
-      script: { type: 'string' },
-      timeout: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: true,
-  });
+  const { values, positionals } = parseArgs({ args: flags, options: DEBUG_OPTIONS, strict: true, allowPositionals: true });
   if (values.help) return 'help';
   if (positionals.length > 0) {
     throw new ConfigError(
       `troupe debug: unexpected ${JSON.stringify(positionals[0])} before --; the command goes after --: troupe debug --task 0 -- ${positionals.join(' ')}`,
     );
   }
-  if (values.task === undefined) throw new ConfigError('troupe debug: --task I is required (the index of the task, from 0)');
-  const taskIndex = Number(values.task);
-  if (!Number.isInteger(taskIndex) || taskIndex < 0 || values.task.trim() === '')
-    throw new ConfigError(`--task must be a task index (an integer from 0), got ${JSON.stringify(values.task)}`);
+  const taskIndex = parseTaskIndex(values.task);
   if (values.script === undefined && command.length === 0)
     throw new ConfigError('troupe debug: no command: give one after -- (troupe debug --task 0 -- ls -la) or --script FILE');
-  let timeoutMs: number | undefined;
-  if (values.timeout !== undefined) {
-    const seconds = Number(values.timeout);
-    if (!Number.isFinite(seconds) || seconds <= 0)
-      throw new ConfigError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
-    timeoutMs = Math.round(seconds * 1000);
-  }
-  let raw: Record<string, unknown> = {};
-  if (values.config) raw = deepMerge(raw, readConfigFile(values.config));
-  if (values.env !== undefined) setPath(raw, 'env.id', values.env);
-  if (values.taskset !== undefined) setPath(raw, 'env.taskset', values.taskset);
-  for (const entry of values.set ?? []) {
-    const eq = entry.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
-    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
-  }
+  const timeoutMs = values.timeout === undefined ? undefined : parseTimeoutMs(values.timeout);
   return {
-    raw,
+    raw: debugRawConfig(values),
     roleFlags: {
       ...(values.harness !== undefined ? { harness: values.harness } : {}),
       ...(values.runtime !== undefined ? { runtime: values.runtime } : {}),
@@ -119,6 +99,47 @@ function parseDebugArgs(args: string[]): DebugArgs | 'help' {
     command,
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
   };
+}
+
+function parseTaskIndex(text: string | undefined): number {
+  if (text === undefined) throw new ConfigError('troupe debug: --task I is required (the index of the task, from 0)');
+  const taskIndex = Number(text);
+  if (!Number.isInteger(taskIndex) || taskIndex < 0 || text.trim() === '')
+    throw new ConfigError(`--task must be a task index (an integer from 0), got ${JSON.stringify(text)}`);
+  return taskIndex;
+}
+
+function parseTimeoutMs(text: string): number {
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new ConfigError(`--timeout must be a positive number of seconds, got ${JSON.stringify(text)}`);
+  return Math.round(seconds * 1000);
+}
+
+/** `--config FILE`, then `--env`, `--taskset` and each `--set` over it (the later wins). */
+function debugRawConfig(values: { config?: string; env?: string; taskset?: string; set?: string[] }): Record<string, unknown> {
+  let raw: Record<string, unknown> = {};
+  if (values.config) raw = deepMerge(raw, readConfigFile(values.config));
+  if (values.env !== undefined) setPath(raw, 'env.id', values.env);
+  if (values.taskset !== undefined) setPath(raw, 'env.taskset', values.taskset);
+  for (const entry of values.set ?? []) {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
+    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
+  }
+  return raw;
+}
+
+/** The eval config `troupe debug` boots with: the default env, and a model name when none is set. */
+function debugEvalConfig(raw: Record<string, unknown>): EvalConfig {
+  raw.env ??= {};
+  (raw.env as Record<string, unknown>).id ??= 'single-agent';
+  // The model is never called; a config without one still boots.
+  raw.model ??= 'troupe-debug';
+  if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {
+    (raw.client as Record<string, unknown>).baseUrl = 'http://127.0.0.1:8000/v1';
+  }
+  return parseEvalConfig(raw);
 }
 
 /** A client for the config's endpoint; `troupe debug` never calls it, so no API key is read. */
@@ -137,15 +158,7 @@ export async function debugCommand(args: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
-  const raw = parsed.raw;
-  raw.env ??= {};
-  (raw.env as Record<string, unknown>).id ??= 'single-agent';
-  // The model is never called; a config without one still boots.
-  raw.model ??= 'troupe-debug';
-  if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {
-    (raw.client as Record<string, unknown>).baseUrl = 'http://127.0.0.1:8000/v1';
-  }
-  const config = parseEvalConfig(raw);
+  const config = debugEvalConfig(parsed.raw);
   const resolved = await resolveEnvConfig({ config, roleFlags: parsed.roleFlags });
   const log = (line: string) => process.stderr.write(`troupe debug: ${line}\n`);
   const { env, taskset } = await createEvalEnv({ resolved, config, makeClient: idleClient, log });
@@ -159,14 +172,53 @@ export async function debugCommand(args: string[]): Promise<number> {
     );
   }
   const task = taskset.at(parsed.taskIndex);
-  let script: { name: string; data: Buffer } | undefined;
-  if (parsed.script !== undefined) {
+  const script = parsed.script === undefined ? undefined : readScript(parsed.script);
+  const interrupt = interruptOnSignals();
+  let sandbox: Sandbox | undefined;
+  try {
     try {
-      script = { name: basename(parsed.script), data: readFileSync(parsed.script) };
+      sandbox = await agent.openSandbox(task, { signal: interrupt.signal });
     } catch (error) {
-      throw new ConfigError(`--script ${parsed.script}: cannot read it (${(error as Error).message})`);
+      if (interrupt.signalled()) return 130;
+      const message = TroupeError.isInstance(error) ? `${error.name}: ${error.message}` : String(error);
+      process.stderr.write(
+        `troupe debug: could not boot ${role}'s ${agent.runtime.id} sandbox for task ${parsed.taskIndex}: ${message}\n`,
+      );
+      return 1;
     }
+    if (interrupt.signalled()) return 130;
+    if (process.stderr.isTTY) {
+      log(
+        `${role}'s ${agent.runtime.id} sandbox ${sandbox.id} for task ${parsed.taskIndex} (${task.key}), workdir ${sandbox.workdir}`,
+      );
+    }
+    const result = await runInSandbox(sandbox, parsed, script, interrupt.signal);
+    if (interrupt.signalled() || result === 'aborted') return 130;
+    if (result.timedOut) {
+      process.stderr.write(`troupe debug: the command ran past --timeout and was killed\n`);
+      return TIMED_OUT;
+    }
+    return result.exitCode;
+  } finally {
+    if (sandbox) await sandbox.stop().catch((error) => log(`sandbox stop failed: ${(error as Error).message}`));
+    await agent.runtime.close?.().catch((error) => log(`runtime close failed: ${(error as Error).message}`));
+    interrupt.dispose();
   }
+}
+
+function readScript(path: string): { name: string; data: Buffer } {
+  try {
+    return { name: basename(path), data: readFileSync(path) };
+  } catch (error) {
+    throw new ConfigError(`--script ${path}: cannot read it (${(error as Error).message})`);
+  }
+}
+
+/**
+ * SIGINT and SIGTERM abort `signal` (the command is stopped and the sandbox torn down) once;
+ * `signalled()` tells whether one came; `dispose()` stops listening.
+ */
+function interruptOnSignals() {
   const controller = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (name: NodeJS.Signals) => {
@@ -177,37 +229,14 @@ export async function debugCommand(args: string[]): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  let sandbox: Sandbox | undefined;
-  try {
-    try {
-      sandbox = await agent.openSandbox(task, { signal: controller.signal });
-    } catch (error) {
-      if (signalled) return 130;
-      const message = TroupeError.isInstance(error) ? `${error.name}: ${error.message}` : String(error);
-      process.stderr.write(
-        `troupe debug: could not boot ${role}'s ${agent.runtime.id} sandbox for task ${parsed.taskIndex}: ${message}\n`,
-      );
-      return 1;
-    }
-    if (signalled) return 130;
-    if (process.stderr.isTTY) {
-      log(
-        `${role}'s ${agent.runtime.id} sandbox ${sandbox.id} for task ${parsed.taskIndex} (${task.key}), workdir ${sandbox.workdir}`,
-      );
-    }
-    const result = await runInSandbox(sandbox, parsed, script, controller.signal);
-    if (signalled || result === 'aborted') return 130;
-    if (result.timedOut) {
-      process.stderr.write(`troupe debug: the command ran past --timeout and was killed\n`);
-      return TIMED_OUT;
-    }
-    return result.exitCode;
-  } finally {
-    if (sandbox) await sandbox.stop().catch((error) => log(`sandbox stop failed: ${(error as Error).message}`));
-    await agent.runtime.close?.().catch((error) => log(`runtime close failed: ${(error as Error).message}`));
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+  return {
+    signal: controller.signal,
+    signalled: () => signalled !== undefined,
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }
 
 async function runInSandbox(
