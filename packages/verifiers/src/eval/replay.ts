@@ -213,6 +213,36 @@ function criterionReport(perTrace: (number | null)[][], numRescores: number): Re
  * summary.json); the source is never modified.
  */
 export async function replayRun(options: ReplayOptions): Promise<ReplayResult> {
+  const source = readSource(options);
+  const { sourceDir, numRescores, envConfig, episodes } = source;
+  const roles = new Set(episodes.flatMap((e) => e.traces.map((t) => t.agent.name)));
+  const plugged = await pluggedScorersOf(roles, envConfig, options);
+  const outDir = freshOutDir(sourceDir, options);
+  const { out, report } = await rescoreEpisodes({ episodes, plugged, tasks: options.tasks, sourceDir, numRescores });
+
+  mkdirSync(join(outDir, 'logs'), { recursive: true });
+  const replayConfig = { ...source.configWithoutReplay, replay: { source: sourceDir, numRescores } };
+  writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(replayConfig, null, 2)}\n`);
+  rewriteEpisodes(join(outDir, 'traces.jsonl'), out);
+  const summary = {
+    ...summarize({
+      episodes: out,
+      env: typeof envConfig.id === 'string' ? envConfig.id : 'unknown',
+      model: typeof source.config.model === 'string' ? source.config.model : options.model,
+      ...(options.passThreshold !== undefined ? { passThreshold: options.passThreshold } : {}),
+      ...(options.prices ? { prices: options.prices } : {}),
+    }),
+    replay: report,
+  };
+  writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  return { outDir, summary };
+}
+
+/**
+ * The source run: its episodes (refused when a line is invalid) and its `config.json` with
+ * `options.config` merged over it, without the `replay` table of an earlier replay.
+ */
+function readSource(options: ReplayOptions) {
   const sourceDir = resolve(options.sourceDir);
   const tracesPath = join(sourceDir, 'traces.jsonl');
   if (!existsSync(tracesPath))
@@ -230,19 +260,29 @@ export async function replayRun(options: ReplayOptions): Promise<ReplayResult> {
     throw new ConfigError(
       `replay ${options.sourceDir}: traces.jsonl line ${badLines[0]?.line} is invalid: ${badLines[0]?.reason}`,
     );
+  return { sourceDir, numRescores, config, configWithoutReplay, envConfig, episodes };
+}
 
-  const roles = new Set(episodes.flatMap((e) => e.traces.map((t) => t.agent.name)));
-  const plugged = await pluggedScorersOf(roles, envConfig, options);
-  const outDir = freshOutDir(sourceDir, options);
-
+/**
+ * Every episode with its traces re-scored (ok traces of roles with scorers) or copied (the rest),
+ * and the report of how the rescores came out per criterion.
+ */
+async function rescoreEpisodes(options: {
+  episodes: Episode[];
+  plugged: Map<string, PluggedScorers | undefined>;
+  tasks: ReplayOptions['tasks'];
+  sourceDir: string;
+  numRescores: number;
+}): Promise<{ out: Episode[]; report: ReplayReport }> {
+  const { sourceDir, numRescores } = options;
   /** Criterion -> its scores per rescored trace, one per rescore. */
   const values = new Map<string, (number | null)[][]>();
   const report: ReplayReport = { source: sourceDir, numRescores, rescored: 0, copied: 0, criteria: {} };
   const out: Episode[] = [];
-  for (const episode of episodes) {
+  for (const episode of options.episodes) {
     const replayed = emptyCopy(episode);
     for (const original of episode.traces) {
-      const task = withPluggedScorers(taskOf(original, options.tasks), plugged.get(original.agent.name));
+      const task = withPluggedScorers(taskOf(original, options.tasks), options.plugged.get(original.agent.name));
       const names = new Set([...task.rewards.map((r) => r.name), ...task.metrics.map((m) => m.name)]);
       const agentFailed = original.errors.some((e) => e.stage !== 'scoring');
       if (names.size === 0 || agentFailed) {
@@ -258,25 +298,8 @@ export async function replayRun(options: ReplayOptions): Promise<ReplayResult> {
     }
     out.push(replayed);
   }
-
   for (const [name, perTrace] of values) report.criteria[name] = criterionReport(perTrace, numRescores);
-
-  mkdirSync(join(outDir, 'logs'), { recursive: true });
-  const replayConfig = { ...configWithoutReplay, replay: { source: sourceDir, numRescores } };
-  writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(replayConfig, null, 2)}\n`);
-  rewriteEpisodes(join(outDir, 'traces.jsonl'), out);
-  const summary = {
-    ...summarize({
-      episodes: out,
-      env: typeof envConfig.id === 'string' ? envConfig.id : 'unknown',
-      model: typeof config.model === 'string' ? config.model : options.model,
-      ...(options.passThreshold !== undefined ? { passThreshold: options.passThreshold } : {}),
-      ...(options.prices ? { prices: options.prices } : {}),
-    }),
-    replay: report,
-  };
-  writeFileAtomic(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  return { outDir, summary };
+  return { out, report };
 }
 
 /** A terminal report of the rescores: one line per criterion. */
