@@ -403,15 +403,7 @@ export interface ExportOptions {
  * Frozen (`trainable = false`) roles are left out unless named with `role`.
  */
 export function exportRecords(episodes: Episode[], options: ExportOptions): Record<string, unknown>[] {
-  const keep = options.where !== undefined ? parseFilter(options.where) : () => true;
-  const selected: { episode: Episode; trace: Trace }[] = [];
-  for (const episode of episodes) {
-    for (const trace of episode.traces) {
-      if (options.role !== undefined ? trace.agent.name !== options.role : !trace.agent.trainable) continue;
-      if (!keep(filterFields(trace))) continue;
-      selected.push({ episode, trace });
-    }
-  }
+  const selected = selectTraces(episodes, options);
   if (options.format === 'chat' || options.format === 'sft') {
     const out: Record<string, unknown>[] = [];
     for (const { episode, trace } of selected) {
@@ -420,8 +412,42 @@ export function exportRecords(episodes: Episode[], options: ExportOptions): Reco
     }
     return out;
   }
-  // Preference: pairs within a group (task) and role.
-  const groups = new Map<string, { episode: Episode; trace: Trace }[]>();
+  const out: Record<string, unknown>[] = [];
+  for (const list of preferenceGroups(selected)) {
+    list.sort((a, b) => b.trace.reward - a.trace.reward || a.episode.group.index - b.episode.group.index);
+    for (let i = 0; i < list.length; i++) {
+      for (let j = i + 1; j < list.length; j++) {
+        const chosen = list[i] as SelectedTrace;
+        const rejected = list[j] as SelectedTrace;
+        if (chosen.trace.reward > rejected.trace.reward) out.push(preferenceRecord(options.run, chosen, rejected));
+      }
+    }
+  }
+  return out;
+}
+
+interface SelectedTrace {
+  episode: Episode;
+  trace: Trace;
+}
+
+/** The traces of the role asked for (else of every trainable role) that pass `--where`, in run order. */
+function selectTraces(episodes: Episode[], options: ExportOptions): SelectedTrace[] {
+  const keep = options.where !== undefined ? parseFilter(options.where) : () => true;
+  const selected: SelectedTrace[] = [];
+  for (const episode of episodes) {
+    for (const trace of episode.traces) {
+      if (options.role !== undefined ? trace.agent.name !== options.role : !trace.agent.trainable) continue;
+      if (!keep(filterFields(trace))) continue;
+      selected.push({ episode, trace });
+    }
+  }
+  return selected;
+}
+
+/** The ok traces grouped by group (task) and role: preference pairs are made within a group. */
+function preferenceGroups(selected: SelectedTrace[]): SelectedTrace[][] {
+  const groups = new Map<string, SelectedTrace[]>();
   for (const item of selected) {
     if (!item.trace.ok) continue;
     const key = JSON.stringify([item.episode.group.id, item.trace.agent.name]);
@@ -429,40 +455,33 @@ export function exportRecords(episodes: Episode[], options: ExportOptions): Reco
     list.push(item);
     groups.set(key, list);
   }
-  const out: Record<string, unknown>[] = [];
-  for (const list of groups.values()) {
-    list.sort((a, b) => b.trace.reward - a.trace.reward || a.episode.group.index - b.episode.group.index);
-    for (let i = 0; i < list.length; i++) {
-      for (let j = i + 1; j < list.length; j++) {
-        const chosen = list[i] as { episode: Episode; trace: Trace };
-        const rejected = list[j] as { episode: Episode; trace: Trace };
-        if (!(chosen.trace.reward > rejected.trace.reward)) continue;
-        const a = toChatMessages(chosen.trace.messages);
-        const b = toChatMessages(rejected.trace.messages);
-        // The prompt is the common prefix of the two conversations (at least the task's prompt).
-        let shared = 0;
-        while (shared < a.length && shared < b.length && JSON.stringify(a[shared]) === JSON.stringify(b[shared])) shared++;
-        const firstAssistant = Math.min(
-          ...[a, b].map((m) => {
-            const k = m.findIndex((x) => x.role === 'assistant');
-            return k < 0 ? m.length : k;
-          }),
-        );
-        shared = Math.min(shared, firstAssistant);
-        out.push({
-          prompt: a.slice(0, shared),
-          chosen: a.slice(shared),
-          rejected: b.slice(shared),
-          metadata: {
-            ...metadataOf(options.run, chosen.episode, chosen.trace),
-            chosen: { trace: chosen.trace.id, episode: chosen.episode.id, reward: chosen.trace.reward },
-            rejected: { trace: rejected.trace.id, episode: rejected.episode.id, reward: rejected.trace.reward },
-          },
-        });
-      }
-    }
-  }
-  return out;
+  return [...groups.values()];
+}
+
+/** `{prompt, chosen, rejected, metadata}`: the prompt is the two conversations' common prefix. */
+function preferenceRecord(run: string, chosen: SelectedTrace, rejected: SelectedTrace): Record<string, unknown> {
+  const a = toChatMessages(chosen.trace.messages);
+  const b = toChatMessages(rejected.trace.messages);
+  // The prompt is the common prefix of the two conversations (at least the task's prompt).
+  let shared = 0;
+  while (shared < a.length && shared < b.length && JSON.stringify(a[shared]) === JSON.stringify(b[shared])) shared++;
+  const firstAssistant = Math.min(
+    ...[a, b].map((m) => {
+      const k = m.findIndex((x) => x.role === 'assistant');
+      return k < 0 ? m.length : k;
+    }),
+  );
+  shared = Math.min(shared, firstAssistant);
+  return {
+    prompt: a.slice(0, shared),
+    chosen: a.slice(shared),
+    rejected: b.slice(shared),
+    metadata: {
+      ...metadataOf(run, chosen.episode, chosen.trace),
+      chosen: { trace: chosen.trace.id, episode: chosen.episode.id, reward: chosen.trace.reward },
+      rejected: { trace: rejected.trace.id, episode: rejected.episode.id, reward: rejected.trace.reward },
+    },
+  };
 }
 
 // ---- the command ---------------------------------------------------------------------------
