@@ -8,12 +8,13 @@ import { ConfigError } from '../errors/troupe-error.ts';
 import { type EvalResult, runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { lazyInterceptionServer } from '../interception/interception-server.ts';
-import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import type { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { assertRunToolsServable } from '../tools/mcp-server.ts';
 import { type BuiltConfig, buildConfig } from './eval-args.ts';
 import { type EvalConfig, readConfigFile } from './eval-config.ts';
 import { EXIT_CODES, HELP } from './help.ts';
+import { makeClient } from './make-client.ts';
 import { progressReporter } from './progress.ts';
 import { createEvalEnv, type ResolvedEnvConfig, resolveEnvConfig } from './resolve-env.ts';
 
@@ -64,6 +65,21 @@ export async function evalCommand(args: string[], validateOnly: boolean): Promis
   runLog.attach(
     pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true })),
   );
+  return runEpisodes({ built, cleanConfig: resolved.cleanConfig, env, taskset, outDir, log: runLog.log, interception });
+}
+
+/** Runs the episodes into `outDir` with a progress line and Ctrl-C handling; the exit code. */
+async function runEpisodes(options: {
+  built: BuiltConfig;
+  cleanConfig: ResolvedEnvConfig['cleanConfig'];
+  env: Env;
+  taskset: Taskset;
+  outDir: string;
+  log: (line: string, options?: { fileOnly?: boolean }) => void;
+  interception: ReturnType<typeof lazyInterceptionServer>;
+}): Promise<number> {
+  const { built, env, taskset, outDir, log, interception } = options;
+  const { config } = built;
   const controller = new AbortController();
   const stopListening = interruptOnSigint(controller);
   const progress = progressReporter({ stream: process.stderr, label: `${config.env.id} ${config.model}` });
@@ -75,13 +91,13 @@ export async function evalCommand(args: string[], validateOnly: boolean): Promis
       rollouts: config.rollouts,
       concurrency: config.concurrency,
       outDir,
-      resume: resumeDir !== undefined,
-      config: resolved.cleanConfig,
+      resume: built.resumeDir !== undefined,
+      config: options.cleanConfig,
       model: config.model,
       passThreshold: config.passThreshold,
       ...(config.prices ? { prices: config.prices } : {}),
       onProgress: progress.update,
-      log: runLog.log,
+      log,
       signal: controller.signal,
       ...(built.shard ? { shard: built.shard } : {}),
     });
@@ -205,20 +221,6 @@ function reportRun(result: EvalResult, outDir: string, options: { interrupted: b
     return episodesFailed === episodes ? EXIT_CODES.allFailed : EXIT_CODES.someFailed;
   }
   return EXIT_CODES.ok;
-}
-
-/** Builds an OpenAI-compatible client; the API key is read here, at the CLI layer, and nowhere else. */
-function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient {
-  // `-b URL` builds a client table without apiKeyVar: the documented default still applies.
-  const apiKey = process.env[config.apiKeyVar ?? 'OPENAI_API_KEY'];
-  return new OpenAICompatibleClient({
-    baseUrl: config.baseUrl,
-    apiKey: apiKey ?? 'EMPTY',
-    model,
-    ...(config.headers ? { headers: config.headers } : {}),
-    retry: { maxRetries: config.maxRetries },
-    ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
-  });
 }
 
 /** The dotted path of the first field where `a` and `b` differ (`undefined` when equal). */

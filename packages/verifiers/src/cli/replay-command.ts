@@ -7,9 +7,9 @@ import { ConfigError } from '../errors/troupe-error.ts';
 import { PriceTableSchema } from '../eval/pricing.ts';
 import { formatReplayReport, replayRun } from '../eval/replay.ts';
 import { formatSummary } from '../eval/summary.ts';
-import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { Task } from '../task/task.ts';
 import { deepMerge, readConfigFile } from './eval-config.ts';
+import { makeClient } from './make-client.ts';
 
 const HELP = `troupe replay <run-dir> [options] — re-score a run's saved traces without re-running agents
 
@@ -27,23 +27,21 @@ Options:
   -h, --help
 `;
 
+/** The flags of `troupe replay` (described in `HELP`). */
+const REPLAY_OPTIONS = {
+  config: { type: 'string', short: 'f' },
+  'num-rescores': { type: 'string', short: 'k' },
+  out: { type: 'string', short: 'o' },
+  clean: { type: 'boolean' },
+  model: { type: 'string', short: 'm' },
+  'base-url': { type: 'string', short: 'b' },
+  'api-key-var': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 /** `troupe replay <run> [--config f] [--num-rescores K]`: a new run directory naming its source. */
 export async function replayCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      config: { type: 'string', short: 'f' },
-      'num-rescores': { type: 'string', short: 'k' },
-      out: { type: 'string', short: 'o' },
-      clean: { type: 'boolean' },
-      model: { type: 'string', short: 'm' },
-      'base-url': { type: 'string', short: 'b' },
-      'api-key-var': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseArgs({ args, options: REPLAY_OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {
     process.stdout.write(HELP);
     return 0;
@@ -55,22 +53,11 @@ export async function replayCommand(args: string[]): Promise<number> {
   const numRescores = values['num-rescores'] === undefined ? 1 : Number(values['num-rescores']);
   if (!Number.isInteger(numRescores) || numRescores < 1)
     throw new ConfigError(`--num-rescores must be a positive integer, got ${JSON.stringify(values['num-rescores'])}`);
-  let saved: Record<string, unknown> = {};
-  try {
-    saved = readConfigFile(join(sourceDir, 'config.json'));
-  } catch {
-    // A run without config.json still replays with --config.
-  }
   const override = values.config ? readConfigFile(values.config) : {};
-  const merged = deepMerge(saved, override) as Record<string, unknown>;
+  const merged = deepMerge(savedConfig(sourceDir), override) as Record<string, unknown>;
   const model = values.model ?? (typeof merged.model === 'string' ? merged.model : undefined);
   if (!model) throw new ConfigError('troupe replay: the run names no model; give the judges one with -m/--model');
-  const clientRaw = deepMerge((merged.client ?? { baseUrl: 'http://127.0.0.1:8000/v1' }) as Record<string, unknown>, {
-    ...(values['base-url'] ? { baseUrl: values['base-url'] } : {}),
-    ...(values['api-key-var'] ? { apiKeyVar: values['api-key-var'] } : {}),
-  });
-  const clientParsed = ClientConfigSchema.safeParse(clientRaw);
-  if (!clientParsed.success) throw new ConfigError(`invalid config: client: ${clientParsed.error.issues[0]?.message}`);
+  const client = judgeClientConfig(merged, values);
   const prices = merged.prices === undefined ? undefined : PriceTableSchema.safeParse(merged.prices);
   if (prices && !prices.success)
     throw new ConfigError(`invalid config: prices.${prices.error.issues[0]?.path.join('.')}: ${prices.error.issues[0]?.message}`);
@@ -80,7 +67,7 @@ export async function replayCommand(args: string[]): Promise<number> {
     ...(values.clean ? { clean: true } : {}),
     ...(values.config ? { config: override } : {}),
     numRescores,
-    client: makeClient(clientParsed.data, model),
+    client: makeClient(client, model),
     model,
     tasks: await tasksOf(merged),
     ...(prices?.success ? { prices: prices.data } : {}),
@@ -91,16 +78,27 @@ export async function replayCommand(args: string[]): Promise<number> {
   return 0;
 }
 
-/** The API key is read here, at the CLI layer. */
-function makeClient(config: ClientConfig, model: string): OpenAICompatibleClient {
-  return new OpenAICompatibleClient({
-    baseUrl: config.baseUrl,
-    apiKey: process.env[config.apiKeyVar ?? 'OPENAI_API_KEY'] ?? 'EMPTY',
-    model,
-    ...(config.headers ? { headers: config.headers } : {}),
-    retry: { maxRetries: config.maxRetries },
-    ...(config.timeoutMs ? { timeoutMs: config.timeoutMs } : {}),
+/** The run's `config.json` (`{}` when it has none: a run without one still replays with --config). */
+function savedConfig(sourceDir: string): Record<string, unknown> {
+  try {
+    return readConfigFile(join(sourceDir, 'config.json'));
+  } catch {
+    return {};
+  }
+}
+
+/** The judges' client: the run's (or the default endpoint), with `--base-url` and `--api-key-var` over it. */
+function judgeClientConfig(
+  merged: Record<string, unknown>,
+  values: { 'base-url'?: string | undefined; 'api-key-var'?: string | undefined },
+): ClientConfig {
+  const clientRaw = deepMerge((merged.client ?? { baseUrl: 'http://127.0.0.1:8000/v1' }) as Record<string, unknown>, {
+    ...(values['base-url'] ? { baseUrl: values['base-url'] } : {}),
+    ...(values['api-key-var'] ? { apiKeyVar: values['api-key-var'] } : {}),
   });
+  const clientParsed = ClientConfigSchema.safeParse(clientRaw);
+  if (!clientParsed.success) throw new ConfigError(`invalid config: client: ${clientParsed.error.issues[0]?.message}`);
+  return clientParsed.data;
 }
 
 /** The run's taskset by key (its own rewards score the replayed traces), when it can be loaded and is finite. */
