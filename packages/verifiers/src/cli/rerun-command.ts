@@ -98,26 +98,24 @@ export function formatDifferences(differences: RoleDifference[]): string {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ')).join('\n');
 }
 
+/** The flags of `troupe rerun` (described in `RERUN_HELP`). */
+const RERUN_OPTIONS = {
+  swap: { type: 'string' },
+  'base-url': { type: 'string', short: 'b' },
+  'api-key-var': { type: 'string' },
+  'run-dir': { type: 'string' },
+  clean: { type: 'boolean' },
+  concurrency: { type: 'string', short: 'c' },
+  'no-preflight': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 /**
  * `troupe rerun`: re-runs a saved run with one seat swapped through `runEval` (the `troupe eval`
  * command, given its argv) and reports the paired reward change of every role.
  */
 export async function rerunCommand(args: string[], runEval: (args: string[]) => Promise<number>): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      swap: { type: 'string' },
-      'base-url': { type: 'string', short: 'b' },
-      'api-key-var': { type: 'string' },
-      'run-dir': { type: 'string' },
-      clean: { type: 'boolean' },
-      concurrency: { type: 'string', short: 'c' },
-      'no-preflight': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseArgs({ args, options: RERUN_OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {
     process.stdout.write(RERUN_HELP);
     return 0;
@@ -126,14 +124,8 @@ export async function rerunCommand(args: string[], runEval: (args: string[]) => 
   if (!sourceDir || extra.length) throw new ConfigError('troupe rerun: name one run directory (troupe rerun --help)');
   if (!existsSync(join(sourceDir, 'config.json')))
     throw new ConfigError(`${sourceDir}: no config.json there (is it a run directory?)`);
-  const swap = /^([^=]+)=(.+)$/.exec(values.swap ?? '');
-  if (!swap?.[1] || !swap[2]) throw new ConfigError('--swap: expected ROLE=MODEL, e.g. --swap player1=my-model');
-  const [role, model] = [swap[1], swap[2]];
-  const source = readEpisodes(join(sourceDir, 'traces.jsonl'));
-  if (source.episodes.length === 0) throw new ConfigError(`${sourceDir}/traces.jsonl holds no episodes`);
-  const roles = new Set(source.episodes.flatMap((episode) => episode.traces.map((trace) => trace.agent.name)));
-  if (!roles.has(role))
-    throw new ConfigError(`--swap ${role}=…: the run has no role "${role}" (its roles: ${[...roles].sort().join(', ')})`);
+  const { role, model } = parseSwap(values.swap);
+  const source = readSourceEpisodes(sourceDir, role);
 
   const config = readConfigFile(join(sourceDir, 'config.json'));
   setPath(config, `env.${role}.model`, model);
@@ -141,28 +133,56 @@ export async function rerunCommand(args: string[], runEval: (args: string[]) => 
   if (values['api-key-var']) setPath(config, `env.${role}.client.apiKeyVar`, values['api-key-var']);
   const safe = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_');
   const runDir = resolve(values['run-dir'] ?? `${sourceDir.replace(/\/+$/, '')}--rerun-${safe(role)}-${safe(model)}`);
-  const scratch = mkdtempSync(join(tmpdir(), 'troupe-rerun-'));
-  const configPath = join(scratch, 'config.json');
-  writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const evalArgs = ['-f', configPath, '--run-dir', runDir];
-  if (values.clean) evalArgs.push('--clean');
-  if (values.concurrency) evalArgs.push('-c', values.concurrency);
-  if (values['no-preflight']) evalArgs.push('--no-preflight');
-  let code: number;
-  try {
-    code = await runEval(evalArgs);
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  const evalFlags = [
+    '--run-dir',
+    runDir,
+    ...(values.clean ? ['--clean'] : []),
+    ...(values.concurrency ? ['-c', values.concurrency] : []),
+    ...(values['no-preflight'] ? ['--no-preflight'] : []),
+  ];
+  const code = await runWithConfig(runEval, config, evalFlags);
   if (!existsSync(join(runDir, 'traces.jsonl'))) return code;
   const rerun = readEpisodes(join(runDir, 'traces.jsonl'));
-  const differences = pairedDifferences(source.episodes, rerun.episodes);
+  const differences = pairedDifferences(source, rerun.episodes);
   const report = { source: resolve(sourceDir), swap: { role, model, baseUrl: values['base-url'] ?? null }, differences };
   writeFileAtomic(join(runDir, 'rerun.json'), `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`\nrerun of ${sourceDir} with ${role} = ${model} (rerun − source, paired by task × rollout):\n`);
   process.stdout.write(`${formatDifferences(differences)}\n`);
   process.stdout.write(`${JSON.stringify(report)}\n`);
   return code;
+}
+
+/** `--swap ROLE=MODEL`. */
+function parseSwap(text: string | undefined): { role: string; model: string } {
+  const swap = /^([^=]+)=(.+)$/.exec(text ?? '');
+  if (!swap?.[1] || !swap[2]) throw new ConfigError('--swap: expected ROLE=MODEL, e.g. --swap player1=my-model');
+  return { role: swap[1], model: swap[2] };
+}
+
+/** The source run's episodes; refused when it has none or no trace of the swapped role. */
+function readSourceEpisodes(sourceDir: string, role: string): Episode[] {
+  const { episodes } = readEpisodes(join(sourceDir, 'traces.jsonl'));
+  if (episodes.length === 0) throw new ConfigError(`${sourceDir}/traces.jsonl holds no episodes`);
+  const roles = new Set(episodes.flatMap((episode) => episode.traces.map((trace) => trace.agent.name)));
+  if (!roles.has(role))
+    throw new ConfigError(`--swap ${role}=…: the run has no role "${role}" (its roles: ${[...roles].sort().join(', ')})`);
+  return episodes;
+}
+
+/** Runs `troupe eval -f <config written to a scratch file> ...flags`; the scratch file is removed after. */
+async function runWithConfig(
+  runEval: (args: string[]) => Promise<number>,
+  config: Record<string, unknown>,
+  flags: string[],
+): Promise<number> {
+  const scratch = mkdtempSync(join(tmpdir(), 'troupe-rerun-'));
+  const configPath = join(scratch, 'config.json');
+  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  try {
+    return await runEval(['-f', configPath, ...flags]);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 /** Reads a rerun directory's report (for tests and tools). */
