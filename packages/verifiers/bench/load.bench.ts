@@ -13,7 +13,15 @@
  * and idle_process_lag_p99_ms: the lag p99 of an idle Node process during the same window (how
  * much of the lag is the machine, not us), and cpu_ms_per_episode: this process's CPU time (user +
  * system) per episode during the window, the figure machine load changes least.
- * `--profile=<file.cpuprofile>` writes a V8 CPU profile of the measured window.
+ * `--profile=<file.cpuprofile>` writes a V8 CPU profile of the measured window. `--stalls` adds
+ * `stalls`: the turns of the window that kept a 1 ms timer waiting ≥ 20 ms (count, and the worst
+ * five by process CPU: when, wall ms, CPU ms); with `--profile` too, the functions sampled in each
+ * of those five go to stderr. The tracer's timer wakes the loop every millisecond and reads the
+ * CPU clock each time (≈5% of the process's CPU): leave it off for the headline figures.
+ *
+ * The taskset (1,000 `Task`s) is built before the window, and the lag histogram runs one timer
+ * interval before the eval starts: it records the time between its timer's firings from the
+ * second firing on, so without that a stall at the eval's start would not be counted.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +40,7 @@ import { OpenAICompatibleClient } from '../src/model/openai-client.ts';
 import { reliabilityTaskset } from '../test/reliability/support/arithmetic-script.ts';
 import { registerReliabilityPlugins } from '../test/reliability/support/register-plugins.ts';
 import { FleetHarness } from './support/fleet-harness.ts';
+import { attribute, type CpuProfile, type Stall, traceStalls } from './support/stall-trace.ts';
 
 const { values } = parseArgs({
   options: {
@@ -39,6 +48,8 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '50' },
     /** A V8 CPU profile of the measured window only, written to this file. */
     profile: { type: 'string' },
+    /** Trace the window's long event-loop turns (see the header). */
+    stalls: { type: 'boolean', default: false },
   },
 });
 const episodes = Number(values.episodes);
@@ -134,18 +145,24 @@ async function main(): Promise<void> {
       await profiler.post('Profiler.enable');
       await profiler.post('Profiler.start');
     }
+    const taskset = reliabilityTaskset(episodes);
     const lag = monitorEventLoopDelay({ resolution: 10 });
     lag.enable();
+    await new Promise((r) => setTimeout(r, 15));
+    const stallTracer = values.stalls ? traceStalls(20) : null;
     const started = performance.now();
     const cpuStart = process.cpuUsage();
-    await runEval({ env, taskset: reliabilityTaskset(episodes), outDir, model: 'scripted-model', concurrency: episodes });
+    await runEval({ env, taskset, outDir, model: 'scripted-model', concurrency: episodes });
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuStart);
     lag.disable();
+    const stalls = stallTracer?.stop() ?? [];
+    const worst = [...stalls].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 5);
     if (profiler && values.profile) {
       const { profile } = await profiler.post('Profiler.stop');
       writeFileSync(values.profile, JSON.stringify(profile));
       profiler.disconnect();
+      if (values.stalls) printStalls(worst, profile as CpuProfile);
     }
     clearInterval(sampler);
     rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
@@ -186,6 +203,7 @@ async function main(): Promise<void> {
       direct_per_s: Number(direct.toFixed(1)),
       ratio_vs_direct: Number((episodesPerSecond / direct).toFixed(4)),
       failures,
+      ...(values.stalls ? { stalls: stallSummary(stalls, worst) } : {}),
       load: { start: Number(loadStart.toFixed(2)), end: Number(loadavg()[0]!.toFixed(2)) },
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -194,6 +212,26 @@ async function main(): Promise<void> {
     fleet.close();
     model.child.kill('SIGTERM');
     rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+/** `stalls` of the JSON line: how many long turns, and the worst five by CPU. */
+function stallSummary(stalls: Stall[], worst: Stall[]) {
+  const round = (x: number) => Number(x.toFixed(1));
+  return {
+    over_20ms: stalls.length,
+    over_50ms: stalls.filter((s) => s.wallMs >= 50).length,
+    over_100ms: stalls.filter((s) => s.wallMs >= 100).length,
+    worst_by_cpu: worst.map((s) => ({ at_ms: Math.round(s.atMs), wall_ms: round(s.wallMs), cpu_ms: round(s.cpuMs) })),
+  };
+}
+
+/** The functions sampled in each of the worst turns, on stderr. */
+function printStalls(worst: Stall[], profile: CpuProfile): void {
+  for (const { stall, samples, frames } of attribute(worst, profile)) {
+    process.stderr.write(
+      `stall at +${Math.round(stall.atMs)} ms: ${stall.wallMs.toFixed(1)} ms wall, ${stall.cpuMs.toFixed(1)} ms CPU, ${samples} samples\n${frames.map((f) => `  ${f}\n`).join('')}`,
+    );
   }
 }
 
