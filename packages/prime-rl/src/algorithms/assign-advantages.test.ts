@@ -18,6 +18,22 @@ describe('assignAdvantages', () => {
     expect(trace.nodes[1]!.advantages).toEqual([0.25, 0.25, 0.25]);
   });
 
+  it('gives single-token nodes of the same value one frozen array, and keeps +0 and -0 apart', () => {
+    const oneToken = () => makeTrace({ turns: [{ prompt: [1], completion: [2] }] });
+    const [a, b, c, d, e] = [oneToken(), oneToken(), oneToken(), oneToken(), oneToken()];
+    assignAdvantages(a, 0.5);
+    assignAdvantages(b, -0.5);
+    assignAdvantages(c, 0.5);
+    assignAdvantages(d, 0);
+    assignAdvantages(e, -0);
+    expect(a.nodes[0]!.advantages).toEqual([0.5]);
+    expect(c.nodes[0]!.advantages).toBe(a.nodes[0]!.advantages);
+    expect(Object.isFrozen(c.nodes[0]!.advantages)).toBe(true);
+    expect(b.nodes[0]!.advantages).toEqual([-0.5]);
+    expect(Object.is(d.nodes[0]!.advantages![0], 0)).toBe(true);
+    expect(Object.is(e.nodes[0]!.advantages![0], -0)).toBe(true);
+  });
+
   it('splits a per-token list over the sampled tokens in graph order', () => {
     const trace = twoTurns();
     assignAdvantages(trace, [1, 2, 3, 4, 5]);

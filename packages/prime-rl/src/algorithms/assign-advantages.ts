@@ -1,4 +1,5 @@
 import type { Trace } from '@troupe/verifiers';
+import { assignScalarAdvantage } from './scalar-advantage.ts';
 import { sampledTokenCount } from './trainable-traces.ts';
 
 /**
@@ -14,18 +15,7 @@ import { sampledTokenCount } from './trainable-traces.ts';
 export function assignAdvantages(trace: Trace, advantages: number | readonly number[]): void {
   const nodes = trace.nodes;
   if (typeof advantages === 'number') {
-    if (!Number.isFinite(advantages)) {
-      throw new RangeError(`assignAdvantages: trace ${trace.id}: the advantage must be finite, got ${advantages}`);
-    }
-    for (let i = 0; i < nodes.length; i++) {
-      const node = nodes[i]!;
-      const mask = node.mask;
-      if (mask === undefined) continue;
-      let count = 0;
-      for (let j = 0; j < mask.length; j++) if (mask[j]) count++;
-      if (count === 0) continue;
-      node.advantages = broadcast(advantages, count);
-    }
+    assignScalarAdvantage(trace, advantages, true);
     return;
   }
   const expected = sampledTokenCount(trace);
@@ -59,9 +49,3 @@ export function clearAdvantages(trace: Trace): void {
 }
 
 /** `count` copies of `value`, built as a double array from the start (no elements-kind transition). */
-function broadcast(value: number, count: number): number[] {
-  if (count === 1) return [value];
-  const values = [value, value];
-  for (let j = 2; j < count; j++) values.push(value);
-  return values;
-}

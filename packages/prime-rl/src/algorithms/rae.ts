@@ -1,7 +1,7 @@
 import type { Episode } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { Algorithm, JsonValue } from './algorithm.ts';
-import { assignAdvantages } from './assign-advantages.ts';
+import { assignScalarAdvantage } from './scalar-advantage.ts';
 import { isTrainableTrace, traceReward } from './trainable-traces.ts';
 
 /** Config of {@link Rae}. */
@@ -59,7 +59,8 @@ export class Rae implements Algorithm {
   readonly decay: number;
   readonly key: string | undefined;
   private readonly path: readonly string[];
-  private readonly baselines = new Map<string, Map<string, number>>();
+  /** Baselines by env id, then name: each a mutable cell (updating it allocates nothing). */
+  private readonly baselines = new Map<string, Map<string, { value: number }>>();
 
   constructor(config: RaeConfig = { type: 'rae' }) {
     const parsed = RaeConfigSchema.parse(config);
@@ -96,9 +97,15 @@ export class Rae implements Algorithm {
         }
         const name = this.baselineName(trace);
         const reward = traceReward(trace);
-        const before = baselines.get(name) ?? 0;
-        assignAdvantages(trace, reward - before);
-        baselines.set(name, decay * before + (1 - decay) * reward);
+        let baseline = baselines.get(name);
+        if (baseline === undefined) {
+          baseline = { value: 0 };
+          baselines.set(name, baseline);
+        }
+        const before = baseline.value;
+        // A fresh array per node: values against a running baseline do not repeat.
+        assignScalarAdvantage(trace, reward - before, false);
+        baseline.value = decay * before + (1 - decay) * reward;
       }
     }
   }
@@ -106,12 +113,14 @@ export class Rae implements Algorithm {
   /** Current baseline of a role in an env (0 before its first trace); with `key`, of the role at that key's `value`. */
   baseline(options: { env: string; role: string; value?: string | number | boolean }): number {
     const name = options.value === undefined ? options.role : `${options.role}|${String(options.value)}`;
-    return this.baselines.get(options.env)?.get(name) ?? 0;
+    return this.baselines.get(options.env)?.get(name)?.value ?? 0;
   }
 
   state(): JsonValue {
     const baselines: Record<string, Record<string, number>> = {};
-    for (const [env, roles] of this.baselines) baselines[env] = Object.fromEntries(roles);
+    for (const [env, roles] of this.baselines) {
+      baselines[env] = Object.fromEntries([...roles].map(([name, baseline]) => [name, baseline.value]));
+    }
     const state: RaeState = { version: 1, decay: this.decay, ...(this.key !== undefined ? { key: this.key } : {}), baselines };
     return state;
   }
@@ -128,7 +137,7 @@ export class Rae implements Algorithm {
       );
     this.baselines.clear();
     for (const [env, roles] of Object.entries(parsed.data.baselines)) {
-      this.baselines.set(env, new Map(Object.entries(roles)));
+      this.baselines.set(env, new Map(Object.entries(roles).map(([name, value]) => [name, { value }])));
     }
   }
 }
