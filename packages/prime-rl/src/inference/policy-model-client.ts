@@ -66,14 +66,15 @@ export class PolicyModelClient implements ModelClient {
   private readonly batcher: MicroBatcher;
   private readonly maxTokens: number;
   private readonly threads: number;
-  /** Token ids of each message already rendered, with the fields they were rendered from. */
-  private readonly rendered = new WeakMap<Message, { role: Message['role']; content: Message['content']; tokens: number[] }>();
   /**
-   * Token ids of message texts rendered before, by role and text: games and user simulators send
-   * the same few messages as new objects over and over (a seat's system prompt, each turn's
-   * message). Cleared when it holds {@link TEXT_CACHE_LIMIT} entries.
+   * Token ids of message texts rendered before, per role, by text: programs re-send the whole
+   * conversation on every call, and games and user simulators send the same few messages as new
+   * objects over and over (a seat's system prompt, each turn's message). Keyed by the text itself
+   * (its hash is cached on the string), with no per-object map to keep. Cleared when they hold
+   * {@link TEXT_CACHE_LIMIT} entries.
    */
-  private readonly renderedTexts = new Map<string, number[]>();
+  private readonly renderedTexts = new Map<Message['role'], Map<string, number[]>>();
+  private renderedCount = 0;
   /** Response ids: a random prefix per client and a counter (a UUID per call cost more than its sampling). */
   private readonly idPrefix = `policy-${randomUUID()}-`;
   private responses = 0;
@@ -136,28 +137,41 @@ export class PolicyModelClient implements ModelClient {
    * call, so a message object seen before (with the same role and text) is not tokenized again.
    */
   private renderPrompt(messages: readonly Message[]): number[] {
-    const out: number[] = [];
+    const parts: number[][] = [];
+    let length = this.generationSuffix.length;
     for (const message of messages) {
-      let entry = this.rendered.get(message);
-      if (entry === undefined || entry.role !== message.role || entry.content !== message.content) {
-        // Multimodal content is an array that could change in place: only text is remembered.
-        // The template renders a text message from its role and text alone, so equal texts share tokens.
-        const text = typeof message.content === 'string' ? `${message.role}\u0000${message.content}` : null;
-        let tokens = text === null ? undefined : this.renderedTexts.get(text);
-        if (tokens === undefined) {
-          tokens = this.tokenizer.renderChat({ messages: [message], generation: false });
-          if (text !== null) {
-            if (this.renderedTexts.size >= TEXT_CACHE_LIMIT) this.renderedTexts.clear();
-            this.renderedTexts.set(text, tokens);
-          }
-        }
-        entry = { role: message.role, content: message.content, tokens };
-        if (text !== null) this.rendered.set(message, entry);
-      }
-      for (const token of entry.tokens) out.push(token);
+      const tokens = this.renderMessage(message);
+      parts.push(tokens);
+      length += tokens.length;
     }
-    for (const token of this.generationSuffix) out.push(token);
+    const out = new Array<number>(length);
+    let at = 0;
+    for (const tokens of parts) for (let i = 0; i < tokens.length; i++) out[at++] = tokens[i] as number;
+    for (const token of this.generationSuffix) out[at++] = token;
     return out;
+  }
+
+  /** One message's tokens; a text message's from the cache (the template renders it from its role and text alone). */
+  private renderMessage(message: Message): number[] {
+    const content = message.content;
+    // Multimodal content is an array that could change in place: only text is remembered.
+    if (typeof content !== 'string') return this.tokenizer.renderChat({ messages: [message], generation: false });
+    let texts = this.renderedTexts.get(message.role);
+    let tokens = texts?.get(content);
+    if (tokens !== undefined) return tokens;
+    tokens = this.tokenizer.renderChat({ messages: [message], generation: false });
+    if (this.renderedCount >= TEXT_CACHE_LIMIT) {
+      this.renderedTexts.clear();
+      this.renderedCount = 0;
+      texts = undefined;
+    }
+    if (texts === undefined) {
+      texts = new Map();
+      this.renderedTexts.set(message.role, texts);
+    }
+    texts.set(content, tokens);
+    this.renderedCount++;
+    return tokens;
   }
 
   async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
