@@ -371,6 +371,10 @@ export function messageHash(message: Message): string {
  * before (with the same text) is remembered instead of recomputed.
  */
 function messageKey(message: Message): string {
+  const content = message.content;
+  if (typeof content === 'string' && content.length <= MAX_SHORT_TEXT && message.role !== 'tool') {
+    if (message.role !== 'assistant' || !message.toolCalls?.length) return shortTextKey(message.role, content);
+  }
   const cached = keyCache.get(message);
   if (
     cached !== undefined &&
@@ -382,10 +386,7 @@ function messageKey(message: Message): string {
   ) {
     return cached.key;
   }
-  const canonical = canonicalMessage(message);
-  // Canonical JSON starts with `{`, a hex digest never does: the two kinds of key cannot collide.
-  const key = canonical.length <= MAX_INLINE_KEY ? canonical : sha256(canonical);
-  const content = message.content;
+  const key = keyOf(canonicalMessage(message));
   if (typeof content === 'string' && (message.role !== 'assistant' || !message.toolCalls?.length)) {
     keyCache.set(message, {
       role: message.role,
@@ -397,7 +398,42 @@ function messageKey(message: Message): string {
   return key;
 }
 
+/** Canonical JSON starts with `{`, a hex digest never does: the two kinds of key cannot collide. */
+function keyOf(canonical: string): string {
+  return canonical.length <= MAX_INLINE_KEY ? canonical : sha256(canonical);
+}
+
 const MAX_INLINE_KEY = 256;
+
+/**
+ * Keys of short plain texts (system, user, assistant without tool calls), per role, by text: a
+ * game or user simulator sends the same few texts as new message objects every turn, and the
+ * key of such a message depends on its role and text alone. Cleared when it holds
+ * {@link SHORT_TEXT_KEYS} entries; longer texts are remembered per message object instead.
+ */
+const shortTextKeys = new Map<string, Map<string, string>>();
+let shortTextCount = 0;
+const MAX_SHORT_TEXT = 256;
+const SHORT_TEXT_KEYS = 4096;
+
+function shortTextKey(role: 'system' | 'user' | 'assistant', content: string): string {
+  let keys = shortTextKeys.get(role);
+  const cached = keys?.get(content);
+  if (cached !== undefined) return cached;
+  const key = keyOf(canonicalMessage({ role, content } as Message));
+  if (shortTextCount >= SHORT_TEXT_KEYS) {
+    shortTextKeys.clear();
+    shortTextCount = 0;
+    keys = undefined;
+  }
+  if (keys === undefined) {
+    keys = new Map();
+    shortTextKeys.set(role, keys);
+  }
+  keys.set(content, key);
+  shortTextCount++;
+  return key;
+}
 
 /** Keys of messages with plain-text content and no tool calls, checked against the fields they were computed from. */
 const keyCache = new WeakMap<Message, { role: string; content: string | null; toolCallId: string | undefined; key: string }>();
