@@ -166,8 +166,15 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
 
   /** The role names, in definition order. */
   get roles(): R[] {
-    return Object.keys(this.definition.roles) as R[];
+    return [...this.roleNames];
   }
+
+  private get roleNames(): readonly R[] {
+    this.roleList ??= Object.keys(this.definition.roles) as R[];
+    return this.roleList;
+  }
+
+  private roleList: R[] | undefined;
 
   /**
    * The settings that will apply to each role once defaults, config file and flags are merged:
@@ -314,19 +321,18 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     const { task } = options;
     const episode = new Episode({ env: { id: this.id }, task: task.record, group: options.group });
     const semaphore = new Semaphore(this.maxConcurrentAgents);
-    const agents = this.episodeAgents(episode, semaphore);
-    let runs = 0;
-    for (const agent of Object.values(agents) as EpisodeAgent[]) agent.onRun = () => runs++;
+    const list = this.roleNames.map((name) => new EpisodeAgent(this.baseAgents[name], episode, semaphore));
+    const agents = this.episodeAgents(list);
     try {
       await withDeadline(
         { seconds: this.timeout.episode ?? null, stage: 'episode', ...(options.signal ? { parent: options.signal } : {}) },
         async (signal) => {
-          for (const agent of Object.values(agents) as EpisodeAgent[]) agent.signal = signal;
+          for (const agent of list) agent.signal = signal;
           await this.definition.setup?.({ agents, options: this.options });
           await this.definition.run({ task, agents, options: this.options, episode, signal });
         },
       );
-      if (runs === 0) throw new EnvError(`env ${this.id} ran no agent`);
+      if (list.every((agent) => agent.runs === 0)) throw new EnvError(`env ${this.id} ran no agent`);
       await withTimeout({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
         this.definition.finalize?.({ task, episode, options: this.options, agents }),
       );
@@ -346,29 +352,31 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     return episode;
   }
 
-  private episodeAgents(episode: Episode, semaphore: Semaphore): Agents<R> {
+  /** The episode's agents by role name (`list` in role order), refusing an unknown role by name. */
+  private episodeAgents(list: EpisodeAgent[]): Agents<R> {
     const agents = {} as Record<R, EpisodeAgent>;
-    for (const name of this.roles) agents[name] = new EpisodeAgent(this.baseAgents[name], episode, semaphore);
-    // Methods, not arrow properties, throughout the per-episode objects: under tsx (esbuild
-    // `keepNames`) every arrow stored in a property or a const pays a defineProperty per creation.
-    const env = this;
-    return new Proxy(agents, {
-      get(target, key) {
+    for (const agent of list) agents[agent.name as R] = agent;
+    // One proxy handler per env, not per episode. Methods, not arrow properties, throughout the
+    // per-episode objects: under tsx (esbuild `keepNames`) every arrow stored in a property or a
+    // const pays a defineProperty per creation.
+    this.agentsHandler ??= {
+      get: (target, key) => {
         if (typeof key === 'string' && !(key in target) && key !== 'then' && key !== 'toJSON') {
-          throw new ConfigError(`env ${env.id} has no role ${JSON.stringify(key)}; roles: ${env.roles.join(', ')}`);
+          throw new ConfigError(`env ${this.id} has no role ${JSON.stringify(key)}; roles: ${this.roles.join(', ')}`);
         }
         return target[key as R];
       },
-    }) as Agents<R>;
+    };
+    return new Proxy(agents, this.agentsHandler) as Agents<R>;
   }
+
+  private agentsHandler: ProxyHandler<Record<R, EpisodeAgent>> | undefined;
 
   /** Whether a saved episode counts as done on resume. */
   isComplete(episode: Episode): boolean {
     return this.definition.complete ? this.definition.complete(episode) : episode.ok;
   }
 }
-
-function noop(): void {}
 
 /**
  * An agent inside one episode: stamps its role name and `trainable` on each trace and appends
@@ -377,8 +385,8 @@ function noop(): void {}
 export class EpisodeAgent {
   readonly name: string;
   trainable: boolean;
-  /** @internal counts agent runs for the "ran no agent" check. */
-  onRun: () => void = noop;
+  /** @internal Agent runs and interactions opened (for the "ran no agent" check). */
+  runs = 0;
   /**
    * @internal The episode's signal (its deadline, the caller's abort): runs and interactions opened
    * without a signal of their own stop with the episode (and an interaction needs no controller of its own).
@@ -400,7 +408,7 @@ export class EpisodeAgent {
   }
 
   async run(task: Task, options: RunOptions = {}): Promise<Trace> {
-    this.onRun();
+    this.runs++;
     const trace = await this.semaphore.run(() =>
       this.agent.run(task, {
         ...options,
@@ -426,7 +434,7 @@ export class EpisodeAgent {
    * The trace lands in the episode when the interaction closes (also when opening fails).
    */
   async interaction(task: Task, options: RunOptions = {}): Promise<Interaction> {
-    this.onRun();
+    this.runs++;
     const self = this;
     let live: Trace | undefined;
     let inner: Interaction;
