@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import {
   ConfigError,
   CreationLimiter,
-  CreationLimitsSchema,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  ExecRuntimeOptionsSchema,
   parseRuntimeOptions,
   type Runtime,
   type RuntimeCapabilities,
@@ -27,40 +28,35 @@ const OWNER_PID_LABEL = 'troupe.owner-pid';
 const OWNER_HOST_LABEL = 'troupe.owner-host';
 
 /** Config of the `docker` runtime. Sandbox options (`image`, `workdir`, …) override the defaults here. */
-export const DockerRuntimeOptionsSchema = z
-  .object({
-    /** Engine socket (default `/var/run/docker.sock`); ignored when a `docker` client is injected. */
-    socketPath: z.string().min(1).optional(),
-    /** Default image (default `troupe-debian:bookworm`, built by tooling/scripts/docker-engine.sh). */
-    image: z.string().min(1).optional(),
-    /** Default working directory inside the container (default `/work`). */
-    workdir: z.string().startsWith('/').optional(),
-    /** Default CPU limit (cores). */
-    cpu: z.number().positive().optional(),
-    /** Default memory limit in MiB. */
-    memoryMb: z.number().positive().optional(),
-    /** Allow network by default (host network); off means `NetworkMode: none`. */
-    network: z.boolean().optional(),
-    /** Environment of every command; names matching /API_KEY|SECRET|TOKEN/i are dropped. */
-    env: z.record(z.string(), z.string()).optional(),
-    /** Labels added to every container. */
-    labels: z.record(z.string(), z.string()).optional(),
-    /** Pull a missing image from its registry before failing (default true). */
-    pull: z.boolean().optional(),
-    /** Remove containers left by dead processes of this host when the first sandbox is created (default true). */
-    sweep: z.boolean().optional(),
-    /** Bytes of stdout and of stderr kept per command (default 64 MiB). */
-    maxOutputBytes: z.number().int().positive().optional(),
-    /**
-     * Outbound network as an allow list (`{ allow = ["host:port", …] }`): the container has no
-     * network and only these destinations are forwarded into it. Excludes `network: true`.
-     */
-    egress: EgressSchema.optional(),
-    /** Node binary used to forward host ports into no-network containers (default: this process's). */
-    nodePath: z.string().min(1).optional(),
-    ...CreationLimitsSchema.shape,
-  })
-  .strict();
+export const DockerRuntimeOptionsSchema = ExecRuntimeOptionsSchema.extend({
+  /** Engine socket (default `/var/run/docker.sock`); ignored when a `docker` client is injected. */
+  socketPath: z.string().min(1).optional(),
+  /** Default image (default `troupe-debian:bookworm`, built by tooling/scripts/docker-engine.sh). */
+  image: z.string().min(1).optional(),
+  /** Default working directory inside the container (default `/work`). */
+  workdir: z.string().startsWith('/').optional(),
+  /** Default CPU limit (cores). */
+  cpu: z.number().positive().optional(),
+  /** Default memory limit in MiB. */
+  memoryMb: z.number().positive().optional(),
+  /** Allow network by default (host network); off means `NetworkMode: none`. */
+  network: z.boolean().optional(),
+  /** Environment of every command; names matching /API_KEY|SECRET|TOKEN/i are dropped. */
+  env: z.record(z.string(), z.string()).optional(),
+  /** Labels added to every container. */
+  labels: z.record(z.string(), z.string()).optional(),
+  /** Pull a missing image from its registry before failing (default true). */
+  pull: z.boolean().optional(),
+  /** Remove containers left by dead processes of this host when the first sandbox is created (default true). */
+  sweep: z.boolean().optional(),
+  /**
+   * Outbound network as an allow list (`{ allow = ["host:port", …] }`): the container has no
+   * network and only these destinations are forwarded into it. Excludes `network: true`.
+   */
+  egress: EgressSchema.optional(),
+  /** Node binary used to forward host ports into no-network containers (default: this process's). */
+  nodePath: z.string().min(1).optional(),
+}).strict();
 /**
  * The `docker` runtime's options, as `new DockerRuntime(options)` and the agent config's
  * `runtime = { id = "docker", … }` take them; {@link DockerRuntimeOptionsSchema} documents each
@@ -189,7 +185,7 @@ export class DockerRuntime implements Runtime {
         id,
         workdir,
         hostNetwork: network,
-        maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
+        maxOutputBytes: this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
         slot,
         nodePath: this.options.nodePath ?? process.execPath,
         egress: this.egress ?? [],

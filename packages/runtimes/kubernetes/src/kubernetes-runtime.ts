@@ -5,12 +5,13 @@ import { PassThrough, Readable } from 'node:stream';
 import { CoreV1Api, Exec, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { extractToHost, packFile, packHostPath } from '@troupe/runtime-docker';
 import {
-  CreationLimitsSchema,
   type CreationSlot,
+  DEFAULT_MAX_OUTPUT_BYTES,
   EXEC_PID_DIR,
   type ExecOptions,
   ExecOutputCollector,
   type ExecResult,
+  ExecRuntimeOptionsSchema,
   guardExec,
   killCommand,
   RemoteRuntime,
@@ -24,22 +25,17 @@ import {
 import { z } from 'zod';
 
 /** Config of the `kubernetes` runtime. The cluster comes from an injected `KubeConfig`. */
-export const KubernetesRuntimeOptionsSchema = z
-  .object({
-    namespace: z.string().min(1).optional(),
-    /** Default image (a sandbox's `image` overrides it). */
-    image: z.string().min(1).optional(),
-    /** Working directory inside the pod (default `/work`). */
-    workdir: z.string().startsWith('/').optional(),
-    /** Labels added to every pod. */
-    labels: z.record(z.string(), z.string()).optional(),
-    /** Seconds to wait for a pod to run (default 120). */
-    startTimeoutSeconds: z.number().int().positive().optional(),
-    /** Bytes of stdout and of stderr kept per command (default 64 MiB). */
-    maxOutputBytes: z.number().int().positive().optional(),
-    ...CreationLimitsSchema.shape,
-  })
-  .strict();
+export const KubernetesRuntimeOptionsSchema = ExecRuntimeOptionsSchema.extend({
+  namespace: z.string().min(1).optional(),
+  /** Default image (a sandbox's `image` overrides it). */
+  image: z.string().min(1).optional(),
+  /** Working directory inside the pod (default `/work`). */
+  workdir: z.string().startsWith('/').optional(),
+  /** Labels added to every pod. */
+  labels: z.record(z.string(), z.string()).optional(),
+  /** Seconds to wait for a pod to run (default 120). */
+  startTimeoutSeconds: z.number().int().positive().optional(),
+}).strict();
 /**
  * The `kubernetes` runtime's options, as `new KubernetesRuntime(options)` and the agent config's
  * `runtime = { id = "kubernetes", … }` take them; {@link KubernetesRuntimeOptionsSchema} documents
@@ -333,7 +329,7 @@ export class KubernetesRuntime extends RemoteRuntime<KubernetesRuntimeOptions, K
         podName,
         workdir,
         env: { ...sandboxOptions.env },
-        maxOutputBytes: this.options.maxOutputBytes ?? 64 * 1024 * 1024,
+        maxOutputBytes: this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
         slot,
       });
   }

@@ -19,7 +19,7 @@ import { hostname, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
-import { CreationLimiter, CreationLimitsSchema, type CreationSlot } from './creation-limiter.ts';
+import { CreationLimiter, type CreationSlot } from './creation-limiter.ts';
 import { LocalPaths } from './local-paths.ts';
 import { killProcessesUnder, PidNamespace, pidNamespacesSupported } from './pid-namespace.ts';
 import { killProcessGroup, runProcessGroup } from './process-group.ts';
@@ -32,33 +32,28 @@ import {
   type SandboxOptions,
   SandboxOptionsSchema,
 } from './runtime.ts';
-import { parseRuntimeOptions, type RuntimeLogger } from './runtime-options.ts';
+import { ExecRuntimeOptionsSchema, parseRuntimeOptions, type RuntimeLogger } from './runtime-options.ts';
 import { withoutSecrets } from './sandbox-env.ts';
 
 /** Config of the `local` runtime. */
-export const LocalRuntimeOptionsSchema = z
-  .object({
-    /** Directory holding one subdirectory per sandbox (default `<os tmpdir>/troupe-sandboxes`). */
-    root: z.string().min(1).optional(),
-    /** `PATH` of every command (default: the directory of this Node binary, then the usual system dirs). */
-    path: z.string().min(1).optional(),
-    /** Environment added to every command; names matching /API_KEY|SECRET|TOKEN/i are dropped. */
-    env: z.record(z.string(), z.string()).optional(),
-    /** Bytes of stdout and of stderr kept per command (default 64 MiB); the rest is cut and `truncated` set. */
-    maxOutputBytes: z.number().int().positive().optional(),
-    /** Remove sandboxes left behind by dead processes of this host when the first sandbox is created (default true). */
-    sweep: z.boolean().optional(),
-    /**
-     * Run each sandbox's commands in a PID namespace of its own, so that stop() kills every
-     * process they started (setsid, double fork, nohup included). Default: when running as root
-     * with util-linux `unshare`; `true` requires it; `false` keeps process groups only.
-     */
-    pidNamespace: z.boolean().optional(),
-    /** Refused: local sandboxes share the host's network, so no egress policy can be enforced. */
-    egress: z.unknown().optional(),
-    ...CreationLimitsSchema.shape,
-  })
-  .strict();
+export const LocalRuntimeOptionsSchema = ExecRuntimeOptionsSchema.extend({
+  /** Directory holding one subdirectory per sandbox (default `<os tmpdir>/troupe-sandboxes`). */
+  root: z.string().min(1).optional(),
+  /** `PATH` of every command (default: the directory of this Node binary, then the usual system dirs). */
+  path: z.string().min(1).optional(),
+  /** Environment added to every command; names matching /API_KEY|SECRET|TOKEN/i are dropped. */
+  env: z.record(z.string(), z.string()).optional(),
+  /** Remove sandboxes left behind by dead processes of this host when the first sandbox is created (default true). */
+  sweep: z.boolean().optional(),
+  /**
+   * Run each sandbox's commands in a PID namespace of its own, so that stop() kills every
+   * process they started (setsid, double fork, nohup included). Default: when running as root
+   * with util-linux `unshare`; `true` requires it; `false` keeps process groups only.
+   */
+  pidNamespace: z.boolean().optional(),
+  /** Refused: local sandboxes share the host's network, so no egress policy can be enforced. */
+  egress: z.unknown().optional(),
+}).strict();
 /**
  * The `local` runtime's options, as `new LocalRuntime(options)` and the agent config's
  * `runtime = { id = "local", … }` take them; {@link LocalRuntimeOptionsSchema} documents each field

@@ -1,5 +1,6 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { CreationLimitsSchema } from './creation-limiter.ts';
 
 /** Something that takes warnings (a pino logger fits). Runtimes log ignored options through it. */
 export interface RuntimeLogger {
@@ -19,3 +20,19 @@ export function parseRuntimeOptions<T extends z.ZodType>(options: { schema: T; v
   });
   throw new ConfigError(problems.join('; '));
 }
+
+/** Bytes of stdout and of stderr a runtime keeps per command when `maxOutputBytes` is not set: 64 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Options every runtime that runs commands itself and collects their output takes (local, Docker,
+ * Kubernetes; extend it with the runtime's own, as API-key runtimes extend `ApiKeyRuntimeOptionsSchema`):
+ * the creation limits and the output kept per command.
+ */
+export const ExecRuntimeOptionsSchema = CreationLimitsSchema.extend({
+  /**
+   * Bytes of stdout and of stderr kept per command (default {@link DEFAULT_MAX_OUTPUT_BYTES}, 64 MiB);
+   * the rest is cut and the result's `truncated` set.
+   */
+  maxOutputBytes: z.number().int().positive().optional(),
+});
