@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Task, type TaskData } from './task.ts';
+import { Task, type TaskData, TaskDataSchema } from './task.ts';
 
 const correct = { name: 'correct', fn: () => 1 };
 
@@ -60,5 +60,49 @@ describe('Task.with validates the patched fields (issue 18: no full re-parse per
     expect({ ...record }.hash).toMatch(/^[0-9a-f]{64}$/);
     expect(Object.fromEntries(Object.entries(record)).hash).toBe(task.hash);
     expect(structuredClone(record).hash).toBe(task.hash);
+  });
+});
+
+describe('Task data checks without zod (the common fields) agree with TaskDataSchema', () => {
+  it('accepts and refuses exactly what the schema does', () => {
+    const cases: unknown[] = [
+      { prompt: 'p' },
+      { prompt: null, idx: 3, info: { seed: 3 }, systemPrompt: 's', name: 'n', answer: [1] },
+      { prompt: null, info: Object.create(null) },
+      { prompt: undefined },
+      {},
+      { prompt: 3 },
+      { prompt: null, idx: 1.5 },
+      { prompt: null, idx: 2 ** 53 },
+      { prompt: null, info: [] },
+      { prompt: null, info: new Map() },
+      { prompt: null, info: { [Symbol('s')]: 1 } },
+      { prompt: null, systemPrompt: null },
+      { prompt: null, workdir: 5 },
+      { prompt: [{ role: 'user', content: 'hi' }] },
+      { prompt: [{ role: 'nobody', content: 'hi' }] },
+      { prompt: null, timeout: { agent: 0 } },
+      Object.assign(Object.create({ inherited: 1 }), { prompt: 'p' }),
+    ];
+    for (const data of cases) {
+      const schema = TaskDataSchema.safeParse(data).success;
+      let made = true;
+      try {
+        new Task(data as TaskData);
+      } catch {
+        made = false;
+      }
+      expect([data, made]).toEqual([data, schema]);
+      const base = new Task({ prompt: 'p' });
+      let patched = true;
+      try {
+        base.with(data as Partial<TaskData>);
+      } catch {
+        patched = false;
+      }
+      // A patch may leave out `prompt` (the base has one); otherwise the same verdict.
+      const merged = TaskDataSchema.safeParse({ prompt: 'p', ...(data as object) }).success;
+      expect([data, patched]).toEqual([data, merged]);
+    }
   });
 });

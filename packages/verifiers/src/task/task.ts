@@ -92,6 +92,40 @@ export interface TaskOptions<D extends TaskData> {
 /** The data object `Task.patched` just built and validated (the next constructor call takes it as is). */
 let validatedData: object | null = null;
 
+const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
+const isPlainRecord = (v: unknown) =>
+  typeof v === 'object' && v !== null && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
+/**
+ * Checks that accept a field's value only where {@link TaskDataSchema} surely does (a string, null,
+ * an integer, a plain object for `info`); anything else (a message list, timeouts, artifacts, a
+ * bad value) goes through the schema, which also words the error. Parsing with zod allocated
+ * ≈1 KB per task, and a game makes three tasks per hand.
+ */
+const PLAIN_FIELDS: Record<string, ((v: unknown) => boolean) | undefined> = {
+  idx: (v) => v === undefined || Number.isSafeInteger(v),
+  name: optionalString,
+  description: optionalString,
+  prompt: (v) => v === null || typeof v === 'string',
+  systemPrompt: optionalString,
+  image: optionalString,
+  workdir: optionalString,
+  // A record keyed by strings: zod refuses symbol keys.
+  info: (v) => v === undefined || (isPlainRecord(v) && Object.getOwnPropertySymbols(v).length === 0),
+};
+
+/** True when `data` surely parses: an object whose known fields all pass {@link PLAIN_FIELDS} (`prompt` is required). */
+function plainlyValid(data: unknown): boolean {
+  if (!isPlainRecord(data)) return false;
+  const record = data as Record<string, unknown>;
+  if (!('prompt' in record)) return false;
+  for (const key in record) {
+    if (!Object.hasOwn(TaskDataSchema.shape, key)) continue;
+    const check = PLAIN_FIELDS[key];
+    if (check === undefined || !check(record[key])) return false;
+  }
+  return true;
+}
+
 /** The error of invalid task data, naming the field (`prefix` + the issue's path). */
 function invalidTaskData(issue: z.core.$ZodIssue | undefined, prefix: PropertyKey[]): TypeError {
   const path = [...prefix, ...(issue?.path ?? [])].join('.');
@@ -118,8 +152,10 @@ export class Task<D extends TaskData = TaskData> {
       validatedData = null;
       this.data = Object.freeze(data);
     } else {
-      const parsed = TaskDataSchema.safeParse(data);
-      if (!parsed.success) throw invalidTaskData(parsed.error.issues[0], []);
+      if (!plainlyValid(data)) {
+        const parsed = TaskDataSchema.safeParse(data);
+        if (!parsed.success) throw invalidTaskData(parsed.error.issues[0], []);
+      }
       this.data = Object.freeze({ ...data });
     }
     this.key = options.key ?? (data.name ? String(data.name) : this.hash.slice(0, 16));
@@ -197,6 +233,8 @@ export class Task<D extends TaskData = TaskData> {
     for (const key of Object.keys(patch)) {
       const field = (TaskDataSchema.shape as Record<string, z.ZodType | undefined>)[key];
       if (field === undefined) continue; // unknown fields (such as `answer`) are kept unchecked
+      const value = (patch as Record<string, unknown>)[key];
+      if (PLAIN_FIELDS[key]?.(value)) continue;
       const parsed = field.safeParse((patch as Record<string, unknown>)[key]);
       if (!parsed.success) throw invalidTaskData(parsed.error.issues[0], [key]);
     }
