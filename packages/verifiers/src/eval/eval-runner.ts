@@ -199,7 +199,8 @@ function runSignal(caller: AbortSignal | undefined, concurrency: number): { sign
  * Starting an episode and writing a finished one are synchronous work that arrives in bursts (a
  * thousand episodes start at once; replies that land in one poll phase finish together). Both go
  * through the process's {@link turnBudget}: past its per-turn budget they wait for a later turn,
- * so the event loop (timers, interception requests, heartbeats) keeps turning under a burst.
+ * so the event loop (timers, interception requests, heartbeats) keeps turning under a burst. A
+ * start is new work (`admit`): it waits while work of episodes under way waits.
  */
 async function runQueue(
   options: RunEvalOptions,
@@ -216,7 +217,7 @@ async function runQueue(
   let next = 0;
   const worker = async () => {
     while (next < queue.length && !signal.aborted) {
-      await turnBudget.pass();
+      await turnBudget.admit();
       if (next >= queue.length || signal.aborted) break;
       const item = queue[next++] as QueueItem;
       const episode = await env.runEpisode({ task: item.task, group: { id: item.task.key, index: item.index }, signal });

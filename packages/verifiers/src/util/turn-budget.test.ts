@@ -58,6 +58,22 @@ describe('TurnBudget', () => {
     expect(Math.max(...perPhase.values())).toBeLessThanOrEqual(12);
   });
 
+  it('lets work under way go before new work that waits, each in the order it asked', async () => {
+    const budget = new TurnBudget({ budgetMs: 5 });
+    const order: string[] = [];
+    const unit = async (kind: 'admit' | 'pass', i: number) => {
+      await (kind === 'admit' ? budget.admit() : budget.pass());
+      busy(1);
+      order.push(`${kind} ${i}`);
+    };
+    // The first new unit runs at once; the other 19 and then 3 units of work under way wait.
+    const admits = Array.from({ length: 20 }, (_, i) => unit('admit', i));
+    const passes = Array.from({ length: 3 }, (_, i) => unit('pass', i));
+    await Promise.all([...admits, ...passes]);
+    expect(order.slice(0, 5)).toEqual(['admit 0', 'pass 0', 'pass 1', 'pass 2', 'admit 1']);
+    expect(order.filter((o) => o.startsWith('admit'))).toEqual(Array.from({ length: 20 }, (_, i) => `admit ${i}`));
+  });
+
   it('refuses a budget that is not a positive number of milliseconds, naming it', () => {
     expect(() => new TurnBudget({ budgetMs: 0 })).toThrow(/budgetMs must be a positive/);
     expect(() => new TurnBudget({ budgetMs: Number.NaN })).toThrow(/budgetMs/);

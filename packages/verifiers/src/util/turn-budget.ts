@@ -10,14 +10,16 @@
  * microtasks have all run (an `await` chain runs many levels deep before it reaches real I/O), so
  * the budget counts what the work really did, not only its first synchronous step. A turn's slice
  * ends at the turn's check phase (a `setImmediate`); waiting work is released there and in the
- * check phases after it. Nothing is dropped: work runs in the order it asked.
+ * check phases after it. Nothing is dropped: work runs in the order it asked, except that new
+ * work (`admit`, e.g. starting an episode) waits while work already under way (`pass`, e.g. the
+ * reply to an episode's model call) does: finishing what is in flight comes before taking more.
  */
 export class TurnBudget {
   private readonly budgetMs: number;
   /** When the current turn's slice started (`performance.now()`), or -1 between slices. */
   private sliceStart = -1;
-  private readonly waiting: (() => void)[] = [];
-  private head = 0;
+  /** Work under way, then new work; each first come, first served. */
+  private readonly queues = { inFlight: new Waiting(), admit: new Waiting() };
   /** A unit was let through and its microtasks have not all run yet. */
   private unmeasured = false;
   /** `release` is queued with `setImmediate`. */
@@ -33,21 +35,31 @@ export class TurnBudget {
 
   /** Units of work waiting for their turn. */
   get waitingCount(): number {
-    return this.waiting.length - this.head;
+    return this.queues.inFlight.size + this.queues.admit.size;
   }
 
   /**
-   * `undefined` when the work may run now (no promise on the fast path); otherwise a promise that
-   * resolves, in this turn or a later one, after the work that asked before it.
+   * For work under way. `undefined` when it may run now (no promise on the fast path); otherwise a
+   * promise that resolves, in this turn or a later one, after the work under way that asked before it.
    */
   pass(): Promise<void> | undefined {
+    return this.ask(this.queues.inFlight);
+  }
+
+  /** For new work: as `pass`, but it also waits while any work under way waits. */
+  admit(): Promise<void> | undefined {
+    return this.ask(this.queues.admit);
+  }
+
+  private ask(queue: Waiting): Promise<void> | undefined {
     const now = this.now();
-    if (this.waitingCount === 0 && !this.unmeasured && !this.releaseQueued && now - this.sliceStart < this.budgetMs) {
+    const ahead = queue === this.queues.inFlight ? queue.size : this.waitingCount;
+    if (ahead === 0 && !this.unmeasured && !this.releaseQueued && now - this.sliceStart < this.budgetMs) {
       this.letThrough();
       return undefined;
     }
     return new Promise<void>((resolve) => {
-      this.waiting.push(resolve);
+      queue.push(resolve);
       // A unit being measured continues the release when its microtasks are done.
       if (!this.unmeasured && !this.releaseQueued) this.queueRelease();
     });
@@ -100,17 +112,37 @@ export class TurnBudget {
       this.queueRelease();
       return;
     }
-    const resolve = this.waiting[this.head] as () => void;
-    this.head++;
-    if (this.head === this.waiting.length) {
-      this.waiting.length = 0;
-      this.head = 0;
-    } else if (this.head >= 1024) {
-      this.waiting.splice(0, this.head);
-      this.head = 0;
-    }
+    const queue = this.queues.inFlight.size > 0 ? this.queues.inFlight : this.queues.admit;
+    const resolve = queue.shift();
     this.letThrough();
     resolve();
+  }
+}
+
+/** A first-come-first-served queue of waiting units (an array and a read index, compacted as it goes). */
+class Waiting {
+  private readonly items: (() => void)[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
+  push(resolve: () => void): void {
+    this.items.push(resolve);
+  }
+
+  shift(): () => void {
+    const resolve = this.items[this.head] as () => void;
+    this.head++;
+    if (this.head === this.items.length) {
+      this.items.length = 0;
+      this.head = 0;
+    } else if (this.head >= 1024) {
+      this.items.splice(0, this.head);
+      this.head = 0;
+    }
+    return resolve;
   }
 }
 
