@@ -12,10 +12,8 @@ import {
 } from '@troupe/verifiers';
 import { z } from 'zod';
 
-/** Config of the `daytona` runtime. The API key is injected by the caller. */
+/** Config of the `daytona` runtime. The API key is injected by the caller; `apiUrl` defaults to `https://app.daytona.io/api`. */
 export const DaytonaRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
-  /** Control-plane URL (default `https://app.daytona.io/api`). */
-  apiUrl: z.string().url().optional(),
   /** Region target (`us`, `eu`). */
   target: z.string().optional(),
   /** Snapshot sandboxes start from (a sandbox's `image` option overrides it). */

@@ -13,12 +13,13 @@ import {
 import { CommandExitError, type CommandHandle, Sandbox as E2BSandboxClient } from 'e2b';
 import { z } from 'zod';
 
-/** Config of the `e2b` runtime. The API key is injected by the caller (never read from the environment here). */
+/**
+ * Config of the `e2b` runtime. The API key is injected by the caller (never read from the
+ * environment by the runtime); `apiUrl` defaults to E2B's control plane.
+ */
 export const E2BRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
   /** Sandbox template (default `base`); a sandbox's `image` option overrides it. */
   template: z.string().min(1).optional(),
-  /** Override of the control-plane URL (default: E2B's). */
-  apiUrl: z.string().url().optional(),
   /** Override of the in-sandbox (envd) URL, for tests and self-hosting. */
   sandboxUrl: z.string().url().optional(),
   domain: z.string().optional(),

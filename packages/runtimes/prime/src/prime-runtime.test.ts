@@ -85,7 +85,7 @@ describe('PrimeRuntime against a loopback Prime API (real wire format, not run a
   beforeAll(async () => {
     await fake.start();
     workdir = await mkdtemp(join(tmpdir(), 'troupe-prime-fake-'));
-    runtime = new PrimeRuntime({ apiKey: 'pit_test_key', baseUrl: fake.url, workdir, pollIntervalMs: 10 });
+    runtime = new PrimeRuntime({ apiKey: 'pit_test_key', apiUrl: fake.url, workdir, pollIntervalMs: 10 });
   });
   afterAll(async () => {
     await runtime.close();

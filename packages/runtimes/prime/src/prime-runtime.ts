@@ -13,10 +13,8 @@ import {
 } from '@troupe/verifiers';
 import { z } from 'zod';
 
-/** Config of the `prime` runtime. The API key is injected by the caller. */
+/** Config of the `prime` runtime. The API key is injected by the caller; `apiUrl` defaults to `https://api.primeintellect.ai/api/v1`. */
 export const PrimeRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
-  /** API base (default `https://api.primeintellect.ai/api/v1`). */
-  baseUrl: z.string().url().optional(),
   teamId: z.string().optional(),
   /** Default image (a sandbox's `image` overrides it; default `python:3.11-slim`). */
   image: z.string().min(1).optional(),
@@ -202,7 +200,7 @@ export class PrimeRuntime extends RemoteRuntime<PrimeRuntimeOptions, PrimeSandbo
     super({ id: PrimeRuntime.id, schema: PrimeRuntime.optionsSchema, options: rest });
     this.api = new PrimeSandboxApi({
       apiKey: this.options.apiKey,
-      baseUrl: this.options.baseUrl ?? 'https://api.primeintellect.ai/api/v1',
+      baseUrl: this.options.apiUrl ?? 'https://api.primeintellect.ai/api/v1',
       ...(injectedFetch && { fetch: injectedFetch }),
     });
   }

@@ -11,11 +11,13 @@ import { withoutSecrets } from './sandbox-env.ts';
 /**
  * Options every API-key remote runtime takes (extend it with the provider's own): the key, injected
  * by the caller (see {@link apiKeyRuntimeEntry}; never read from the environment by the runtime),
- * and the creation limits.
+ * where the provider's API is, and the creation limits.
  */
-export const ApiKeyRuntimeOptionsSchema = z.object({
+export const ApiKeyRuntimeOptionsSchema = CreationLimitsSchema.extend({
+  /** The provider's API key. */
   apiKey: z.string().min(1),
-  ...CreationLimitsSchema.shape,
+  /** Base URL of the provider's API (default: the provider's own; set it for a proxy, self-hosting or tests). */
+  apiUrl: z.string().url().optional(),
 });
 
 /**
