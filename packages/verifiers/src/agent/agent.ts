@@ -112,10 +112,10 @@ export class Agent {
   /** A fresh sandbox for `task` (the caller stops it). */
   async provision(task?: Task): Promise<Sandbox> {
     try {
-      return await this.runtime.createSandbox({
-        ...(task?.data.image ? { image: task.data.image } : {}),
-        ...(task?.data.workdir ? { workdir: task.data.workdir } : {}),
-      });
+      const spec: { image?: string; workdir?: string } = {};
+      if (task?.data.image) spec.image = task.data.image;
+      if (task?.data.workdir) spec.workdir = task.data.workdir;
+      return await this.runtime.createSandbox(spec);
     } catch (error) {
       throw SandboxError.is(error)
         ? error
@@ -135,7 +135,7 @@ export class Agent {
       await this.setUp(task, this.newTrace(task), sandbox, options.signal);
     } catch (error) {
       const classified = await this.classify(error, sandbox);
-      await sandbox.stop().catch(() => {});
+      await sandbox.stop().catch(ignore);
       throw classified;
     }
     return sandbox;
@@ -204,7 +204,7 @@ export class Agent {
           // A program that exits because its model calls failed: the provider error is the cause.
           if (prepared.session.providerError) trace.recordError(prepared.session.providerError, 'agent');
           else await this.recordExitFailure(trace, sandbox, result, context);
-        } else if (trace.ok && !(await sandbox.alive().catch(() => false))) {
+        } else if (trace.ok && !(await sandbox.alive().catch(notAlive))) {
           // The program finished, but its sandbox did not survive the run (directory removed, container gone).
           trace.recordError(new SandboxError(`sandbox ${sandbox.id} died while ${this.harness.id} ran`), 'agent');
         }
@@ -241,13 +241,16 @@ export class Agent {
       if (this.harness.setup || task.setup) await this.setUp(task, trace, sandbox, options.signal);
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'setup');
-      if (!options.sandbox) await sandbox.stop().catch(() => {});
+      if (!options.sandbox) await sandbox.stop().catch(ignore);
       return null;
     } finally {
       trace.timing.setup = (Date.now() - setupStart) / 1000;
     }
     const session = this.rolloutSession(trace);
-    const { endpoint, host } = await this.endpointFor(session, sandbox);
+    // An in-process harness calls the session directly: no async frame for its endpoint.
+    const { endpoint, host } = this.harness.inProcess
+      ? { endpoint: this.directEndpoint(session, 'in-process://interception/v1'), host: undefined }
+      : await this.endpointFor(session, sandbox);
     let mcp: Awaited<ReturnType<Agent['mcpServersFor']>>;
     try {
       // No task tools and no configured servers: nothing to serve or reach (the common case).
@@ -255,7 +258,7 @@ export class Agent {
     } catch (error) {
       host?.unregister(session);
       trace.recordError(error, 'setup');
-      if (!options.sandbox) await sandbox.stop().catch(() => {});
+      if (!options.sandbox) await sandbox.stop().catch(ignore);
       return null;
     }
     return {
@@ -306,23 +309,25 @@ export class Agent {
     session: RolloutSession,
     sandbox: Sandbox,
   ): Promise<{ endpoint: ModelEndpoint; host: InterceptionHost | undefined }> {
-    let baseUrl = 'in-process://interception/v1';
-    let host: InterceptionHost | undefined;
-    if (!this.harness.inProcess) {
-      if (!this.interception)
-        throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
-      host = await this.interception();
-      baseUrl = await sandbox.reachHost(host.register(session).baseUrl);
-    }
-    const endpoint: ModelEndpoint = {
+    if (this.harness.inProcess)
+      return { endpoint: this.directEndpoint(session, 'in-process://interception/v1'), host: undefined };
+    if (!this.interception)
+      throw new ConfigError(`harness ${this.harness.id} is an external program and needs an interception server`);
+    const host = await this.interception();
+    const baseUrl = await sandbox.reachHost(host.register(session).baseUrl);
+    return { endpoint: this.directEndpoint(session, baseUrl), host };
+  }
+
+  /** The endpoint of `session` at `baseUrl`, with the in-process transport (`direct`). */
+  private directEndpoint(session: RolloutSession, baseUrl: string): ModelEndpoint {
+    return {
       baseUrl,
       secret: session.secret,
       model: this.model,
       direct(request, o) {
-        return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : { dialect: 'direct' });
+        return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : DIRECT);
       },
     };
-    return { endpoint, host };
   }
 
   /** The task's setup, then the harness's, under the setup timeout. */
@@ -383,7 +388,7 @@ export class Agent {
     result: { exitCode: number; stdout: string; stderr: string },
     context: Omit<HarnessLaunchContext, 'signal'>,
   ): Promise<void> {
-    const alive = await sandbox.alive().catch(() => false);
+    const alive = await sandbox.alive().catch(notAlive);
     // A program may print its own key (env dumps, debug logs): the rollout secret never lands on the trace.
     const tail = `${result.stdout}\n${result.stderr}`.split(context.endpoint.secret).join('[rollout secret]').trim().slice(-2000);
     trace.recordError(
@@ -396,7 +401,7 @@ export class Agent {
 
   private async classify(error: unknown, sandbox: Sandbox): Promise<unknown> {
     if (TroupeError.isInstance(error)) return error;
-    const alive = await sandbox.alive().catch(() => false);
+    const alive = await sandbox.alive().catch(notAlive);
     if (!alive) return new SandboxError(`sandbox died: ${(error as Error).message ?? String(error)}`, { cause: error });
     return new HarnessError((error as Error).message ?? String(error), { cause: error });
   }
@@ -487,7 +492,7 @@ export class Agent {
       trace.recordError(await this.classify(error, sandbox), 'agent');
       await release();
       await this.close(task, trace, sandbox, options);
-      if (!options.sandbox) await sandbox.stop().catch(() => {});
+      if (!options.sandbox) await sandbox.stop().catch(ignore);
       throw error;
     }
   }
@@ -516,13 +521,13 @@ export class Agent {
         if (closed) return trace;
         closed = true;
         trace.stop('user_closed');
-        await session.close().catch(() => {});
+        await session.close().catch(ignore);
         await release();
         trace.timing.agent = (Date.now() - agentStart) / 1000;
         try {
           return await agent.close(task, trace, sandbox, options);
         } finally {
-          if (!options.sandbox) await sandbox.stop().catch(() => {});
+          if (!options.sandbox) await sandbox.stop().catch(ignore);
         }
       },
       async turn(message?: string | Message[]): Promise<Segment> {
@@ -567,6 +572,17 @@ interface PreparedRun {
   context: Omit<HarnessLaunchContext, 'signal'>;
   session: RolloutSession;
   release: () => Promise<void>;
+}
+
+/** The meta of an in-process call without a signal (shared: `handle` never writes to it). */
+const DIRECT = { dialect: 'direct' } as const;
+
+/** For `.catch` of a best-effort stop or close (one function, not a closure per call). */
+function ignore(): void {}
+
+/** For `.catch` of a liveness probe: a sandbox that cannot answer is not alive. */
+function notAlive(): boolean {
+  return false;
 }
 
 const NO_MCP_SERVERS: { servers?: Record<string, McpServerSpec>; close: () => Promise<void> } = { close: async () => {} };
