@@ -41,4 +41,15 @@ describe('createRuntime (kubernetes)', () => {
   it('names a bad option type', () => {
     expect(() => createRuntime({ kubeconfig: 3 })).toThrow(/kubeconfig: expected a file path/);
   });
+
+  it('refuses a namespace Kubernetes would refuse, naming the field', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'troupe-kube-'));
+    writeFileSync(join(dir, 'config'), kubeconfig('https://127.0.0.1:1'));
+    for (const namespace of ['Eval', 'eval_runs', '-eval', 'eval-', 'e'.repeat(64), ''])
+      expect(() => createRuntime({ kubeconfig: join(dir, 'config'), namespace }), namespace).toThrow(
+        /^kubernetes\.namespace: expected a DNS-1123 label/,
+      );
+    for (const namespace of ['eval', 'troupe-eval-2', 'e'.repeat(63), '0'])
+      expect(createRuntime({ kubeconfig: join(dir, 'config'), namespace }).id).toBe('kubernetes');
+  });
 });

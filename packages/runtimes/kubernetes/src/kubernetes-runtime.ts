@@ -26,7 +26,17 @@ import { z } from 'zod';
 
 /** Config of the `kubernetes` runtime. The cluster comes from an injected `KubeConfig`. */
 export const KubernetesRuntimeOptionsSchema = ExecRuntimeOptionsSchema.extend({
-  namespace: z.string().min(1).optional(),
+  /**
+   * Namespace of the pods (default `default`). Kubernetes takes only a DNS-1123 label; another name
+   * fails here, naming the field, instead of at the first pod creation.
+   */
+  namespace: z
+    .string()
+    .regex(
+      /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+      'expected a DNS-1123 label (at most 63 of a-z, 0-9 and "-", alphanumeric at both ends)',
+    )
+    .optional(),
   /** Default image (a sandbox's `image` overrides it). */
   image: z.string().min(1).optional(),
   /** Working directory inside the pod (default `/work`). */
