@@ -93,7 +93,7 @@ describe('Task data checks without zod (the common fields) agree with TaskDataSc
         made = false;
       }
       expect([data, made]).toEqual([data, schema]);
-      const base = new Task({ prompt: 'p' });
+      const base = new Task<TaskData>({ prompt: 'p' });
       let patched = true;
       try {
         base.with(data as Partial<TaskData>);
