@@ -36,6 +36,8 @@ interface PeerSet {
   max: number;
   /** Which episode or group the statistics belong to; stale ones are reset on first use. */
   stamp: number;
+  /** The role is in `episodeAgents` (peers within an episode), else peers across the group. */
+  readonly perEpisode: boolean;
 }
 
 /**
@@ -50,8 +52,10 @@ export class HierarchicalGrpo implements Algorithm {
   // Scratch state reused across calls (scoreGroup is synchronous, so calls never interleave).
   // Filled by index and never truncated: `length = 0` would free the backing stores, and every
   // group would grow them again.
-  private readonly groupSets = new Map<string, PeerSet>();
-  private readonly episodeSets = new Map<string, PeerSet>();
+  private readonly sets = new Map<string, PeerSet>();
+  /** The last role looked up and its set (roles repeat from trace to trace). */
+  private lastRole: string | null = null;
+  private lastSet: PeerSet | null = null;
   private readonly groupPeers = new PeerList();
   private readonly episodePeers = new PeerList();
   private stamp = 0;
@@ -92,7 +96,6 @@ export class HierarchicalGrpo implements Algorithm {
     const groupStamp = ++this.stamp;
     const groupPeers = this.groupPeers;
     const episodePeers = this.episodePeers;
-    const episodeAgents = this.episodeAgents;
     let groupCount = 0;
     for (let e = 0; e < episodes.length; e++) {
       const traces = episodes[e]!.traces;
@@ -103,15 +106,26 @@ export class HierarchicalGrpo implements Algorithm {
         if (!isTrainableTrace(trace)) continue;
         const role = trace.agent.name;
         const reward = traceReward(trace);
-        if (episodeAgents.has(role)) {
-          episodePeers.set(episodeCount++, trace, reward, add(this.episodeSets, role, reward, episodeStamp));
-        } else {
-          groupPeers.set(groupCount++, trace, reward, add(this.groupSets, role, reward, groupStamp));
-        }
+        const set = this.setOf(role);
+        if (set.perEpisode) episodePeers.set(episodeCount++, trace, reward, add(set, reward, episodeStamp));
+        else groupPeers.set(groupCount++, trace, reward, add(set, reward, groupStamp));
       }
       episodePeers.assign(episodeCount);
     }
     groupPeers.assign(groupCount);
+  }
+
+  /** The peer set of a role (created on first use; stamp 0 is no episode's or group's). */
+  private setOf(role: string): PeerSet {
+    if (role === this.lastRole) return this.lastSet!;
+    let set = this.sets.get(role);
+    if (set === undefined) {
+      set = { sum: 0, count: 0, min: 0, max: 0, stamp: 0, perEpisode: this.episodeAgents.has(role) };
+      this.sets.set(role, set);
+    }
+    this.lastRole = role;
+    this.lastSet = set;
+    return set;
   }
 }
 
@@ -142,14 +156,8 @@ class PeerList {
   }
 }
 
-/** Adds a reward to the role's peer set (reset when it belongs to another stamp); returns the set. */
-function add(sets: Map<string, PeerSet>, role: string, reward: number, stamp: number): PeerSet {
-  const set = sets.get(role);
-  if (set === undefined) {
-    const created = { sum: reward, count: 1, min: reward, max: reward, stamp };
-    sets.set(role, created);
-    return created;
-  }
+/** Adds a reward to a peer set (reset when it belongs to another stamp); returns the set. */
+function add(set: PeerSet, reward: number, stamp: number): PeerSet {
   if (set.stamp !== stamp) {
     set.sum = reward;
     set.count = 1;
