@@ -3,6 +3,7 @@ import { constants as osConstants } from 'node:os';
 import type { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecResult } from './runtime.ts';
+import { DEFAULT_MAX_OUTPUT_BYTES } from './runtime-options.ts';
 
 /** What {@link runProcessGroup} needs to start one program in its own process group. */
 export interface ProcessGroupRun {
@@ -21,8 +22,6 @@ export interface ProcessGroupRun {
   /** Called with the process group id as soon as the program started (to kill it later). */
   onStart?: (processGroupId: number) => void;
 }
-
-const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 
 /** Sends `signal` to every process of the group; false when the group no longer exists. */
 export function killProcessGroup(processGroupId: number, signal: NodeJS.Signals | 0 = 'SIGKILL'): boolean {
@@ -140,7 +139,7 @@ export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
   const [file, ...args] = run.argv;
   if (file === undefined) return Promise.reject(new Error('empty argv'));
   if (run.signal?.aborted) return Promise.reject(run.signal.reason);
-  const limit = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  const limit = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const stdout = new OutputBuffer(limit, run.onStdout);
   const stderr = new OutputBuffer(limit, run.onStderr);
 
