@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { troupe } from '../../test/support/troupe-process.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
-import { firstDifference } from './main.ts';
+import { firstDifference } from './eval-command.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
 const _cli = join(root, 'packages/verifiers/src/cli/main.ts');

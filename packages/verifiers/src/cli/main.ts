@@ -3,8 +3,7 @@ import { TroupeError } from '../errors/troupe-error.ts';
 import { evalCommand } from './eval-command.ts';
 import { EXIT_CODES, HELP } from './help.ts';
 
-export { firstDifference } from './eval-command.ts';
-export { EXIT_CODES } from './help.ts';
+// The `troupe` bin: importing this module runs the CLI, so it exports nothing.
 
 async function main(argv: string[]): Promise<number> {
   setPluginSearchPaths([process.cwd()]);
