@@ -1,7 +1,7 @@
 import { type PluggedScorers, withPluggedScorers } from '../env/reward-modules.ts';
 import { ConfigError, HarnessError, SandboxError, TroupeError } from '../errors/troupe-error.ts';
 import type { Harness, HarnessLaunchContext, HarnessSession, ModelEndpoint } from '../harness/harness.ts';
-import { RolloutSession } from '../interception/rollout-session.ts';
+import { type RolloutLimits, RolloutSession } from '../interception/rollout-session.ts';
 import { contentText, type Message } from '../model/messages.ts';
 import type { ModelClient } from '../model/model-client.ts';
 import type { Runtime, Sandbox } from '../runtime/runtime.ts';
@@ -158,6 +158,26 @@ export class Agent {
   }
 
   private newTrace(task: Task): Trace {
+    return new Trace({
+      task: task.record,
+      agent: {
+        name: this.name,
+        trainable: this.trainable,
+        model: this.model,
+        harness: this.harness.id,
+        runtime: this.runtime.id,
+        config: this.traceConfig(),
+      },
+    });
+  }
+
+  /**
+   * The config as traces record it (no client; MCP servers' env values redacted): made once per
+   * agent and frozen, shared by its traces (a copy per trace was made per seat per hand). Nested
+   * objects were shared with the agent's config before as well (the copy was shallow).
+   */
+  private traceConfig(): Record<string, unknown> {
+    if (this.recordedConfig) return this.recordedConfig;
     const { client: _client, ...config } = this.config;
     // A stdio MCP server's env may carry credentials: its values never land on the trace.
     if (config.mcpServers) {
@@ -170,18 +190,13 @@ export class Agent {
         ]),
       );
     }
-    return new Trace({
-      task: task.record,
-      agent: {
-        name: this.name,
-        trainable: this.trainable,
-        model: this.model,
-        harness: this.harness.id,
-        runtime: this.runtime.id,
-        config: config as Record<string, unknown>,
-      },
-    });
+    this.recordedConfig = Object.freeze(config) as Record<string, unknown>;
+    return this.recordedConfig;
   }
+
+  private recordedConfig: Record<string, unknown> | undefined;
+  /** The rollout limits of this agent's runs (from its config; read-only). */
+  private sessionLimits: RolloutLimits | undefined;
 
   private async runOnce(task: Task, options: RunOptions): Promise<Trace> {
     const trace = this.newTrace(task);
@@ -291,12 +306,12 @@ export class Agent {
       model: this.model,
       sampling: this.config.sampling ?? {},
       ...(this.plugged?.stops.length ? { stops: this.plugged.stops } : {}),
-      limits: {
+      limits: (this.sessionLimits ??= {
         maxTurns: this.config.maxTurns ?? null,
         maxInputTokens: this.config.maxInputTokens ?? null,
         maxOutputTokens: this.config.maxOutputTokens ?? null,
         maxTotalTokens: this.config.maxTotalTokens ?? null,
-      },
+      }),
     });
   }
 

@@ -60,7 +60,7 @@ export class Trace {
    */
   private readonly firstChildKey: (string | undefined)[] = [];
   private readonly firstChildId: number[] = [];
-  private readonly moreChildren: (Map<string, number> | undefined)[] = [];
+  private moreChildren: (Map<string, number> | undefined)[] | undefined;
 
   constructor(init: TraceInit) {
     this.id = init.id ?? randomUuid();
@@ -178,7 +178,7 @@ export class Trace {
 
   private childOf(slot: number, key: string): number | undefined {
     if (this.firstChildKey[slot] === key) return this.firstChildId[slot];
-    return this.moreChildren[slot]?.get(key);
+    return this.moreChildren?.[slot]?.get(key);
   }
 
   /** Indexes child `id` under `key`; an existing entry is replaced only when `replace` (a sampled node). */
@@ -190,6 +190,7 @@ export class Trace {
     } else if (first === key) {
       if (replace) this.firstChildId[slot] = id;
     } else {
+      this.moreChildren ??= [];
       let more = this.moreChildren[slot];
       if (!more) {
         more = new Map();
