@@ -60,11 +60,13 @@ export class RolloutSession {
   private readonly stops: NonNullable<RolloutSessionOptions['stops']>;
   private concludedReason: string | null = null;
   /** The last request and its answer: a retry of an identical body joins it instead of sampling again. */
-  private recent: { request: ModelRequest; promise: Promise<ModelResponse> } | null = null;
+  private recentRequest: ModelRequest | null = null;
+  private recentPromise: Promise<ModelResponse> | null = null;
   /** The last provider error, so the trace can record it rather than the harness's exit. */
   providerError: ProviderError | null = null;
-  /** Calls in flight (for draining before the trace is closed). */
-  private readonly inflight = new Set<Promise<unknown>>();
+  /** Calls in flight, and who waits for there to be none (draining before the trace is closed). */
+  private pending = 0;
+  private idleWaiters: (() => void)[] | null = null;
 
   constructor(options: RolloutSessionOptions) {
     this.trace = options.trace;
@@ -92,9 +94,13 @@ export class RolloutSession {
     if (this.concludedReason === null) this.concludedReason = reason;
   }
 
-  /** Waits for calls in flight to be recorded. */
+  /** Waits until no call is in flight (each one recorded, answered or failed). */
   async drain(): Promise<void> {
-    if (this.inflight.size) await Promise.allSettled([...this.inflight]);
+    if (this.pending === 0) return;
+    await new Promise<void>((resolve) => {
+      this.idleWaiters ??= [];
+      this.idleWaiters.push(resolve);
+    });
   }
 
   handle(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
@@ -113,21 +119,24 @@ export class RolloutSession {
     }
     const imposed: ModelRequest = { ...request, model: this.model, sampling: { ...request.sampling, ...this.sampling } };
     // Hashing only when a retry arrives keeps the guard off the hot path of first attempts.
-    if ((meta.retryCount ?? 0) > 0 && this.recent && requestKey(this.recent.request) === requestKey(request)) {
-      return this.recent.promise;
+    if (
+      (meta.retryCount ?? 0) > 0 &&
+      this.recentRequest &&
+      this.recentPromise &&
+      requestKey(this.recentRequest) === requestKey(request)
+    ) {
+      return this.recentPromise;
     }
     const why = this.limitReached(imposed);
     if (why) {
       this.trace.stop(why);
       throw new LimitError(`rollout stopped: ${why}`, { statusCode: 400 });
     }
+    // Counted here, uncounted when `call` settles: no set of promises and no handlers per call.
+    this.pending++;
     const promise = this.call(imposed, meta);
-    this.recent = { request, promise };
-    this.inflight.add(promise);
-    promise.then(
-      () => this.inflight.delete(promise),
-      () => this.inflight.delete(promise),
-    );
+    this.recentRequest = request;
+    this.recentPromise = promise;
     return promise;
   }
 
@@ -149,6 +158,12 @@ export class RolloutSession {
         : new ProviderError(message, { cause: error, statusCode: status ?? 502 });
       this.providerError = providerError;
       throw providerError;
+    } finally {
+      if (--this.pending === 0 && this.idleWaiters) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = null;
+        for (const resolve of waiters) resolve();
+      }
     }
   }
 
