@@ -104,6 +104,39 @@ describe('runEval', () => {
     expect(episodes.every((e) => e.ok)).toBe(true);
   });
 
+  it('starts a burst of episodes over several event-loop turns, timers running between them', async () => {
+    const env = await Env.create({
+      definition: singleAgentEnv,
+      config: { id: 'single-agent', agent: { harness: 'null' } },
+      run: { model: 'calc', client: solverClient() },
+    });
+    // Each start costs ≥ 1 ms of synchronous work; the runner's turn budget (10 ms of such work per
+    // turn, in a turn's poll and check phases) lets ≤ 2 × 10 + 2 starts through between two timer
+    // phases. The ramp it replaced started 32 per turn; starting all at once would start 60.
+    let timerPhases = 0;
+    const interval = setInterval(() => timerPhases++, 1);
+    const startsPerPhase = new Map<number, number>();
+    const busyStarts: typeof env = Object.create(env, {
+      runEpisode: {
+        value: (options: Parameters<typeof env.runEpisode>[0]) => {
+          const end = performance.now() + 1;
+          while (performance.now() < end);
+          startsPerPhase.set(timerPhases, (startsPerPhase.get(timerPhases) ?? 0) + 1);
+          return env.runEpisode(options);
+        },
+      },
+    });
+    const outDir = mkdtempSync(join(tmpdir(), 'troupe-eval-'));
+    try {
+      await runEval({ env: busyStarts, taskset: arithmeticTaskset({ size: 60 }), concurrency: 60, outDir, model: 'calc' });
+    } finally {
+      clearInterval(interval);
+    }
+    expect(lines(join(outDir, 'traces.jsonl'))).toHaveLength(60);
+    expect(Math.max(...startsPerPhase.values())).toBeLessThanOrEqual(22);
+    expect(startsPerPhase.size).toBeGreaterThanOrEqual(3);
+  });
+
   it('a failing reward function is an error on the trace, not a silent 0', async () => {
     const env = await Env.create({
       definition: singleAgentEnv,
