@@ -5,7 +5,7 @@ import type { ClientConfig } from '../agent/agent-config.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { ExecResult, Sandbox } from '../runtime/runtime.ts';
-import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
+import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from './eval-config.ts';
 import { createEvalEnv, type RoleFlags, resolveEnvConfig } from './resolve-env.ts';
 
 const HELP = `troupe debug — run a command inside a task's sandbox, booted as troupe eval would boot it
@@ -122,11 +122,7 @@ function debugRawConfig(values: { config?: string; env?: string; taskset?: strin
   if (values.config) raw = deepMerge(raw, readConfigFile(values.config));
   if (values.env !== undefined) setPath(raw, 'env.id', values.env);
   if (values.taskset !== undefined) setPath(raw, 'env.taskset', values.taskset);
-  for (const entry of values.set ?? []) {
-    const eq = entry.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
-    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
-  }
+  applySets(raw, values.set ?? []);
   return raw;
 }
 

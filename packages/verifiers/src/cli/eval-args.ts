@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { parseShard, type Shard } from '../eval/shard.ts';
-import { deepMerge, type EvalConfig, parseEvalConfig, parseValue, readConfigFile, setPath } from './eval-config.ts';
+import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from './eval-config.ts';
 import { hasRoleFlags, type RoleFlags } from './resolve-env.ts';
 
 /** The flags of `troupe eval` and `troupe validate` (described in `HELP`). */
@@ -153,14 +153,6 @@ function flagOverrides(values: EvalFlags): [string, unknown][] {
 }
 
 /** `--set PATH=VALUE`, in order. */
-function applySets(raw: Record<string, unknown>, entries: readonly string[]): void {
-  for (const entry of entries) {
-    const eq = entry.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
-    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
-  }
-}
-
 /** The endpoint of a client table without `baseUrl`, and the default env. */
 function applyDefaults(raw: Record<string, unknown>): void {
   if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {

@@ -82,6 +82,15 @@ export function parseValue(text: string): unknown {
   }
 }
 
+/** Applies `--set PATH=VALUE` entries to a raw config, each value parsed as by {@link parseValue}; a malformed entry is a ConfigError naming it. */
+export function applySets(raw: Record<string, unknown>, entries: readonly string[]): void {
+  for (const entry of entries) {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
+    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
+  }
+}
+
 /** Validates a merged config; the error names the field. */
 export function parseEvalConfig(raw: Record<string, unknown>): EvalConfig {
   const parsed = EvalConfigSchema.safeParse(raw);
