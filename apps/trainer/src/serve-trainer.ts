@@ -12,6 +12,7 @@ import {
   writeBroadcast,
   ZmqRolloutReceiver,
 } from '@troupe/prime-rl/transport';
+import { sleep } from '@troupe/verifiers';
 
 /** Options of {@link serveTrainer}. */
 export interface ServeTrainerOptions {
@@ -32,8 +33,6 @@ export interface ServeTrainerOptions {
   log?: (line: string) => void;
   signal?: AbortSignal;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitForModel(outputDir: string, signal?: AbortSignal): Promise<RunModel> {
   for (;;) {

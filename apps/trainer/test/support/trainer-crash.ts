@@ -4,11 +4,11 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '@troupe/verifiers';
 
 /** The app's CLI, run from its sources (the `@troupe/source` condition resolves the packages to theirs). */
 const trainerCli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const appRoot = fileURLToPath(new URL('../..', import.meta.url));
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 /** A tiny, deterministic Kuhn poker run (no worker thread), checkpointing every `checkpointEvery` steps. */
 export function tinyTrainConfig(options: { maxSteps: number; checkpointEvery: number }): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import type { ExecOptions, ExecResult } from '@troupe/verifiers';
-import { ExecOutputCollector, guardExec, killCommand, SandboxError, wrapWithPidFile } from '@troupe/verifiers';
+import { ExecOutputCollector, guardExec, killCommand, SandboxError, sleep, wrapWithPidFile } from '@troupe/verifiers';
 import type Docker from 'dockerode';
 
 /** What {@link runDockerExec} needs. */
@@ -17,8 +17,6 @@ export interface DockerExecRun {
   /** How long output may keep streaming after the main process exited (a background child holding stdout). */
   closeGraceMs?: number;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One `docker exec` with demultiplexed stdout / stderr, stdin closed unless given, and the exit

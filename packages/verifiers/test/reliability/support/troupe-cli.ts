@@ -43,4 +43,4 @@ export function tracesLines(runDir: string): { complete: string[]; tornTail: boo
   return { complete: parts.filter((l) => l.trim()), tornTail: tail.length > 0 };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep } from '../../../src/util/timeout.ts';
