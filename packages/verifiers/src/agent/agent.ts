@@ -290,10 +290,11 @@ export class Agent {
       },
       async release() {
         Agent.redactErrors(trace, session.secret);
-        await session.drain();
+        // Nothing in flight and no MCP servers (a game seat): nothing to wait for.
+        if (session.inFlight) await session.drain();
         session.conclude(trace.stopCondition ?? 'agent_completed');
         host?.unregister(session);
-        await mcp.close();
+        if (mcp !== NO_MCP_SERVERS) await mcp.close();
       },
     };
   }
@@ -562,12 +563,7 @@ export class Agent {
             message === undefined ? undefined : typeof message === 'string' ? [{ role: 'user', content: message }] : message;
           const segment = await session.turn(incoming);
           terminated = segment.terminated;
-          const last = segment.messages.findLast((m) => m.role === 'assistant');
-          return {
-            messages: segment.messages,
-            terminated: segment.terminated,
-            lastReply: last?.role === 'assistant' ? contentText(last.content).trim() : '',
-          };
+          return { messages: segment.messages, terminated: segment.terminated, lastReply: lastReplyOf(segment.messages) };
         } catch (error) {
           terminated = true;
           trace.recordError(prepared.session.providerError ?? (await agent.classify(error, sandbox)), 'agent');
@@ -591,6 +587,15 @@ interface PreparedRun {
 
 /** The meta of an in-process call without a signal (shared: `handle` never writes to it). */
 const DIRECT = { dialect: 'direct' } as const;
+
+/** Text of the last assistant message, trimmed ('' when there is none). */
+function lastReplyOf(messages: readonly Message[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as Message;
+    if (message.role === 'assistant') return contentText(message.content).trim();
+  }
+  return '';
+}
 
 /** For `.catch` of a best-effort stop or close (one function, not a closure per call). */
 function ignore(): void {}

@@ -78,6 +78,11 @@ export class RolloutSession {
     this.secret = `rs-${secretBytes().toString('base64url')}`;
   }
 
+  /** Whether a call is in flight (`drain` would wait). */
+  get inFlight(): boolean {
+    return this.pending > 0;
+  }
+
   get concluded(): boolean {
     return this.concludedReason !== null;
   }
