@@ -458,7 +458,8 @@ export class EpisodeAgent {
     return {
       trace: inner.trace,
       turn(message) {
-        return semaphore.run(() => inner.turn(message));
+        // Unlimited agents per episode (a game): no slot to take, and no closure per turn.
+        return semaphore.unlimited ? inner.turn(message) : semaphore.run(() => inner.turn(message));
       },
       async close() {
         const trace = await inner.close();

@@ -67,6 +67,11 @@ export class Semaphore {
   private readonly waiters: (() => void)[] = [];
   constructor(private readonly limit: number | null) {}
 
+  /** True when there is no limit (`run(fn)` is then just `fn()`). */
+  get unlimited(): boolean {
+    return this.limit === null;
+  }
+
   async acquire(): Promise<() => void> {
     const wait = this.take();
     if (wait) await wait;
