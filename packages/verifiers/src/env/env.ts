@@ -438,17 +438,18 @@ export class EpisodeAgent {
     const self = this;
     let live: Trace | undefined;
     let inner: Interaction;
+    const opened: RunOptions = {
+      ...options,
+      onTrace(t) {
+        live = t;
+        self.stamp(t);
+      },
+    };
+    if (options.signal === undefined && this.signal) opened.signal = this.signal;
     try {
-      inner = await this.semaphore.run(() =>
-        this.agent.interaction(task, {
-          ...options,
-          ...(options.signal === undefined && this.signal ? { signal: this.signal } : {}),
-          onTrace(t) {
-            live = t;
-            self.stamp(t);
-          },
-        }),
-      );
+      inner = await (this.semaphore.unlimited
+        ? this.agent.interaction(task, opened)
+        : this.semaphore.run(() => this.agent.interaction(task, opened)));
     } catch (error) {
       if (live) this.episode.traces.push(live);
       throw error;
