@@ -182,10 +182,10 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
  * gradient: dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = Σ_rows dy·x̂, db = Σ_rows dy.
  */
 const layerNorm = tf.customGrad((x, g, b, save) => {
-  const xx = x as tf.Tensor2D;
-  const { mean, variance } = tf.moments(xx, -1, true);
-  const std = tf.sqrt(tf.add(variance, LAYER_NORM_EPS));
-  const xhat = tf.div(tf.sub(xx, mean), std);
+  // tf.moments's values without its float32 Cast copy of x and its second x − μ.
+  const centred = tf.sub(x as tf.Tensor2D, tf.mean(x, -1, true));
+  const std = tf.sqrt(tf.add(tf.mean(tf.square(centred), -1, true), LAYER_NORM_EPS));
+  const xhat = tf.div(centred, std);
   (save as tf.GradSaveFunc)([xhat, std, g as tf.Tensor1D]);
   return {
     value: tf.add(tf.mul(xhat, g as tf.Tensor1D), b as tf.Tensor1D),
