@@ -42,21 +42,15 @@ function columnSum(x: tf.Tensor2D): tf.Tensor1D {
 }
 
 /**
- * Xᵀ·G for x [N, in], g [N, out] (a weight gradient: the sum over N rows), as a one-channel
- * {@link bmm}: the wasm backend's matMul would pack g as weights, which costs more than the product
- * once g is N rows long (and ≈4× more at 64 columns); the sum over rows runs in the same order.
- * The narrower of x and g is the one transposed (the wasm transpose slows down with width), and
- * when that is g the product comes out as (Gᵀ·X)ᵀ.
+ * Xᵀ·G for x [N, in], g [N, out] (a weight gradient: the sum over N rows) as a 2-D matMul: the
+ * wasm backend packs the right operand as weights on every call (a fresh tensor each step), which
+ * costs more with width, so the narrower of x and g goes right and the wider is transposed to the
+ * left — when that is g the product comes out as (Gᵀ·X)ᵀ. The sum over rows runs in the same order
+ * as a one-channel {@link bmm} (the same values), ≈1.3× faster at N ≈ 14k rows and 32 × 64–96.
  */
 function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
-  const [n, din] = x.shape;
-  const dout = g.shape[1];
-  if (dout < din) {
-    const gt = tf.reshape(transpose2d(g), [dout, n, 1]) as tf.Tensor3D;
-    return tf.transpose(tf.reshape(bmm(gt, tf.reshape(x, [n, 1, din]) as tf.Tensor3D), [dout, din]));
-  }
-  const xt = tf.reshape(transpose2d(x), [din, n, 1]) as tf.Tensor3D;
-  return tf.reshape(bmm(xt, tf.reshape(g, [n, 1, dout]) as tf.Tensor3D), [din, dout]);
+  if (g.shape[1] > x.shape[1]) return tf.transpose(tf.matMul(transpose2d(g), x));
+  return tf.matMul(transpose2d(x), g);
 }
 
 /**
@@ -163,13 +157,12 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
           scale,
         );
         // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ.
+        // dW and db as one product and one sum over the three gradients side by side [rows, 3d]
+        // (each entry the same sum, in the same order, as three products of d columns).
         const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
-        const hT = tf.reshape(transpose2d(sh), [d, rows, 1]) as tf.Tensor3D;
-        const dW = tf.concat(
-          grads.map((g) => tf.reshape(bmm(hT, tf.reshape(g, [rows, 1, d]) as tf.Tensor3D), [d, d])),
-          1,
-        );
-        const db = tf.concat(grads.map(columnSum));
+        const all = tf.concat(grads, 1) as tf.Tensor2D;
+        const dW = weightGrad(sh, all);
+        const db = columnSum(all);
         const dH = tf.addN(grads.map((g, i) => tf.matMul(g, tf.transpose(tf.slice(sw, [0, i * d], [d, d])))));
         return [dH, dW, db];
       },
