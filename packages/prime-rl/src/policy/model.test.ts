@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { PolicyConfigSchema } from './config.ts';
-import { PolicyModel } from './model.ts';
+import { dense, PolicyModel } from './model.ts';
 
 const config = PolicyConfigSchema.parse({
   vocabSize: 24,
@@ -126,5 +126,31 @@ describe('PolicyModel.forward computes repeated rows once', () => {
     expect(() => tf.tidy(() => model.logitsAt(tokens, [batch, time], positions, [7, 6]))).toThrow(/columns\[1\]/);
     expect(() => tf.tidy(() => model.logitsAt(tokens, [batch, time], Int32Array.from([batch * time])))).toThrow(/positions\[0\]/);
     model.dispose();
+  });
+});
+
+describe('dense', () => {
+  /** max |a − b| / max |b| over all entries. */
+  const relDiff = (a: tf.Tensor, b: tf.Tensor) =>
+    tf.tidy(() => (tf.max(tf.abs(tf.sub(a, b))).dataSync()[0] as number) / (tf.max(tf.abs(b)).dataSync()[0] as number));
+
+  it("matches tfjs's own matMul + bias and its gradients (each weight-gradient layout: wider input, wider output, square)", () => {
+    for (const [n, din, dout] of [
+      [300, 32, 64],
+      [257, 64, 32],
+      [130, 32, 32],
+    ] as const) {
+      tf.tidy(() => {
+        const x = tf.randomNormal([n, din], 0, 1, 'float32', n) as tf.Tensor2D;
+        const w = tf.randomNormal([din, dout], 0, 1, 'float32', din) as tf.Tensor2D;
+        const b = tf.randomNormal([dout], 0, 1, 'float32', dout) as tf.Tensor1D;
+        const r = tf.randomNormal([n, dout], 0, 1, 'float32', 7);
+        const ours = tf.grads((xx, ww, bb) => tf.sum(tf.mul(dense(xx as tf.Tensor2D, ww as tf.Tensor2D, bb as tf.Tensor1D), r)));
+        const theirs = tf.grads((xx, ww, bb) => tf.sum(tf.mul(tf.add(tf.matMul(xx as tf.Tensor2D, ww as tf.Tensor2D), bb), r)));
+        expect(relDiff(dense(x, w, b), tf.add(tf.matMul(x, w), b))).toBe(0);
+        const [a, c] = [ours([x, w, b]), theirs([x, w, b])];
+        for (let i = 0; i < 3; i++) expect(relDiff(a[i] as tf.Tensor, c[i] as tf.Tensor)).toBeLessThan(1e-6);
+      });
+    }
   });
 });
