@@ -49,7 +49,7 @@ function columnSum(x: tf.Tensor2D): tf.Tensor1D {
  * as a one-channel {@link bmm} (the same values), ≈1.3× faster at N ≈ 14k rows and 32 × 64–96.
  */
 function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
-  if (g.shape[1] > x.shape[1]) return tf.transpose(tf.matMul(transpose2d(g), x));
+  if (g.shape[1] > x.shape[1]) return tf.transpose(tf.matMul(transpose2d(g), x)) as tf.Tensor2D;
   return tf.matMul(transpose2d(x), g);
 }
 
@@ -176,7 +176,8 @@ function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
  */
 const layerNorm = tf.customGrad((x, g, b, save) => {
   // tf.moments's values without its float32 Cast copy of x and its second x − μ.
-  const centred = tf.sub(x as tf.Tensor2D, tf.mean(x, -1, true));
+  const xx = x as tf.Tensor2D;
+  const centred = tf.sub(xx, tf.mean(xx, -1, true));
   const std = tf.sqrt(tf.add(tf.mean(tf.square(centred), -1, true), LAYER_NORM_EPS));
   const xhat = tf.div(centred, std);
   (save as tf.GradSaveFunc)([xhat, std, g as tf.Tensor1D]);
