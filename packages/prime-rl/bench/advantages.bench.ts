@@ -12,6 +12,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Episode, Trace } from '@troupe/verifiers';
+import { seededRandom } from '@troupe/verifiers/random';
 import type { Algorithm } from '../src/algorithms/algorithm.ts';
 import { createAlgorithm } from '../src/algorithms/registry.ts';
 import { traceReward } from '../src/algorithms/trainable-traces.ts';
@@ -32,17 +33,8 @@ const REPEATS = 3;
 const BATCH_SIZE = 128;
 const ENV = 'bench';
 
-/** Deterministic PRNG (mulberry32) so every run scores the same rewards. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The core's seeded PRNG, so every run draws the same values. */
+const random = seededRandom;
 
 function buildData() {
   const next = random(42);

@@ -9,6 +9,7 @@
 // CPU time also counts V8's helper threads, which can only lower the trainer's figure).
 import { loadavg } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
+import { seededRandom } from '@troupe/verifiers/random';
 import { initTfBackend } from '../src/policy/backend.ts';
 import { PolicyConfigSchema } from '../src/policy/config.ts';
 import type { TrainRow } from '../src/trainer/config.ts';
@@ -68,14 +69,8 @@ const config = PolicyConfigSchema.parse({
   outputTokens: [10, 11, 12, 13, 5],
 });
 const trainer = new Trainer({ policy: config, trainer: { lr: 1e-3, refKlTau: 0.05 } });
-// Deterministic PRNG (mulberry32): the same distinct rows in every run.
-let seed = 7;
-const next = () => {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
+// The core's seeded PRNG: the same distinct rows in every run.
+const next = seededRandom(7);
 const rows: TrainRow[] = Array.from({ length: batch }, (_, i) => {
   const tokenIds = Array.from({ length: time }, (_, j) => (j >= time - 2 ? 10 + ((i + j) % 4) : Math.floor(next() * 64)));
   const mask = tokenIds.map((_, j) => j >= time - 2);

@@ -61,6 +61,7 @@ export * from './harness/bash-harness.ts';
 export * from './harness/null-harness.ts';
 export * from './harness/tool-loop.ts';
 export * from './task/arithmetic.ts';
+export * from './util/random.ts';
 export * from './util/timeout.ts';
 export * from './env/builtin/kuhn-poker/index.ts';
 export * from './env/builtin/agentic-judge/agentic-judge-env.ts';

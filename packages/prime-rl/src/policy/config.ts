@@ -1,3 +1,4 @@
+import { Rng } from '@troupe/verifiers/random';
 import { z } from 'zod';
 
 /** Shape of the decoder-only transformer policy. */
@@ -110,13 +111,8 @@ export function outputMask(config: PolicyConfig): Float32Array {
 }
 
 function gaussian(seed: number): () => number {
-  let a = seed >>> 0;
-  const uniform = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
+  const rng = new Rng(seed);
+  // In (0, 1): the half keeps log() finite.
+  const uniform = () => (rng.nextUint32() + 0.5) / 4294967296;
   return () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
 }

@@ -3,6 +3,7 @@
 // groups: the same advantages, the same batches, the same samples, and the traces left untouched.
 
 import { Episode, Trace } from '@troupe/verifiers';
+import { seededRandom } from '@troupe/verifiers/random';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createAlgorithm } from '../algorithms/registry.ts';
@@ -10,16 +11,8 @@ import { BatchBuilder, type BatchBuilderConfig, type TrainingBatch } from './bat
 import type { TrainingSample } from './training-sample.ts';
 import { filterZeroAdvantages } from './zero-advantage-filter.ts';
 
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The core's seeded PRNG, so every run draws the same values. */
+const random = seededRandom;
 
 /** A random group: 1–5 episodes of 1–4 traces (proposer/solver), 1–3 nodes each, ties likely. */
 function randomGroup(seed: number, group: number): Episode[] {

@@ -1,5 +1,6 @@
+import { seededRandom } from '../util/random.ts';
 import { Task } from './task.ts';
-import { seededRandom, Taskset } from './taskset.ts';
+import { Taskset } from './taskset.ts';
 
 /**
  * The data of an `arithmetic` task: the question and its integer answer (the reward compares the

@@ -1,18 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { seededRandom } from '../util/random.ts';
 import { Task, type TaskData, TaskDataSchema, type TaskOptions } from './task.ts';
-
-/** A deterministic 32-bit PRNG (mulberry32); `seed` fixes the sequence. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Source<D extends TaskData> = { kind: 'list'; tasks: Task<D>[] } | { kind: 'generator'; make: (index: number) => Task<D> };
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { seededRandom } from '../util/random.ts';
 
 /** The faults the scripted model server can inject. */
 export const FAULT_KINDS = ['500', '503', '429', 'reset', 'timeout', 'truncated', 'malformed', 'stream_cut'] as const;
@@ -24,17 +25,8 @@ export const FaultOptionsSchema = z
 /** Fault injection settings as given (`retryAfterMs` optional, default 10 ms); see {@link FaultOptionsSchema}. */
 export type FaultOptions = z.input<typeof FaultOptionsSchema>;
 
-/** mulberry32: a small, fast, seeded PRNG in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The core's seeded PRNG, re-exported for fault plans and crash loops. */
+export { seededRandom };
 
 /** Draws faults for a request sequence, deterministically from the seed. */
 export class FaultPlan {

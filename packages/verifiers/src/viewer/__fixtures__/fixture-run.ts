@@ -4,6 +4,7 @@ import type { AssistantMessage, Message, ToolCall } from '../../model/messages.t
 import type { ModelResponse, Usage } from '../../model/model-client.ts';
 import { Episode } from '../../trace/episode.ts';
 import { Trace } from '../../trace/trace.ts';
+import { seededRandom } from '../../util/random.ts';
 
 /**
  * Builds realistic run directories for the viewer's tests and benchmark, with the real Trace and
@@ -11,17 +12,8 @@ import { Trace } from '../../trace/trace.ts';
  * `troupe eval` run does: `traces.jsonl`, `config.json`, `summary.json`, `logs/`.
  */
 
-/** A small deterministic pseudo-random generator (mulberry32), so fixtures and screenshots are stable. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The core's seeded PRNG, so fixtures and screenshots are stable. */
+const random = seededRandom;
 
 const BASE_TIME = Date.UTC(2025, 5, 1, 9, 0, 0);
 

@@ -1,4 +1,4 @@
-import { seededRandom } from '../../../task/taskset.ts';
+import { seededRandom } from '../../../util/random.ts';
 
 /** The three cards, weakest first. */
 export const KUHN_CARDS = ['J', 'Q', 'K'] as const;

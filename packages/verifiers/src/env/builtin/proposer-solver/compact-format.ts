@@ -1,7 +1,8 @@
 import { ParseError } from '../../../errors/troupe-error.ts';
 import type { Message } from '../../../model/messages.ts';
 import { Task } from '../../../task/task.ts';
-import { seededRandom, Taskset } from '../../../task/taskset.ts';
+import { Taskset } from '../../../task/taskset.ts';
+import { seededRandom } from '../../../util/random.ts';
 
 /**
  * The compact problem format a tiny policy can learn: a topic is a rule over a short digit
