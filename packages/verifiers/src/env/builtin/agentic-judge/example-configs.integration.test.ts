@@ -14,7 +14,7 @@ import {
  * `troupe eval -f examples/<env>.toml` end to end: the real CLI in a child process, against the
  * scripted model server over HTTP, one episode per env.
  */
-const repo = resolve(import.meta.dirname, '../../../../..');
+const repo = resolve(import.meta.dirname, '../../../../../..');
 const cli = join(repo, 'packages/verifiers/src/cli/main.ts');
 
 const textOf = (request: ModelRequest) =>
