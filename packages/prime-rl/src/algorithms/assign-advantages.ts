@@ -1,6 +1,6 @@
 import type { Trace } from '@troupe/verifiers';
 import { assignScalarAdvantage } from './scalar-advantage.ts';
-import { sampledTokenCount } from './trainable-traces.ts';
+import { maskedCount, sampledTokenCount } from './trainable-traces.ts';
 
 /**
  * Writes advantages onto the sampled nodes of a trace (`node.advantages`, one value per sampled
@@ -33,10 +33,7 @@ export function assignAdvantages(trace: Trace, advantages: number | readonly num
   let offset = 0;
   for (let i = 0; i < nodes.length; i++) {
     const node = nodes[i]!;
-    const mask = node.mask;
-    if (mask === undefined) continue;
-    let count = 0;
-    for (let j = 0; j < mask.length; j++) if (mask[j]) count++;
+    const count = maskedCount(node.mask);
     if (count === 0) continue;
     node.advantages = advantages.slice(offset, offset + count);
     offset += count;

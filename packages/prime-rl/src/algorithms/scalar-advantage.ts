@@ -1,4 +1,5 @@
 import type { Trace } from '@troupe/verifiers';
+import { maskedCount } from './trainable-traces.ts';
 
 /**
  * Writes one advantage onto every sampled token of a trace (the scalar case of
@@ -13,10 +14,7 @@ export function assignScalarAdvantage(trace: Trace, value: number, share: boolea
   const nodes = trace.nodes;
   for (let i = 0; i < nodes.length; i++) {
     const node = nodes[i]!;
-    const mask = node.mask;
-    if (mask === undefined) continue;
-    let count = 0;
-    for (let j = 0; j < mask.length; j++) if (mask[j]) count++;
+    const count = maskedCount(node.mask);
     if (count === 0) continue;
     node.advantages = count === 1 ? (share ? single(value) : [value]) : broadcast(value, count);
   }

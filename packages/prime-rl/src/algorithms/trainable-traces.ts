@@ -1,14 +1,18 @@
 import { EnvError, type Episode, type Trace } from '@troupe/verifiers';
 
+/** Number of sampled tokens (mask bits set) of one node's mask; 0 without a mask. */
+export function maskedCount(mask: Trace['nodes'][number]['mask']): number {
+  if (mask === undefined) return 0;
+  let count = 0;
+  for (let j = 0; j < mask.length; j++) if (mask[j]) count++;
+  return count;
+}
+
 /** Number of sampled tokens (mask bits set) over all nodes of a trace. */
 export function sampledTokenCount(trace: Trace): number {
   let count = 0;
   const nodes = trace.nodes;
-  for (let i = 0; i < nodes.length; i++) {
-    const mask = nodes[i]!.mask;
-    if (mask === undefined) continue;
-    for (let j = 0; j < mask.length; j++) if (mask[j]) count++;
-  }
+  for (let i = 0; i < nodes.length; i++) count += maskedCount(nodes[i]!.mask);
   return count;
 }
 
