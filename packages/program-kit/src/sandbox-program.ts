@@ -1,4 +1,4 @@
-import type { Dialect, HarnessCapabilities, Sandbox } from '@troupe/verifiers';
+import { type Dialect, defaultCapabilities, type HarnessCapabilities, type Sandbox } from '@troupe/verifiers';
 import { z } from 'zod';
 import { CliHarness, type HarnessInfo, type LaunchPlan, type PlanContext } from './cli-harness.ts';
 import { CliHarnessOptionsSchema } from './harness-options.ts';
@@ -81,13 +81,5 @@ export class SandboxProgramHarness extends CliHarness<void> {
 
 /** Capabilities of a container-only program that runs code (the usual external harness). */
 export function containerCapabilities(overrides: Partial<HarnessCapabilities> = {}): HarnessCapabilities {
-  return {
-    executesCode: true,
-    needsContainer: true,
-    supportsMcp: false,
-    supportsResume: false,
-    supportsSkills: false,
-    appendsSystemPrompt: false,
-    ...overrides,
-  };
+  return { ...defaultCapabilities, ...overrides };
 }
