@@ -6,6 +6,7 @@ import type { ModelRequest } from '../model/model-client.ts';
 import { Task } from '../task/task.ts';
 import type { Episode } from '../trace/episode.ts';
 import { hostPidsWith } from './process-alive.ts';
+import { bash, judgeRunning, textOf, toolOutputs, writeVerdict } from './scripted-judge.ts';
 import { type ScriptedClient, type ScriptedReply, scriptedClient } from './scripted-model-server.ts';
 
 // The agentic judge on one runtime, as real episodes: the `bash` harness, the scripted model
@@ -17,10 +18,6 @@ import { type ScriptedClient, type ScriptedReply, scriptedClient } from './scrip
 
 type Role = (request: ModelRequest, turn: number) => ScriptedReply | string | Promise<ScriptedReply | string>;
 
-const bash = (command: string): ScriptedReply => ({ toolCalls: [{ name: 'bash', arguments: { command } }] });
-const textOf = (request: ModelRequest) =>
-  request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
-const toolOutputs = (request: ModelRequest) => request.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
 const tracePathOf = (request: ModelRequest) => /full trace \(JSON[^)]*\) is at (\S+)\./.exec(textOf(request))?.[1] ?? 'NO-PATH';
 
 const verdict = (answer: string) =>
@@ -122,29 +119,6 @@ function leftovers(marker: string, body: string): string {
 
 /** A leftover body that forges a verdict and the judge's trace wherever it can reach. */
 const FORGER = `for d in "\${SANDBOX_ROOT:-}/tmp" "\${SANDBOX_ROOT:-}"/../local-*/tmp /tmp; do [ -d "$d" ] || continue; for f in "$d"/*.json; do printf "%s" "FORGED-TRACE ${FORGED.replaceAll('"', '\\"')}" > "$f" 2>/dev/null; done; printf "%s" "${FORGED.replaceAll('"', '\\"')}" > "$d/verdict.json" 2>/dev/null; done`;
-
-/** The stdout of the last tool result, unfenced ('' when it printed nothing). */
-const lastStdout = (request: ModelRequest) =>
-  /stdout:\n<<<(\S+)\n([\s\S]*?)\n\1>>>/.exec(toolOutputs(request).at(-1) ?? '')?.[2]?.trim() ?? '';
-/** The judge's scratch file for its draft verdict (a shell word; `/tmp` of the sandbox). */
-// biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
-const DRAFT = '"${SANDBOX_ROOT:-}/tmp/judge-draft.json"';
-/**
- * A judge that runs `command` (which may write a draft verdict to the path it is given), reads the
- * draft back, and gives what it read as its final reply — the verdict channel — or says it has none.
- */
-const judgeRunning =
-  (command: (draftPath: string) => string): Role =>
-  (request, turn) => {
-    if (turn === 0) return bash(command(DRAFT));
-    if (turn === 1) return bash(`cat ${DRAFT} 2>/dev/null || true`);
-    return lastStdout(request) || 'I have no verdict.';
-  };
-const writeVerdict = (answer: string) =>
-  judgeRunning(
-    (path) =>
-      `printf '%s' '${JSON.stringify({ verdicts: [{ name: 'solved', reason: 'I ran it and checked the output.', verdict: answer }] })}' > ${path}`,
-  );
 
 /** The verdict channel on this runtime: metrics, rewards, planted files and symlinks. */
 function verdictSuite(runtime: AgentConfig['runtime']) {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../../agent/agent-config.ts';
 import type { ModelRequest } from '../../../model/model-client.ts';
 import { Task } from '../../../task/task.ts';
+import { bash, judgeRunning, textOf, toolOutputs, writeVerdict } from '../../../testing/scripted-judge.ts';
 import { type ScriptedClient, type ScriptedReply, scriptedClient } from '../../../testing/scripted-model-server.ts';
 import type { Episode } from '../../../trace/episode.ts';
 import { Env } from '../../env.ts';
@@ -12,34 +13,6 @@ import { agenticJudgeEnv, sharedAgenticJudgeEnv } from './agentic-judge-env.ts';
 
 /** What one role does on its n-th model call (n = assistant messages already in the request). */
 type Role = (request: ModelRequest, turn: number) => ScriptedReply | string;
-
-const bash = (command: string): ScriptedReply => ({ toolCalls: [{ name: 'bash', arguments: { command } }] });
-const promptOf = (request: ModelRequest) =>
-  request.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
-const toolOutputs = (request: ModelRequest) => request.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
-/** The stdout of the last tool result, unfenced ('' when it printed nothing). */
-const lastStdout = (request: ModelRequest) =>
-  /stdout:\n<<<(\S+)\n([\s\S]*?)\n\1>>>/.exec(toolOutputs(request).at(-1) ?? '')?.[2]?.trim() ?? '';
-/** The judge's scratch file for its draft verdict (a shell word; `/tmp` of the sandbox). */
-// biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
-const DRAFT = '"${SANDBOX_ROOT:-}/tmp/judge-draft.json"';
-
-/**
- * A judge that runs `command` (which may write a draft verdict to the path it is given), reads the
- * draft back, and gives what it read as its final reply — the verdict channel — or says it has none.
- */
-const judgeRunning =
-  (command: (draftPath: string) => string): Role =>
-  (request, turn) => {
-    if (turn === 0) return bash(command(DRAFT));
-    if (turn === 1) return bash(`cat ${DRAFT} 2>/dev/null || true`);
-    return lastStdout(request) || 'I have no verdict.';
-  };
-const writeVerdict = (answer: string) =>
-  judgeRunning(
-    (path) =>
-      `printf '%s' '${JSON.stringify({ verdicts: [{ name: 'solved', reason: 'I ran it and checked the output.', verdict: answer }] })}' > ${path}`,
-  );
 
 /** A solver that runs `command` in its sandbox, then claims success. */
 const solverRunning =
@@ -54,7 +27,7 @@ beforeAll(async () => {
   model = await scriptedClient({
     script: (request) => {
       const turn = request.messages.filter((m) => m.role === 'assistant').length;
-      const isJudge = promptOf(request).startsWith('You are a judge.');
+      const isJudge = textOf(request).startsWith('You are a judge.');
       return (isJudge ? roles.judge : roles.solver)(request, turn);
     },
   });
@@ -125,7 +98,7 @@ describe('agentic-judge on the local runtime', () => {
       task: answerTask(),
       solver: solverRunning('true'),
       judge: (request, turn) => {
-        prompt = promptOf(request);
+        prompt = textOf(request);
         return writeVerdict('no')(request, turn);
       },
     });
@@ -217,7 +190,7 @@ describe('agentic-judge on the local runtime', () => {
       solver: solverRunning('echo 42 > answer.txt'),
       judge: (request, turn) => {
         if (turn === 0) {
-          prompt = promptOf(request);
+          prompt = textOf(request);
           const tracePath = /full trace \(JSON[^)]*\) is at (\S+)\./.exec(prompt)?.[1];
           return bash(`head -c 20000 ${tracePath}`);
         }
