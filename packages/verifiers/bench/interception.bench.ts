@@ -10,10 +10,19 @@
  * own rollout sessions (a new one every 25 calls), in alternating phases: all direct, then all
  * through interception (order alternating by round); p50/p99 per path and CPU time per call.
  *
- * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500] [programs=50]
+ * Then the deployment shape: the same programs in their own process and the scripted model in
+ * another, so this process runs only the interception server (see measureOutOfProcess), for each
+ * `MODEL_MS:THINK_MS` shape (default `0:0,50:50`): the model answering at once with programs calling
+ * back to back (saturation: the programs run in lockstep), and a model answering after 50 ms with
+ * programs working 0–100 ms between calls.
+ *
+ * Usage: tsx packages/verifiers/bench/interception.bench.ts [calls=2000] [streamCalls=500] [programs=50] [shapes=0:0,50:50]
  * The last stdout line is one JSON object.
  */
+import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { InterceptionServer } from '../src/interception/interception-server.ts';
@@ -21,10 +30,19 @@ import { RolloutSession } from '../src/interception/rollout-session.ts';
 import { OpenAICompatibleClient } from '../src/model/openai-client.ts';
 import { ScriptedModelServer } from '../src/testing/scripted-model-server.ts';
 import { Trace } from '../src/trace/trace.ts';
+import { startModelProcess } from './support/model-process.ts';
 
 const calls = Number(process.argv[2] ?? 2000);
 const streamCalls = Number(process.argv[3] ?? 500);
 const programCount = Number(process.argv[4] ?? 50);
+/**
+ * Shapes of the out-of-process phase, comma-separated `MODEL_MS:THINK_MS` (default `0:0,50:50`):
+ * the model's reply latency and the programs' mean work between calls.
+ */
+const outOfProcessShapes = (process.argv[5] ?? '0:0,50:50')
+  .split(',')
+  .filter(Boolean)
+  .map((shape) => shape.split(':').map(Number) as [number, number]);
 const warmup = 200;
 const SESSION_CALLS = 25;
 
@@ -239,6 +257,100 @@ async function measureConcurrent(count: number, perProgram: number, rounds = 4) 
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
+/**
+ * The deployment shape: `count` programs in their own process (interception-programs-process.ts)
+ * and the scripted model in another (answering after `latencyMs`, as a model takes time to
+ * reply), so this process runs only the interception server, as troupe's does. Phases alternate
+ * as in {@link measureConcurrent}: all programs straight to the model, then all through
+ * interception (a new rollout session every 25 calls). Latency is what the programs saw; CPU is
+ * this process's (the interception server's) per intercepted call.
+ */
+async function measureOutOfProcess(count: number, perProgram: number, latencyMs: number, thinkMs: number, rounds = 4) {
+  const modelProcess = await startModelProcess(latencyMs);
+  const modelBaseUrl = `${modelProcess.url}/v1`;
+  const upstream = new OpenAICompatibleClient({ baseUrl: modelBaseUrl, apiKey: 'sk-bench', model: 'policy' });
+  const programsProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'support/interception-programs-process.ts')],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
+  const replies = new Map<number, (reply: { times?: number[]; error?: string }) => void>();
+  createInterface({ input: programsProcess.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    const reply = JSON.parse(line) as { phase: number; times?: number[]; error?: string };
+    replies.get(reply.phase)?.(reply);
+  });
+  let nextPhase = 0;
+  const times = { direct: [] as number[], intercepted: [] as number[] };
+  let interceptionCpuMs = 0;
+  const phase = async (intercepted: boolean, calls: number, keep: boolean) => {
+    const sessions: RolloutSession[] = [];
+    const keys = Array.from({ length: count }, () => {
+      if (!intercepted) return ['sk-bench'];
+      return Array.from({ length: Math.ceil(calls / SESSION_CALLS) }, () => {
+        const trace = new Trace({ task: { key: 'bench', hash: 'h', data: {} }, agent: { name: 'bench', trainable: true } });
+        const session = new RolloutSession({ trace, client: upstream, model: 'policy' });
+        interception.register(session);
+        sessions.push(session);
+        return session.secret;
+      });
+    });
+    const id = nextPhase++;
+    const cpuStart = process.cpuUsage();
+    const reply = await new Promise<{ times?: number[]; error?: string }>((resolve) => {
+      replies.set(id, resolve);
+      const baseUrl = intercepted ? `${interception.url}/v1` : modelBaseUrl;
+      programsProcess.stdin?.write(
+        `${JSON.stringify({ phase: id, baseUrl, keys, calls, sessionCalls: SESSION_CALLS, thinkMs })}\n`,
+      );
+    });
+    const used = process.cpuUsage(cpuStart);
+    replies.delete(id);
+    for (const session of sessions) interception.unregister(session);
+    if (reply.error !== undefined || reply.times === undefined) throw new Error(`programs process: ${reply.error}`);
+    if (!keep) return;
+    (intercepted ? times.intercepted : times.direct).push(...reply.times);
+    if (intercepted) interceptionCpuMs += (used.user + used.system) / 1000;
+  };
+  try {
+    await phase(false, 4, false);
+    await phase(true, 4, false);
+    const perRound = Math.max(1, Math.round(perProgram / rounds));
+    for (let round = 0; round < rounds; round++) {
+      await phase(round % 2 === 1, perRound, true);
+      await phase(round % 2 === 0, perRound, true);
+    }
+  } finally {
+    programsProcess.stdin?.end();
+    modelProcess.child.stdin?.end();
+  }
+  const d = sorted(times.direct);
+  const t = sorted(times.intercepted);
+  const direct_ = { p50: quantile(d, 0.5), p99: quantile(d, 0.99) };
+  const inter = { p50: quantile(t, 0.5), p99: quantile(t, 0.99) };
+  const cpuPerCall = interceptionCpuMs / t.length;
+  const f = (x: number) => x.toFixed(3).padStart(8);
+  console.log(
+    `chat ×${count} out of process, model ${latencyMs} ms, think ${thinkMs} ms`.padEnd(50) +
+      ` n=${d.length}  direct p50 ${f(direct_.p50)} ms  p99 ${f(direct_.p99)} ms | intercepted p50 ${f(inter.p50)} ms  p99 ${f(inter.p99)} ms | overhead p50 ${f(inter.p50 - direct_.p50)} ms  p99 ${f(inter.p99 - direct_.p99)} ms | interception cpu/call ${f(cpuPerCall)} ms`,
+  );
+  const round = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    programs: count,
+    model_latency_ms: latencyMs,
+    think_ms: thinkMs,
+    calls: d.length,
+    overhead_p50_ms: round(inter.p50 - direct_.p50),
+    overhead_p99_ms: round(inter.p99 - direct_.p99),
+    direct_p50_ms: round(direct_.p50),
+    direct_p99_ms: round(direct_.p99),
+    intercepted_p50_ms: round(inter.p50),
+    intercepted_p99_ms: round(inter.p99),
+    interception_cpu_per_call_ms: round(cpuPerCall),
+  };
+}
+
 /** 1-min load average when the bench started (the JSON line reports start and end). */
 const loadStart = loadavg()[0]!;
 try {
@@ -247,6 +359,12 @@ try {
   const messagesStream = streamCalls > 0 ? await measure('messages-stream', streamCalls) : null;
   const concurrent =
     programCount > 0 ? await measureConcurrent(programCount, Math.max(2, Math.round(calls / programCount))) : null;
+  const outOfProcess = [];
+  if (programCount > 0)
+    for (const [latencyMs, thinkMs] of outOfProcessShapes)
+      outOfProcess.push(
+        await measureOutOfProcess(programCount, Math.max(2, Math.round(calls / programCount)), latencyMs, thinkMs),
+      );
   const round = (x: number) => Math.round(x * 1000) / 1000;
   console.log(
     JSON.stringify({
@@ -278,6 +396,7 @@ try {
             cpu_overhead_per_call_ms: round(concurrent.cpuOverheadPerCall),
           }
         : null,
+      out_of_process: outOfProcess,
       goal_p50_ms: 1,
       load: { start: round(loadStart), end: round(loadavg()[0]!) },
     }),

@@ -23,7 +23,7 @@
  * interval before the eval starts: it records the time between its timer's firings from the
  * second firing on, so without that a stall at the eval's start would not be counted.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -40,6 +40,7 @@ import { OpenAICompatibleClient } from '../src/model/openai-client.ts';
 import { reliabilityTaskset } from '../test/reliability/support/arithmetic-script.ts';
 import { registerReliabilityPlugins } from '../test/reliability/support/register-plugins.ts';
 import { FleetHarness } from './support/fleet-harness.ts';
+import { startModelProcess } from './support/model-process.ts';
 import { attribute, type CpuProfile, type Stall, traceStalls } from './support/stall-trace.ts';
 
 const { values } = parseArgs({
@@ -56,22 +57,6 @@ const episodes = Number(values.episodes);
 const latencyMs = Number(values.latency);
 /** 1-min load average when the bench started (the JSON line reports start and end). */
 const loadStart = loadavg()[0]!;
-
-async function startModelProcess(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'support/scripted-model-process.ts'), String(latencyMs)],
-    {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  );
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  for await (const line of lines) {
-    const { url } = JSON.parse(line) as { url: string };
-    return { url, child };
-  }
-  throw new Error('the scripted model process exited before listening');
-}
 
 /** `count` bare concurrent chat requests straight to the model server: what the hardware allows. */
 async function directBaseline(url: string, count: number): Promise<number> {
@@ -92,7 +77,7 @@ async function main(): Promise<void> {
   registerReliabilityPlugins();
   const fleet = new FleetHarness();
   registerHarness('fleet_program', () => fleet);
-  const model = await startModelProcess();
+  const model = await startModelProcess(latencyMs);
   const interception = new InterceptionServer();
   await interception.start();
   const outDir = mkdtempSync(join(tmpdir(), 'troupe-load-'));
