@@ -1,3 +1,4 @@
+import { LimitError, RolloutConcludedError } from '../errors/troupe-error.ts';
 import type { Message } from '../model/messages.ts';
 import { connectMcpServers, type McpConnection } from '../tools/mcp-client.ts';
 import type { Harness, HarnessCapabilities, HarnessLaunchContext, HarnessResult, HarnessSession } from './harness.ts';
@@ -17,8 +18,8 @@ export abstract class LoopHarness implements Harness {
   protected abstract tools(context: HarnessLaunchContext): LoopTool[];
 
   /** The MCP servers' tools (`mcp__<server>__<tool>`), for loops with `supportsMcp`. */
-  private async mcp(context: HarnessLaunchContext): Promise<McpConnection> {
-    if (!this.capabilities.supportsMcp || !context.mcpServers) return { tools: [], close: async () => {} };
+  private mcp(context: HarnessLaunchContext): Promise<McpConnection> | McpConnection {
+    if (!this.capabilities.supportsMcp || !context.mcpServers) return NO_MCP;
     return connectMcpServers(context.mcpServers);
   }
 
@@ -40,28 +41,69 @@ export abstract class LoopHarness implements Harness {
   }
 
   async session(context: HarnessLaunchContext): Promise<HarnessSession> {
-    const messages: Message[] = [...context.messages];
-    const mcp = await this.mcp(context);
-    const tools = [...this.tools(context), ...mcp.tools];
-    let terminated = false;
-    return {
-      async turn(incoming?: Message[]) {
-        if (terminated) return { messages: [], terminated: true };
-        if (incoming) messages.push(...incoming);
-        const result = await runToolLoop({ endpoint: context.endpoint, messages, tools, signal: context.signal });
-        if (result.stopped) {
-          terminated = true;
-          return { messages: [], terminated: true };
-        }
-        return { messages: result.added, terminated: false };
-      },
-      async close() {
-        terminated = true;
-        await mcp.close();
-      },
-    };
+    // No MCP to reach (the `null` loop, game seats): no connection to await, open or close.
+    const connecting = this.mcp(context);
+    const mcp = connecting === NO_MCP ? NO_MCP : await connecting;
+    return new LoopSession(context, [...this.tools(context), ...mcp.tools], mcp);
   }
 }
+
+/**
+ * One turn-by-turn session of a loop harness. Without tools (the `null` loop: game seats, user
+ * simulators) a turn is one model call made here, without the tool loop's frame, map and copies:
+ * exactly what `runToolLoop` does when no tool can be called.
+ */
+class LoopSession implements HarnessSession {
+  private readonly messages: Message[];
+  private readonly callOptions: { signal: AbortSignal };
+  private terminated = false;
+
+  constructor(
+    private readonly context: HarnessLaunchContext,
+    private readonly tools: LoopTool[],
+    private readonly mcp: McpConnection,
+  ) {
+    this.messages = [...context.messages];
+    this.callOptions = { signal: context.signal };
+  }
+
+  async turn(incoming?: Message[]): Promise<{ messages: Message[]; terminated: boolean }> {
+    if (this.terminated) return { messages: [], terminated: true };
+    const { messages, context } = this;
+    if (incoming) messages.push(...incoming);
+    if (this.tools.length > 0) {
+      const result = await runToolLoop({ endpoint: context.endpoint, messages, tools: this.tools, signal: context.signal });
+      if (result.stopped) {
+        this.terminated = true;
+        return { messages: [], terminated: true };
+      }
+      return { messages: result.added, terminated: false };
+    }
+    context.signal.throwIfAborted();
+    let reply: Message;
+    try {
+      const endpoint = context.endpoint;
+      reply = (await endpoint.direct({ model: endpoint.model, messages: [...messages], sampling: {} }, this.callOptions)).message;
+    } catch (error) {
+      if (LimitError.is(error) || RolloutConcludedError.is(error)) {
+        this.terminated = true;
+        return { messages: [], terminated: true };
+      }
+      throw error;
+    }
+    messages.push(reply);
+    return { messages: [reply], terminated: false };
+  }
+
+  close(): Promise<void> {
+    this.terminated = true;
+    return this.mcp === NO_MCP ? DONE : this.mcp.close();
+  }
+}
+
+/** The MCP connection of a loop without MCP servers (shared: nothing to close). */
+const NO_MCP: McpConnection = { tools: [], close: () => DONE };
+const DONE = Promise.resolve();
 
 /** `null`: chat only, no tools, never executes code. For user simulators and game seats. */
 export class NullHarness extends LoopHarness {
