@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
-import { PolicyConfigSchema } from './config.ts';
+import { LAYER_NORM_EPS, outputMask, PolicyConfigSchema, weightShapes } from './config.ts';
 import { dense, PolicyModel } from './model.ts';
 
 const config = PolicyConfigSchema.parse({
@@ -153,4 +153,111 @@ describe('dense', () => {
       });
     }
   });
+});
+
+describe('PolicyModel.logitsWithBackward', () => {
+  /**
+   * The same transformer written with tfjs's plain ops (gather, tf.moments, batched matMul,
+   * softmax, relu), batch-major: tfjs's autodiff of this is the reference gradient.
+   */
+  function reference(model: PolicyModel, tokens: Int32Array, batch: number, time: number): tf.Tensor3D {
+    const { dModel: d, heads, layers, vocabSize: v } = model.config;
+    const dh = d / heads;
+    const w = new Map(weightShapes(model.config).map(({ name }, i) => [name, model.variables[i] as tf.Tensor]));
+    const get = (name: string) => w.get(name) as tf.Tensor;
+    const norm = (x: tf.Tensor2D, prefix: string) => {
+      const { mean, variance } = tf.moments(x, -1, true);
+      return tf.add(
+        tf.mul(tf.div(tf.sub(x, mean), tf.sqrt(tf.add(variance, LAYER_NORM_EPS))), get(`${prefix}.g`)),
+        get(`${prefix}.b`),
+      );
+    };
+    const ids = tf.tensor1d(tokens, 'int32');
+    let x = tf.reshape(
+      tf.add(tf.reshape(tf.gather(get('tok_emb'), ids), [batch, time, d]), tf.slice(get('pos_emb'), [0, 0], [time, d])),
+      [batch * time, d],
+    ) as tf.Tensor2D;
+    const causal = tf.tensor2d(
+      Array.from({ length: time * time }, (_, k) => (k % time > Math.floor(k / time) ? -1e9 : 0)),
+      [time, time],
+    );
+    const split = (m: tf.Tensor) => tf.transpose(tf.reshape(m, [batch, time, heads, dh]), [0, 2, 1, 3]) as tf.Tensor4D;
+    for (let l = 0; l < layers; l++) {
+      const qkv = tf.add(tf.matMul(norm(x, `l${l}.ln1`), get(`l${l}.qkv.w`) as tf.Tensor2D), get(`l${l}.qkv.b`));
+      const [q, k, vv] = tf.split(qkv, 3, 1).map(split) as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D];
+      const p = tf.softmax(tf.add(tf.div(tf.matMul(q, k, false, true), Math.sqrt(dh)), causal));
+      const merged = tf.reshape(tf.transpose(tf.matMul(p, vv), [0, 2, 1, 3]), [batch * time, d]) as tf.Tensor2D;
+      x = tf.add(x, tf.add(tf.matMul(merged, get(`l${l}.proj.w`) as tf.Tensor2D), get(`l${l}.proj.b`)));
+      const f = tf.relu(
+        tf.add(tf.matMul(norm(x, `l${l}.ln2`), get(`l${l}.fc1.w`) as tf.Tensor2D), get(`l${l}.fc1.b`)),
+      ) as tf.Tensor2D;
+      x = tf.add(x, tf.add(tf.matMul(f, get(`l${l}.fc2.w`) as tf.Tensor2D), get(`l${l}.fc2.b`)));
+    }
+    const logits = tf.add(
+      tf.add(tf.matMul(norm(x, 'lnf'), get('head.w') as tf.Tensor2D), get('head.b')),
+      outputMask(model.config),
+    );
+    return tf.reshape(logits, [batch, time, v]);
+  }
+
+  /** max |a − b| / max |b|. */
+  const relDiff = (a: Float32Array, b: Float32Array) => {
+    let diff = 0;
+    let scale = 0;
+    for (let i = 0; i < b.length; i++) {
+      diff = Math.max(diff, Math.abs((a[i] as number) - (b[i] as number)));
+      scale = Math.max(scale, Math.abs(b[i] as number));
+    }
+    return diff / scale;
+  };
+
+  /** 34 distinct rows of 9 tokens: an even row count ≥ 32, so the model adds an idle row. */
+  const distinctBatch = () => {
+    const batch = 34;
+    const time = 9;
+    return {
+      tokens: Int32Array.from({ length: batch * time }, (_, i) => (i * 7 + (i >> 3) * 5) % config.vocabSize),
+      batch,
+      time,
+    };
+  };
+  for (const [narrow, rows, batchOf] of [
+    [false, 'repeated rows', batchWithRepeats],
+    [true, 'repeated rows', batchWithRepeats],
+    [true, '34 distinct rows and an idle one', distinctBatch],
+  ] as const) {
+    it(`gives logitsAt's logits bit for bit and the gradients of tfjs's autodiff of the plain-op model (${narrow ? "the output tokens' columns" : 'the whole vocabulary'}, ${rows}, shorter than the context)`, () => {
+      const model = new PolicyModel({ config });
+      const { tokens, batch, time } = batchOf();
+      const positions = Int32Array.from({ length: 40 }, (_, i) => (i * 37) % (batch * time));
+      const columns = narrow ? [...(config.outputTokens ?? [])].sort((a, b) => a - b) : undefined;
+      const width = columns?.length ?? config.vocabSize;
+      const r = Float32Array.from({ length: positions.length * width }, (_, i) => Math.cos(i * 0.71));
+      // A loss of the logits at the positions (softmax-weighted, so every logit matters).
+      const loss = (logits: tf.Tensor2D) =>
+        tf.sum(tf.mul(tf.logSoftmax(logits), tf.tensor2d(r, [positions.length, width]))) as tf.Scalar;
+      tf.engine().startScope();
+      try {
+        const plain = model.logitsAt(tokens, [batch, time], positions, columns).dataSync().slice();
+        const { logits, backward } = model.logitsWithBackward(tokens, [batch, time], positions, columns);
+        expect(Array.from(logits.dataSync())).toEqual(Array.from(plain));
+        expect(model.lastRows).toBe(batchOf === distinctBatch ? 34 : 5);
+        const ours = backward(tf.grad((x) => loss(x as tf.Tensor2D))(logits) as tf.Tensor2D).map((g) => g.dataSync().slice());
+        expect(() => backward(logits)).toThrow(/already ran/);
+        const { grads } = tf.variableGrads(() => {
+          const all = tf.reshape(reference(model, tokens, batch, time), [batch * time, config.vocabSize]);
+          const at = tf.gather(all, tf.tensor1d(positions, 'int32'));
+          return loss(columns ? (tf.gather(at, tf.tensor1d(columns, 'int32'), 1) as tf.Tensor2D) : (at as tf.Tensor2D));
+        }, model.variables);
+        const names = weightShapes(config).map((s) => s.name);
+        model.variables.forEach((v, i) => {
+          const theirs = (grads[v.name] as tf.Tensor).dataSync() as Float32Array;
+          expect(relDiff(ours[i] as Float32Array, theirs), names[i]).toBeLessThan(1e-6);
+        });
+      } finally {
+        tf.engine().endScope();
+      }
+      model.dispose();
+    });
+  }
 });

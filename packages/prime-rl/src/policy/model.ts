@@ -53,41 +53,58 @@ function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
   return tf.matMul(transpose2d(x), g);
 }
 
+/** A differentiable piece of the model: its value and the tensors its gradient reads. */
+interface Saved<T extends tf.Tensor = tf.Tensor2D> {
+  value: T;
+  saved: tf.Tensor[];
+}
+
+/** `x·W + b` (x: [N, in]); its gradient reads x and W. */
+function denseValue(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
+  return { value: tf.add(tf.matMul(x, w), b), saved: [x, w] };
+}
+
+/** dX = dY·Wᵀ, dW = Xᵀ·dY, db = Σ dY from {@link denseValue}'s saved [x, W]. */
+function denseGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
+  const [x, w] = saved as [tf.Tensor2D, tf.Tensor2D];
+  return [tf.matMul(dy, tf.transpose(w)), weightGrad(x, dy), columnSum(dy)];
+}
+
 /**
  * A dense layer `x·W + b` (x: [N, in]) with an explicit gradient: dX = dY·Wᵀ, dW = Xᵀ·dY,
  * db = Σ dY. Every product runs on the wasm backend's XNNPACK paths (a 2-D matMul without
  * transpose flags, {@link weightGrad}, {@link columnSum}): ≈2.8× tfjs's own matMul gradient.
  */
 export const dense = tf.customGrad((x, w, b, save) => {
-  const xx = x as tf.Tensor2D;
-  const ww = w as tf.Tensor2D;
-  (save as tf.GradSaveFunc)([xx, ww]);
-  return {
-    value: tf.add(tf.matMul(xx, ww), b as tf.Tensor1D),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sx, sw] = saved as [tf.Tensor2D, tf.Tensor2D];
-      const g = dy as tf.Tensor2D;
-      return [tf.matMul(g, tf.transpose(sw)), weightGrad(sx, g), columnSum(g)];
-    },
-  };
+  const { value, saved } = denseValue(x as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
+  (save as tf.GradSaveFunc)(saved);
+  return { value, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => denseGrad(s, dy as tf.Tensor2D) };
 }) as (x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
 
+/** Rows of `x` [R, d] at `index` [N] (gatherND: the wasm backend's GatherV2 is ≈40× slower for whole rows). */
+function gatherValue(x: tf.Tensor2D, index: tf.Tensor1D): tf.Tensor2D {
+  return tf.gatherND(x, tf.reshape(index, [-1, 1])) as tf.Tensor2D;
+}
+
+/** The gradient of {@link gatherValue} for x of `rows` rows: each row's copies added back (scatterND sums duplicates). */
+function gatherGrad(index: tf.Tensor1D, dy: tf.Tensor2D, rows: number): tf.Tensor2D {
+  return tf.scatterND(tf.reshape(index, [-1, 1]), dy, [rows, dy.shape[1]]);
+}
+
 /**
- * Rows of `x` [R, d] at `index` [N] (repeats allowed); the gradient adds each row's copies back
- * (scatterND sums duplicate indices). tfjs's own gather gradient needs UnsortedSegmentSum, which
- * the wasm backend lacks.
+ * Rows of `x` [R, d] at `index` [N] (repeats allowed); the gradient adds each row's copies back.
+ * tfjs's own gather gradient needs UnsortedSegmentSum, which the wasm backend lacks.
  */
 const gatherRows = tf.customGrad((x, index, save) => {
   const xx = x as tf.Tensor2D;
-  const shape = xx.shape;
+  const rows = xx.shape[0];
   // Tensors the gradient reads must be saved: the forward pass's scope disposes the others.
   (save as tf.GradSaveFunc)([index as tf.Tensor1D]);
   return {
-    // gatherND: the wasm backend's GatherV2 is ≈40× slower for whole rows.
-    value: tf.gatherND(xx, tf.reshape(index as tf.Tensor1D, [-1, 1])) as tf.Tensor2D,
+    value: gatherValue(xx, index as tf.Tensor1D),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const ii = saved[0] as tf.Tensor1D;
-      return [tf.scatterND(tf.reshape(ii, [-1, 1]), dy as tf.Tensor2D, shape), tf.zerosLike(ii)];
+      return [gatherGrad(ii, dy as tf.Tensor2D, rows), tf.zerosLike(ii)];
     },
   };
 }) as (x: tf.Tensor2D, index: tf.Tensor1D) => tf.Tensor2D;
@@ -115,81 +132,104 @@ function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
  * [T·B, d] (row t·B + b) and the fused projection W [d, 3d], b [3d] to the merged heads [T·B, d]
  * (before the output projection): q, k, v = h·W + b (three matMuls on W's column blocks), then
  * softmax(Q·Kᵀ/√dh + causal)·V per head. q, k and v are read as [T, C, dh] with C = B·H
- * (batch × head) channels; forward and gradient are five {@link bmm} products, with layouts
- * chosen so that only P (forward) and dS (backward) are transposed at full [T, C, T] size.
+ * (batch × head) channels; forward and gradient are five {@link bmm} products. Its gradient reads
+ * h, W, q, k, v, P [T, C, T] and P with its last two axes swapped.
  */
-function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
-  return tf.customGrad((h, w, b, save) => {
-    const [rows, d] = (h as tf.Tensor2D).shape;
-    const c = (rows / time) * heads;
-    const dh = d / heads;
-    const scale = 1 / Math.sqrt(dh);
-    const ws = [0, 1, 2].map((i) => tf.slice(w as tf.Tensor2D, [0, i * d], [d, d]));
-    const [q3, k3, v3] = ws.map(
-      (wi, i) =>
-        tf.reshape(tf.add(tf.matMul(h as tf.Tensor2D, wi), tf.slice(b as tf.Tensor1D, [i * d], [d])), [
-          time,
-          c,
-          dh,
-        ]) as tf.Tensor3D,
-    ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
-    // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
-    const scores = bmm(swapLast(q3), reverseAxes(k3));
-    const p = tf.softmax(tf.add(tf.mul(scores, scale), causal)) as tf.Tensor3D;
-    // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
-    const out = bmm(swapLast(p), v3);
-    (save as tf.GradSaveFunc)([h as tf.Tensor2D, w as tf.Tensor2D, q3, k3, v3, p]);
-    return {
-      value: tf.reshape(out, [rows, d]),
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [sh, sw, sq, sk, sv, sp] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor3D, tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
-        const dOut = tf.reshape(dy, [time, c, dh]) as tf.Tensor3D;
-        // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d], computed as [d, c, j] with a = dO as [d, i, c], b = P.
-        const dV = reverseAxes(bmm(tf.reshape(transpose2d(tf.reshape(dOut, [time * c, dh]) as tf.Tensor2D), [dh, time, c]), sp));
-        // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
-        const dP = bmm(swapLast(dOut), reverseAxes(sv));
-        // Softmax: dS = (dP − Σ_j dP·P)·P; the 1/√dh goes on dQ and dK (smaller than dS).
-        const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp) as tf.Tensor3D;
-        // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d] (as [d, c, j]).
-        const dQ = tf.mul(bmm(swapLast(dS), sk), scale);
-        const dK = tf.mul(
-          reverseAxes(bmm(tf.reshape(transpose2d(tf.reshape(sq, [time * c, dh]) as tf.Tensor2D), [dh, time, c]), dS)),
-          scale,
-        );
-        // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ.
-        // dW and db as one product and one sum over the three gradients side by side [rows, 3d]
-        // (each entry the same sum, in the same order, as three products of d columns).
-        const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
-        const all = tf.concat(grads, 1) as tf.Tensor2D;
-        const dW = weightGrad(sh, all);
-        const db = columnSum(all);
-        const dH = tf.addN(grads.map((g, i) => tf.matMul(g, tf.transpose(tf.slice(sw, [0, i * d], [d, d])))));
-        return [dH, dW, db];
-      },
-    };
-  }) as (h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
+function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
+  const [rows, d] = h.shape;
+  const c = (rows / time) * heads;
+  const dh = d / heads;
+  const scale = 1 / Math.sqrt(dh);
+  const [q3, k3, v3] = [0, 1, 2].map(
+    (i) =>
+      tf.reshape(tf.add(tf.matMul(h, tf.slice(w, [0, i * d], [d, d])), tf.slice(b, [i * d], [d])), [time, c, dh]) as tf.Tensor3D,
+  ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
+  // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
+  const scores = bmm(swapLast(q3), reverseAxes(k3));
+  const p = tf.softmax(tf.add(tf.mul(scores, scale), causal)) as tf.Tensor3D;
+  // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
+  const pT = swapLast(p);
+  const out = bmm(pT, v3);
+  return { value: tf.reshape(out, [rows, d]), saved: [h, w, q3, k3, v3, p, pT] };
 }
 
 /**
- * LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε), with an explicit
- * gradient: dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = Σ_rows dy·x̂, db = Σ_rows dy.
+ * [dh, dW, db] of {@link attentionValue} from its saved tensors. Every product reads q, k, v and
+ * the output gradient in their natural [T, C, dh] layout or P / dS with the last two axes swapped
+ * (P's swap is the forward pass's), so only dS is transposed at full [T, C, T] size, and dV and dK
+ * come out in the natural layout; the first axes of P and dS are exchanged by block moves of C.
  */
-const layerNorm = tf.customGrad((x, g, b, save) => {
+function attentionGrad(
+  time: number,
+  heads: number,
+  saved: tf.Tensor[],
+  dy: tf.Tensor2D,
+): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
+  const [sh, sw, sq, sk, sv, sp, spT] = saved as [
+    tf.Tensor2D,
+    tf.Tensor2D,
+    tf.Tensor3D,
+    tf.Tensor3D,
+    tf.Tensor3D,
+    tf.Tensor3D,
+    tf.Tensor3D,
+  ];
+  const [rows, d] = sh.shape;
+  const c = (rows / time) * heads;
+  const dh = d / heads;
+  const scale = 1 / Math.sqrt(dh);
+  const dOut = tf.reshape(dy, [time, c, dh]) as tf.Tensor3D;
+  // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d]: a = P as [j, i, c], b = dO.
+  const dV = bmm(tf.transpose(spT, [1, 0, 2]), dOut);
+  // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
+  const dP = bmm(swapLast(dOut), reverseAxes(sv));
+  // Softmax: dS = (dP − Σ_j dP·P)·P; the 1/√dh goes on dQ and dK (smaller than dS).
+  const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp) as tf.Tensor3D;
+  // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]: a = dS as [i, j, c]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d]: a = dS as [j, i, c].
+  const dST = swapLast(dS);
+  const dQ = tf.mul(bmm(dST, sk), scale);
+  const dK = tf.mul(bmm(tf.transpose(dST, [1, 0, 2]), sq), scale);
+  // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ. dW as one
+  // product over the three gradients stacked transposed [3d, rows]: a concat along the first axis
+  // is three block copies, where one along the last (side by side) copies row by row in JavaScript.
+  const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
+  const dW = tf.transpose(tf.matMul(tf.concat(grads.map(transpose2d), 0) as tf.Tensor2D, sh)) as tf.Tensor2D;
+  const db = tf.concat(grads.map(columnSum)) as tf.Tensor1D;
+  const dH = tf.addN(grads.map((g, i) => tf.matMul(g, tf.transpose(tf.slice(sw, [0, i * d], [d, d]))))) as tf.Tensor2D;
+  return [dH, dW, db];
+}
+
+/** {@link attentionValue} with {@link attentionGrad} as its gradient. */
+function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
+  return tf.customGrad((h, w, b, save) => {
+    const { value, saved } = attentionValue(time, heads, causal, h as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
+    (save as tf.GradSaveFunc)(saved);
+    return { value, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => attentionGrad(time, heads, s, dy as tf.Tensor2D) };
+  }) as (h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
+}
+
+/** LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε); its gradient reads x̂, σ and g. */
+function layerNormValue(x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D): Saved {
   // tf.moments's values without its float32 Cast copy of x and its second x − μ.
-  const xx = x as tf.Tensor2D;
-  const centred = tf.sub(xx, tf.mean(xx, -1, true));
+  const centred = tf.sub(x, tf.mean(x, -1, true));
   const std = tf.sqrt(tf.add(tf.mean(tf.square(centred), -1, true), LAYER_NORM_EPS));
   const xhat = tf.div(centred, std);
-  (save as tf.GradSaveFunc)([xhat, std, g as tf.Tensor1D]);
-  return {
-    value: tf.add(tf.mul(xhat, g as tf.Tensor1D), b as tf.Tensor1D),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
-      const dxhat = tf.mul(dy, gg);
-      const centred = tf.sub(tf.sub(dxhat, tf.mean(dxhat, -1, true)), tf.mul(xh, tf.mean(tf.mul(dxhat, xh), -1, true)));
-      return [tf.div(centred, sd), columnSum(tf.mul(dy, xh) as tf.Tensor2D), columnSum(dy as tf.Tensor2D)];
-    },
-  };
+  return { value: tf.add(tf.mul(xhat, g), b), saved: [xhat, std, g] };
+}
+
+/** dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = Σ_rows dy·x̂, db = Σ_rows dy. */
+function layerNormGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D] {
+  const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
+  const dxhat = tf.mul(dy, gg);
+  const centred = tf.sub(tf.sub(dxhat, tf.mean(dxhat, -1, true)), tf.mul(xh, tf.mean(tf.mul(dxhat, xh), -1, true)));
+  return [tf.div(centred, sd), columnSum(tf.mul(dy, xh) as tf.Tensor2D), columnSum(dy)];
+}
+
+/** {@link layerNormValue} with {@link layerNormGrad} as its gradient. */
+const layerNorm = tf.customGrad((x, g, b, save) => {
+  const { value, saved } = layerNormValue(x as tf.Tensor2D, g as tf.Tensor1D, b as tf.Tensor1D);
+  (save as tf.GradSaveFunc)(saved);
+  return { value, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => layerNormGrad(s, dy as tf.Tensor2D) };
 }) as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
 
 /** The distinct rows of a token batch and, for each row, the index of its distinct row. */
@@ -267,6 +307,126 @@ export class PolicyModel {
    * the output tokens needs no others: the rest have probability 0 and a zero gradient).
    */
   logitsAt(tokens: Int32Array, shape: [number, number], positions: Int32Array, columns?: readonly number[]): tf.Tensor2D {
+    const { rowTokens, stride, time, index } = this.prepare(tokens, shape, positions);
+    const hidden = this.hidden(rowTokens, stride, time);
+    const at = gatherRows(hidden, tf.tensor1d(index, 'int32'));
+    if (!columns) return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
+    const [w, b] = this.headColumns(this.columnSelect(columns));
+    return dense(at, w, b);
+  }
+
+  /**
+   * {@link logitsAt}'s logits (the same values, by the same kernels) and a function from their
+   * gradient dL/dlogits to the gradient of every weight, in the order of {@link variables}: the
+   * backward pass runs the same explicit gradients as {@link logitsAt} under tfjs's autodiff, but
+   * reads the forward pass's tensors directly, where the tape copies each saved tensor and each
+   * taped op's inputs (one Identity kernel per tensor). Call inside tf.tidy, and call `backward`
+   * at most once, inside the same scope.
+   */
+  logitsWithBackward(
+    tokens: Int32Array,
+    shape: [number, number],
+    positions: Int32Array,
+    columns?: readonly number[],
+  ): { logits: tf.Tensor2D; backward: (dLogits: tf.Tensor2D) => tf.Tensor[] } {
+    const { rowTokens, stride, time, index } = this.prepare(tokens, shape, positions);
+    const { dModel: d, heads, layers, vocabSize: v, contextLength } = this.config;
+    const rows = stride * time;
+    const w = (name: string) => this.w(name) as tf.Tensor;
+    const w2 = (name: string) => this.w(name) as tf.Tensor2D;
+    const w1 = (name: string) => this.w(name) as tf.Tensor1D;
+    // The forward pass of hidden() and logitsAt(), op for op, keeping what each gradient reads.
+    const tokenIndex = tf.tensor1d(this.timeMajor(rowTokens, stride, time), 'int32');
+    const emb = gatherValue(w2('tok_emb'), tokenIndex);
+    const pos = tf.reshape(tf.slice(w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
+    let x = tf.reshape(tf.add(tf.reshape(emb, [time, stride, d]), pos), [rows, d]) as tf.Tensor2D;
+    const causal = tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time]) as tf.Tensor3D;
+    const blocks: { ln1: Saved; attn: Saved; proj: Saved; ln2: Saved; fc1: Saved; fc2: Saved }[] = [];
+    for (let l = 0; l < layers; l++) {
+      const ln1 = layerNormValue(x, w1(`l${l}.ln1.g`), w1(`l${l}.ln1.b`));
+      const attn = attentionValue(time, heads, causal, ln1.value, w2(`l${l}.qkv.w`), w1(`l${l}.qkv.b`));
+      const proj = denseValue(attn.value, w2(`l${l}.proj.w`), w1(`l${l}.proj.b`));
+      x = tf.add<tf.Tensor2D>(x, proj.value);
+      const ln2 = layerNormValue(x, w1(`l${l}.ln2.g`), w1(`l${l}.ln2.b`));
+      const fc1 = denseValue(ln2.value, w2(`l${l}.fc1.w`), w1(`l${l}.fc1.b`));
+      const fc2 = denseValue(tf.relu(fc1.value), w2(`l${l}.fc2.w`), w1(`l${l}.fc2.b`));
+      x = tf.add<tf.Tensor2D>(x, fc2.value);
+      blocks.push({ ln1, attn, proj, ln2, fc1, fc2 });
+    }
+    const lnf = layerNormValue(x, w1('lnf.g'), w1('lnf.b'));
+    const atIndex = tf.tensor1d(index, 'int32');
+    const at = gatherValue(lnf.value, atIndex);
+    const select = columns ? this.columnSelect(columns) : null;
+    const [headW, headB] = select ? this.headColumns(select) : [w2('head.w'), w1('head.b')];
+    const head = denseValue(at, headW, headB);
+    const logits = select ? head.value : tf.add(head.value, this.mask);
+    let used = false;
+    const backward = (dLogits: tf.Tensor2D): tf.Tensor[] => {
+      if (used) throw new Error('logitsWithBackward: backward already ran');
+      used = true;
+      const grads = new Map<string, tf.Tensor>();
+      const [dAt, dHeadW, dHeadB] = denseGrad(head.saved, dLogits);
+      if (select) {
+        // The columns' gradients back in place (exact: one 1 per column of the 0/1 selection).
+        const selectT = tf.transpose(select);
+        grads.set('head.w', tf.matMul(dHeadW, selectT));
+        grads.set('head.b', tf.reshape(tf.matMul(tf.reshape(dHeadB, [1, -1]), selectT), [v]));
+      } else {
+        grads.set('head.w', dHeadW);
+        grads.set('head.b', dHeadB);
+      }
+      const put = (prefix: string, [g, b]: [tf.Tensor, tf.Tensor]) => {
+        grads.set(`${prefix}.g`, g);
+        grads.set(`${prefix}.b`, b);
+      };
+      const [dxf, dgf, dbf] = layerNormGrad(lnf.saved, gatherGrad(atIndex, dAt, rows));
+      put('lnf', [dgf, dbf]);
+      let dx = dxf;
+      for (let l = layers - 1; l >= 0; l--) {
+        const blk = blocks[l] as (typeof blocks)[number];
+        const [dF, dW2, db2] = denseGrad(blk.fc2.saved, dx);
+        grads.set(`l${l}.fc2.w`, dW2);
+        grads.set(`l${l}.fc2.b`, db2);
+        // ReLU: the gradient passes where the pre-activation is > 0 (tfjs's own: dy · step(x)).
+        const [dH2, dW1, db1] = denseGrad(blk.fc1.saved, tf.mul(dF, tf.step(blk.fc1.value)));
+        grads.set(`l${l}.fc1.w`, dW1);
+        grads.set(`l${l}.fc1.b`, db1);
+        const [dx2, dg2, dbeta2] = layerNormGrad(blk.ln2.saved, dH2);
+        put(`l${l}.ln2`, [dg2, dbeta2]);
+        dx = tf.add(dx, dx2);
+        const [dMerged, dWp, dbp] = denseGrad(blk.proj.saved, dx);
+        grads.set(`l${l}.proj.w`, dWp);
+        grads.set(`l${l}.proj.b`, dbp);
+        const [dH, dWqkv, dbqkv] = attentionGrad(time, heads, blk.attn.saved, dMerged);
+        grads.set(`l${l}.qkv.w`, dWqkv);
+        grads.set(`l${l}.qkv.b`, dbqkv);
+        const [dx1, dg1, dbeta1] = layerNormGrad(blk.ln1.saved, dH);
+        put(`l${l}.ln1`, [dg1, dbeta1]);
+        dx = tf.add(dx, dx1);
+      }
+      // x = emb + pos (broadcast over rows): pos gets the sum over rows, padded to the context.
+      const dPos = tf.sum(tf.reshape(dx, [time, stride, d]), 1);
+      grads.set(
+        'pos_emb',
+        time < contextLength
+          ? tf.pad(dPos, [
+              [0, contextLength - time],
+              [0, 0],
+            ])
+          : dPos,
+      );
+      grads.set('tok_emb', gatherGrad(tokenIndex, dx, v));
+      return weightShapes(this.config).map(({ name }) => {
+        const g = grads.get(name);
+        if (!g) throw new Error(`no gradient for ${name}`);
+        return g;
+      });
+    };
+    return { logits: logits as tf.Tensor2D, backward };
+  }
+
+  /** Checks a batch against the model and lays out the rows the transformer runs over (see {@link logitsAt}). */
+  private prepare(tokens: Int32Array, shape: [number, number], positions: Int32Array) {
     const [batch, time] = shape;
     if (tokens.length !== batch * time) throw new RangeError(`tokens: ${tokens.length} values for shape [${batch}, ${time}]`);
     if (time > this.config.contextLength)
@@ -294,10 +454,11 @@ export class PolicyModel {
       if (!(p >= 0 && b < batch)) throw new RangeError(`positions[${i}] = ${p} is outside [0, ${batch * time})`);
       index[i] = (p - b * time) * stride + (of ? (of[b] as number) : b);
     }
-    const hidden = this.hidden(rowTokens, stride, time);
-    const at = gatherRows(hidden, tf.tensor1d(index, 'int32'));
-    if (!columns) return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
-    // The head's columns picked by a 0/1 matMul (exact; its gradient puts them back in place).
+    return { rowTokens, stride, time, index };
+  }
+
+  /** The 0/1 matrix [V, columns] that picks the head's columns (ascending output token ids). */
+  private columnSelect(columns: readonly number[]): tf.Tensor2D {
     const v = this.config.vocabSize;
     const allowed = outputMask(this.config);
     const pick = new Float32Array(v * columns.length);
@@ -306,10 +467,24 @@ export class PolicyModel {
         throw new RangeError(`columns[${j}] = ${id}: expected ascending output token ids`);
       pick[id * columns.length + j] = 1;
     });
-    const select = tf.tensor2d(pick, [v, columns.length]);
+    return tf.tensor2d(pick, [v, columns.length]);
+  }
+
+  /** The head's weight and bias at the selected columns, picked by a 0/1 matMul (exact; its gradient puts them back in place). */
+  private headColumns(select: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
+    const v = this.config.vocabSize;
     const w = tf.matMul(this.w('head.w') as tf.Tensor2D, select) as tf.Tensor2D;
-    const b = tf.reshape(tf.matMul(tf.reshape(this.w('head.b'), [1, v]) as tf.Tensor2D, select), [columns.length]) as tf.Tensor1D;
-    return dense(at, w, b);
+    const b = tf.reshape(tf.matMul(tf.reshape(this.w('head.b'), [1, v]) as tf.Tensor2D, select), [
+      select.shape[1],
+    ]) as tf.Tensor1D;
+    return [w, b];
+  }
+
+  /** Token ids [B, T] (row-major data) reordered time-major: entry t·B + b. */
+  private timeMajor(tokens: Int32Array, batch: number, time: number): Int32Array {
+    const out = new Int32Array(batch * time);
+    for (let b = 0; b < batch; b++) for (let t = 0; t < time; t++) out[t * batch + b] = tokens[b * time + t] as number;
+    return out;
   }
 
   /** The distinct rows of `tokens` [B, T] when some row repeats and sharing is on, else null. */
@@ -340,9 +515,7 @@ export class PolicyModel {
   /** Final hidden states (after the last LayerNorm), time-major [T·B, d], of token rows [B, T] given as data. */
   private hidden(tokens: Int32Array, batch: number, time: number): tf.Tensor2D {
     const { dModel: d, heads } = this.config;
-    const timeMajor = new Int32Array(batch * time);
-    for (let b = 0; b < batch; b++) for (let t = 0; t < time; t++) timeMajor[t * batch + b] = tokens[b * time + t] as number;
-    const emb = gatherRows(this.w('tok_emb') as tf.Tensor2D, tf.tensor1d(timeMajor, 'int32'));
+    const emb = gatherRows(this.w('tok_emb') as tf.Tensor2D, tf.tensor1d(this.timeMajor(tokens, batch, time), 'int32'));
     const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
     let x = tf.reshape(tf.add(tf.reshape(emb, [time, batch, d]), pos), [time * batch, d]) as tf.Tensor2D;
     const causal = tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time]) as tf.Tensor3D;

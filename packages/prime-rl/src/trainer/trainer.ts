@@ -111,7 +111,9 @@ export class Trainer {
     const buckets = lengthBuckets(rows, { context: this.model.config.contextLength, minRows: cfg.minBucketRows });
     let flops = 0;
     let paddedTokens = 0;
-    const out = tf.tidy(() => {
+    // The metrics leave the gradient's scope kept: disposed once summed (or the step would leak five tensors).
+    const kept: tf.Tensor[] = [];
+    const step = () => {
       let total: tf.Tensor[] | null = null;
       let sums: tf.Scalar[] | null = null;
       for (const bucket of buckets) {
@@ -120,9 +122,9 @@ export class Trainer {
         const result = this.bucketGradients(bucket.rows, time, denom, refKlTau);
         if (!result) continue;
         const { value, grads, metrics } = result;
+        kept.push(...metrics);
         flops += result.flops;
-        const gradList = this.model.variables.map((v) => grads[v.name] as tf.Tensor);
-        total = total ? total.map((g, i) => tf.add(g, gradList[i] as tf.Tensor)) : gradList;
+        total = total ? total.map((g, i) => tf.add(g, grads[i] as tf.Tensor)) : grads;
         const scalars = [value, ...metrics];
         sums = sums ? sums.map((x, i) => tf.add(x, scalars[i] as tf.Scalar)) : scalars;
       }
@@ -132,7 +134,13 @@ export class Trainer {
       sums ??= Array.from({ length: 6 }, () => tf.scalar(0));
       const gradNorm = this.applyAdamW(total, lr, options.beta1);
       return tf.stack([...sums, gradNorm as tf.Scalar]);
-    });
+    };
+    let out: tf.Tensor;
+    try {
+      out = tf.tidy(step);
+    } finally {
+      for (const t of kept) t.dispose();
+    }
     const values = out.dataSync();
     out.dispose();
     const [loss, rlLoss, refKl, entropy, mismatchKl, maskedFraction, gradNorm] = Array.from(values);
@@ -203,10 +211,11 @@ export class Trainer {
     const tTargets = tf.tensor1d(narrow ? targets.map((t) => this.columnOf.get(t) as number) : targets, 'int32');
     const at = Int32Array.from(positions);
     const metrics: tf.Scalar[] = [];
-    let modelRows = b;
-    const { value, grads } = tf.variableGrads(() => {
-      const head = this.model.logitsAt(tokens, [b, time], at, columns);
-      modelRows = this.model.lastRows;
+    // The model's forward pass and its explicit backward (no tape); tfjs's autodiff runs only
+    // the loss, from the logits at the loss tokens.
+    const model = this.model.logitsWithBackward(tokens, [b, time], at, columns);
+    const modelRows = this.model.lastRows;
+    const { value, grad } = tf.valueAndGrad((head: tf.Tensor2D) => {
       const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
       const onehot = tf.oneHot(tTargets, width);
       const logpi = tf.sum(tf.mul(lp, onehot), -1);
@@ -232,7 +241,8 @@ export class Trainer {
       const maskedFrac = tf.div(tf.sum(masked), denom);
       metrics.push(...([rlLoss, refKl, entropy, mismatch, maskedFrac].map((x) => tf.keep(x)) as tf.Scalar[]));
       return loss as tf.Scalar;
-    }, this.model.variables);
+    })(model.logits);
+    const grads = model.backward(grad as tf.Tensor2D);
     const flops = stepFlops(this.model.config, { rows: modelRows, time, outputs: positions.length, columns: width });
     return { value, grads, metrics, flops };
   }
