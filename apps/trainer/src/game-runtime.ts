@@ -11,8 +11,12 @@ export class GameRuntime implements Runtime {
   readonly id = 'game';
   readonly capabilities = { container: false, networkIsolation: true };
 
-  async createSandbox(): Promise<Sandbox> {
-    return new GameSandbox(`game-${randomUUID()}`);
+  /** Ids are this runtime's random prefix and a counter: unique without a UUID per seat. */
+  private readonly idPrefix = `game-${randomUUID()}-`;
+  private created = 0;
+
+  createSandbox(): Promise<Sandbox> {
+    return Promise.resolve(new GameSandbox(`${this.idPrefix}${(++this.created).toString(36)}`));
   }
 }
 
@@ -45,10 +49,14 @@ class GameSandbox implements Sandbox {
   async reachHost(url: string): Promise<string> {
     return url;
   }
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.live = false;
+    return STOPPED;
   }
 }
+
+/** What `stop` returns: nothing to wait for (shared). */
+const STOPPED = Promise.resolve();
 
 function refuse(what: string): Promise<never> {
   return Promise.reject(new SandboxError(`the game runtime has no ${what}: its seats never run code`));

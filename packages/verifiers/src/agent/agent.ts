@@ -112,15 +112,17 @@ export class Agent {
   /** A fresh sandbox for `task` (the caller stops it). */
   async provision(task?: Task): Promise<Sandbox> {
     try {
-      const spec: { image?: string; workdir?: string } = {};
-      if (task?.data.image) spec.image = task.data.image;
-      if (task?.data.workdir) spec.workdir = task.data.workdir;
-      return await this.runtime.createSandbox(spec);
+      return await this.runtime.createSandbox(sandboxSpec(task));
     } catch (error) {
-      throw SandboxError.is(error)
-        ? error
-        : new SandboxError(`could not create a ${this.runtime.id} sandbox: ${(error as Error).message}`, { cause: error });
+      throw this.bootError(error);
     }
+  }
+
+  /** A failure to create a sandbox, as a `SandboxError` naming the runtime. */
+  private bootError(error: unknown): unknown {
+    return SandboxError.is(error)
+      ? error
+      : new SandboxError(`could not create a ${this.runtime.id} sandbox: ${(error as Error).message}`, { cause: error });
   }
 
   /**
@@ -231,7 +233,8 @@ export class Agent {
         trace.timing.agent = (Date.now() - started) / 1000;
       }
       trace.stop('agent_completed');
-      await release();
+      const releasing = release();
+      if (releasing) await releasing;
       return await this.close(task, trace, sandbox, options);
     } finally {
       if (!options.sandbox) await sandbox.stop().catch((error) => this.log(`sandbox stop failed: ${(error as Error).message}`));
@@ -243,9 +246,10 @@ export class Agent {
     let sandbox: Sandbox | undefined = options.sandbox;
     const bootStart = Date.now();
     try {
-      sandbox ??= await this.provision(task);
+      // The runtime is awaited here (not through `provision`): one async frame less per seat.
+      sandbox ??= await this.runtime.createSandbox(sandboxSpec(task));
     } catch (error) {
-      trace.recordError(error, 'boot');
+      trace.recordError(this.bootError(error), 'boot');
       return null;
     } finally {
       trace.timing.boot = (Date.now() - bootStart) / 1000;
@@ -276,25 +280,26 @@ export class Agent {
       if (!options.sandbox) await sandbox.stop().catch(ignore);
       return null;
     }
+    const context: Omit<HarnessLaunchContext, 'signal'> = {
+      task,
+      trace,
+      sandbox,
+      endpoint,
+      messages: this.promptMessages(task),
+      log: this.log,
+    };
+    if (mcp.servers) context.mcpServers = mcp.servers;
     return {
       sandbox,
       session,
-      context: {
-        task,
-        trace,
-        sandbox,
-        endpoint,
-        messages: this.promptMessages(task),
-        log: this.log,
-        ...(mcp.servers ? { mcpServers: mcp.servers } : {}),
-      },
-      async release() {
+      context,
+      release() {
         Agent.redactErrors(trace, session.secret);
-        // Nothing in flight and no MCP servers (a game seat): nothing to wait for.
-        if (session.inFlight) await session.drain();
+        // Nothing in flight and no MCP servers (a game seat): nothing to wait for, no promise.
+        if (session.inFlight || mcp !== NO_MCP_SERVERS) return releaseLater(trace, session, host, mcp);
         session.conclude(trace.stopCondition ?? 'agent_completed');
         host?.unregister(session);
-        if (mcp !== NO_MCP_SERVERS) await mcp.close();
+        return undefined;
       },
     };
   }
@@ -430,8 +435,27 @@ export class Agent {
     }
   }
 
-  /** Finalize then score (skipped when the run failed). */
-  private async close(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
+  /**
+   * Finalize then score (skipped when the run failed). With no finalize hook and nothing to score
+   * (a game seat) no stage runs: their timings are 0, with no async frame.
+   */
+  private close(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
+    if (!task.finalize) {
+      const scored = withPluggedScorers(task, this.plugged);
+      if (!scored.metrics.length && !scored.rewards.length) {
+        if (trace.ok) {
+          trace.timing.finalize = 0;
+          trace.timing.scoring = 0;
+        }
+        trace.isCompleted = true;
+        trace.endedAt = Date.now();
+        return Promise.resolve(trace);
+      }
+    }
+    return this.finalizeAndScore(task, trace, sandbox, options);
+  }
+
+  private async finalizeAndScore(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
     // A stage with nothing to run (no finalize hook; no rewards or metrics) is skipped, its timing 0.
     if (trace.ok) {
       const finalizeStart = Date.now();
@@ -479,20 +503,8 @@ export class Agent {
     assertHarnessSupportsTools(this.harness, task);
     const trace = this.newTrace(task);
     options.onTrace?.(trace);
-    const { prepared, session } = await this.openSession(task, trace, options);
-    return this.liveInteraction({ task, trace, options, prepared, session });
-  }
-
-  /**
-   * Prepares an interaction's run and opens its harness session (`interaction()` checked the
-   * harness has one). When either fails, the trace is closed (and a sandbox of the agent's own
-   * stopped) before the error is thrown.
-   */
-  private async openSession(
-    task: Task,
-    trace: Trace,
-    options: RunOptions,
-  ): Promise<{ prepared: PreparedRun; session: HarnessSession }> {
+    // Prepared and opened here (one async frame per seat). When either fails, the trace is closed
+    // (and a sandbox of the agent's own stopped) before the error is thrown.
     const prepared = await this.prepare(task, trace, options);
     if (!prepared) {
       await this.close(task, trace, undefined, options);
@@ -501,16 +513,21 @@ export class Agent {
     const { sandbox, context, release } = prepared;
     // The caller's signal itself (it aborts the session with the same reason a linked controller
     // would, without a controller and a listener per seat); one already aborted was never relayed.
-    const signal = options.signal && !options.signal.aborted ? options.signal : new AbortController().signal;
+    // The context is this run's own: the signal is set on it rather than on a copy.
+    const launch = context as HarnessLaunchContext;
+    launch.signal = options.signal && !options.signal.aborted ? options.signal : new AbortController().signal;
+    let session: HarnessSession;
     try {
-      return { prepared, session: await this.harness.session!({ ...context, signal }) };
+      session = await this.harness.session!(launch);
     } catch (error) {
       trace.recordError(await this.classify(error, sandbox), 'agent');
-      await release();
+      const releasing = release();
+      if (releasing) await releasing;
       await this.close(task, trace, sandbox, options);
       if (!options.sandbox) await sandbox.stop().catch(ignore);
       throw error;
     }
+    return this.liveInteraction({ task, trace, options, prepared, session });
   }
 
   /** The caller's side of an open interaction: turns in strict alternation, then `close()`. */
@@ -537,13 +554,21 @@ export class Agent {
         if (closed) return trace;
         closed = true;
         trace.stop('user_closed');
-        await session.close().catch(ignore);
-        await release();
+        // Best effort, awaited in place (no `.catch` promise per seat).
+        try {
+          await session.close();
+        } catch {}
+        const releasing = release();
+        if (releasing) await releasing;
         trace.timing.agent = (Date.now() - agentStart) / 1000;
         try {
           return await agent.close(task, trace, sandbox, options);
         } finally {
-          if (!options.sandbox) await sandbox.stop().catch(ignore);
+          if (!options.sandbox) {
+            try {
+              await sandbox.stop();
+            } catch {}
+          }
         }
       },
       async turn(message?: string | Message[]): Promise<Segment> {
@@ -582,7 +607,29 @@ interface PreparedRun {
   sandbox: Sandbox;
   context: Omit<HarnessLaunchContext, 'signal'>;
   session: RolloutSession;
-  release: () => Promise<void>;
+  /** Concludes the session and unregisters it; a promise only when something must be waited for. */
+  release: () => Promise<void> | undefined;
+}
+
+/** The sandbox spec of `task`: its image and workdir when set. */
+function sandboxSpec(task: Task | undefined): { image?: string; workdir?: string } {
+  const spec: { image?: string; workdir?: string } = {};
+  if (task?.data.image) spec.image = task.data.image;
+  if (task?.data.workdir) spec.workdir = task.data.workdir;
+  return spec;
+}
+
+/** `release` when a call is still in flight or MCP servers must be closed. */
+async function releaseLater(
+  trace: Trace,
+  session: RolloutSession,
+  host: InterceptionHost | undefined,
+  mcp: { close: () => Promise<void> },
+): Promise<void> {
+  if (session.inFlight) await session.drain();
+  session.conclude(trace.stopCondition ?? 'agent_completed');
+  host?.unregister(session);
+  if (mcp !== NO_MCP_SERVERS) await mcp.close();
 }
 
 /** The meta of an in-process call without a signal (shared: `handle` never writes to it). */

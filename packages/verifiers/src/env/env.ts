@@ -326,16 +326,20 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     try {
       await withDeadline(
         { seconds: this.timeout.episode ?? null, stage: 'episode', ...(options.signal ? { parent: options.signal } : {}) },
-        async (signal) => {
+        (signal) => {
           for (const agent of list) agent.signal = signal;
-          await this.definition.setup?.({ agents, options: this.options });
-          await this.definition.run({ task, agents, options: this.options, episode, signal });
+          // No setup hook (a game): the run's own promise, without a frame around it.
+          if (!this.definition.setup) return this.definition.run({ task, agents, options: this.options, episode, signal });
+          return this.setUpAndRun({ task, agents, episode, signal });
         },
       );
       if (list.every((agent) => agent.runs === 0)) throw new EnvError(`env ${this.id} ran no agent`);
-      await withTimeout({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
-        this.definition.finalize?.({ task, episode, options: this.options, agents }),
-      );
+      // No finalize hook: nothing to run under the finalize timeout.
+      if (this.definition.finalize) {
+        await withTimeout({ seconds: this.timeout.finalize ?? null, stage: 'finalize' }, async () =>
+          this.definition.finalize?.({ task, episode, options: this.options, agents }),
+        );
+      }
     } catch (error) {
       episode.recordError(
         EnvError.is(error) || (error as Error)?.name === 'TimeoutError'
@@ -350,6 +354,12 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     }
     episode.endedAt = Date.now();
     return episode;
+  }
+
+  /** The env's setup hook, then its run. */
+  private async setUpAndRun(hooks: { task: Task; agents: Agents<R>; episode: Episode; signal: AbortSignal }): Promise<void> {
+    await this.definition.setup?.({ agents: hooks.agents, options: this.options });
+    await this.definition.run({ ...hooks, options: this.options });
   }
 
   /** The episode's agents by role name (`list` in role order), refusing an unknown role by name. */

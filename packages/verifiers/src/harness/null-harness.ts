@@ -40,10 +40,22 @@ export abstract class LoopHarness implements Harness {
     }
   }
 
-  async session(context: HarnessLaunchContext): Promise<HarnessSession> {
-    // No MCP to reach (the `null` loop, game seats): no connection to await, open or close.
+  session(context: HarnessLaunchContext): Promise<HarnessSession> {
+    // No MCP to reach (the `null` loop, game seats): no connection to await, open or close, and
+    // no async frame.
     const connecting = this.mcp(context);
-    const mcp = connecting === NO_MCP ? NO_MCP : await connecting;
+    if (connecting === NO_MCP) {
+      try {
+        return Promise.resolve(new LoopSession(context, [...this.tools(context)], NO_MCP));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.sessionWithMcp(context, connecting);
+  }
+
+  private async sessionWithMcp(context: HarnessLaunchContext, connecting: Promise<McpConnection> | McpConnection) {
+    const mcp = await connecting;
     return new LoopSession(context, [...this.tools(context), ...mcp.tools], mcp);
   }
 }
