@@ -241,12 +241,14 @@ export class Agent {
     }
   }
 
-  /** Boot, setup and interception registration; null when a stage failed (recorded on the trace). */
+  /**
+   * Boot, setup and interception registration; null when a stage failed (recorded on the trace).
+   * The runtime is awaited here, not through `provision` (one async frame less per seat).
+   */
   private async prepare(task: Task, trace: Trace, options: RunOptions): Promise<PreparedRun | null> {
     let sandbox: Sandbox | undefined = options.sandbox;
     const bootStart = Date.now();
     try {
-      // The runtime is awaited here (not through `provision`): one async frame less per seat.
       sandbox ??= await this.runtime.createSandbox(sandboxSpec(task));
     } catch (error) {
       trace.recordError(this.bootError(error), 'boot');
@@ -564,11 +566,7 @@ export class Agent {
         try {
           return await agent.close(task, trace, sandbox, options);
         } finally {
-          if (!options.sandbox) {
-            try {
-              await sandbox.stop();
-            } catch {}
-          }
+          if (!options.sandbox) await sandbox.stop().catch(ignore);
         }
       },
       async turn(message?: string | Message[]): Promise<Segment> {
