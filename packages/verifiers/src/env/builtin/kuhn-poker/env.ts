@@ -106,7 +106,7 @@ export const kuhnPokerEnv = Object.assign(
       const history: KuhnAction[] = [];
       let forfeited: 0 | 1 | null = null;
       try {
-        for (const seat of [0, 1] as const) {
+        for (let seat: 0 | 1 = 0; seat < 2; seat = (seat + 1) as 0 | 1) {
           const seatTask = task.with({ prompt: null, systemPrompt: kuhnSystemPrompt(deal[seat], options.prompts) });
           seats.push(await (seatAgents[seat] as EpisodeAgent).interaction(seatTask));
         }
@@ -133,13 +133,14 @@ export const kuhnPokerEnv = Object.assign(
         for (const seat of seats) traces.push(await seat.close());
         if (traces.length === 2) {
           const net = forfeited !== null ? (forfeited === 0 ? -1 : 1) : kuhnPayoff(deal, history);
-          traces.forEach((trace, i) => {
+          for (let i = 0; i < 2; i++) {
             const seat = i as 0 | 1;
+            const trace = traces[i] as Trace;
             trace.recordReward('payoff', seat === 0 ? net : -net);
             trace.recordMetric('forfeit', forfeited === seat ? 1 : 0);
             const info: KuhnTraceInfo = { seat, card: deal[seat], history: [...history], seed, forfeited: forfeited === seat };
             trace.info.kuhn = info;
-          });
+          }
         }
       }
     },

@@ -41,17 +41,20 @@ export function kuhnDeal(seed: number): KuhnDeal {
 
 /** True when the betting is over. */
 export function kuhnIsTerminal(history: readonly KuhnAction[]): boolean {
-  const h = history.join('-');
-  return h === 'check-check' || h === 'bet-fold' || h === 'bet-call' || h === 'check-bet-fold' || h === 'check-bet-call';
+  // Compared action by action (no joined string per call: the env asks at every decision).
+  const [a, b, c] = history;
+  if (history.length === 2) return (a === 'check' && b === 'check') || (a === 'bet' && (b === 'fold' || b === 'call'));
+  return history.length === 3 && a === 'check' && b === 'bet' && (c === 'fold' || c === 'call');
 }
 
 /** The legal actions after `history` (empty when terminal); errors on a history that cannot happen. */
 export function kuhnLegalActions(history: readonly KuhnAction[]): KuhnAction[] {
-  const h = history.join('-');
-  if (h === '' || h === 'check') return ['check', 'bet'];
-  if (h === 'bet' || h === 'check-bet') return ['fold', 'call'];
+  const n = history.length;
+  const [a, b] = history;
+  if (n === 0 || (n === 1 && a === 'check')) return ['check', 'bet'];
+  if ((n === 1 && a === 'bet') || (n === 2 && a === 'check' && b === 'bet')) return ['fold', 'call'];
   if (kuhnIsTerminal(history)) return [];
-  throw new RangeError(`not a Kuhn poker history: ${JSON.stringify(h)}`);
+  throw new RangeError(`not a Kuhn poker history: ${JSON.stringify(history.join('-'))}`);
 }
 
 /** The player to act: `''` → 0, `check` → 1, `bet` → 1, `check-bet` → 0. */

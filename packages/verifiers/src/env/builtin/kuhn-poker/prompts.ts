@@ -59,6 +59,39 @@ export function kuhnTurnMessage(
   style: KuhnPromptStyle = 'rules',
   card?: KuhnCard,
 ): string {
+  // The env asks at every decision, and there are few messages: each is made once.
+  const key = turnMessageKey(history, player, style, card);
+  if (key < 0) return turnMessage(history, player, style, card);
+  let message = turnMessages[key];
+  if (message === undefined) {
+    message = turnMessage(history, player, style, card);
+    turnMessages[key] = message;
+  }
+  return message;
+}
+
+/** Turn messages made, by {@link turnMessageKey}. */
+const turnMessages: (string | undefined)[] = [];
+const STYLES: readonly KuhnPromptStyle[] = ['rules', 'compact', 'pass-bet'];
+
+/** A small integer per (decision history, player, style, card), or -1 for anything else (not cached). */
+function turnMessageKey(
+  history: readonly KuhnAction[],
+  player: 0 | 1,
+  style: KuhnPromptStyle,
+  card: KuhnCard | undefined,
+): number {
+  const n = history.length;
+  const [a, b] = history;
+  const h =
+    n === 0 ? 0 : n === 1 && a === 'check' ? 1 : n === 1 && a === 'bet' ? 2 : n === 2 && a === 'check' && b === 'bet' ? 3 : -1;
+  const s = STYLES.indexOf(style);
+  const c = card === undefined ? 0 : KUHN_CARDS.indexOf(card) >= 0 ? KUHN_CARDS.indexOf(card) + 1 : -1;
+  if (h < 0 || s < 0 || c < 0 || (player !== 0 && player !== 1)) return -1;
+  return ((h * 3 + s) * 4 + c) * 2 + player;
+}
+
+function turnMessage(history: readonly KuhnAction[], player: 0 | 1, style: KuhnPromptStyle, card: KuhnCard | undefined): string {
   const [a, b] = offered(history, style);
   if (style !== 'rules') {
     const so = history.length ? history.map((x) => kuhnActionWord(x, style)).join(' ') : 'none';
@@ -149,12 +182,19 @@ export function kuhnParseAction(
   history: readonly KuhnAction[],
   style: KuhnPromptStyle = 'rules',
 ): KuhnAction | null {
-  const legalActions = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
-  const legal = new Set<string>(legalActions);
-  const named = new Set<string>();
-  for (const match of reply.toLowerCase().matchAll(/\[(\w+)\]/g)) {
-    const word = style === 'pass-bet' ? actionOfWord(match[1] as string, legalActions) : (match[1] as string);
-    if (legal.has(word)) named.add(word);
+  const legal = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
+  const text = reply.toLowerCase();
+  // The distinct legal actions named, without sets: a second distinct one makes the reply ambiguous.
+  let named: KuhnAction | null = null;
+  BRACKETED.lastIndex = 0;
+  for (let match = BRACKETED.exec(text); match !== null; match = BRACKETED.exec(text)) {
+    const word = style === 'pass-bet' ? actionOfWord(match[1] as string, legal) : (match[1] as string);
+    if (word !== legal[0] && word !== legal[1]) continue;
+    if (named === null) named = word as KuhnAction;
+    else if (named !== word) return null;
   }
-  return named.size === 1 ? ([...named][0] as KuhnAction) : null;
+  return named;
 }
+
+/** A bracketed word of a reply (`kuhnParseAction`; global, so `lastIndex` is reset before each scan). */
+const BRACKETED = /\[(\w+)\]/g;
