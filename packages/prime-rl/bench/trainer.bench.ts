@@ -7,6 +7,9 @@
 // Both clocks are reported: wall time (`value`, `ratio`) and process CPU time (`cpu`), which on a
 // shared machine leaves out the time the process waits for a core (the backend is single-threaded;
 // CPU time also counts V8's helper threads, which can only lower the trainer's figure).
+// `pnpm bench:trainer` runs node with `--max-semi-space-size=64`, as `pnpm trainer` runs the
+// trainer (a step's tfjs bookkeeping is young garbage; A/B at the default shape, load ≈2: median
+// step 113 → 98 ms CPU); the JSON's `nodeFlags` says which flags the run had.
 import { loadavg } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import { seededRandom } from '@troupe/verifiers/random';
@@ -112,6 +115,7 @@ console.log(
     flopsPerStep: flops / steps,
     cpu: { value: gflopsCpu, baseline: peakCpu, ratio: gflopsCpu / peakCpu, secondsPerStep: cpuSeconds / steps },
     goal: 0.3,
+    nodeFlags: process.execArgv.filter((a) => a.startsWith('--max-')),
     load: { start: Number(loadStart.toFixed(2)), end: Number(loadavg()[0]?.toFixed(2)) },
   }),
 );

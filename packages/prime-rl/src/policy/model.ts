@@ -183,19 +183,23 @@ function attentionGrad(
   const dV = bmm(tf.transpose(spT, [1, 0, 2]), dOut);
   // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
   const dP = bmm(swapLast(dOut), reverseAxes(sv));
-  // Softmax: dS = (dP − Σ_j dP·P)·P; the 1/√dh goes on dQ and dK (smaller than dS).
+  // Softmax: dS = (dP − Σ_j dP·P)·P. The 1/√dh of dQ and dK goes on what they become (dW's
+  // and db's columns, Wq and Wk for dh): a few thousand products instead of two of [T·B, d].
   const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp) as tf.Tensor3D;
   // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]: a = dS as [i, j, c]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d]: a = dS as [j, i, c].
   const dST = swapLast(dS);
-  const dQ = tf.mul(bmm(dST, sk), scale);
-  const dK = tf.mul(bmm(tf.transpose(dST, [1, 0, 2]), sq), scale);
+  const dQ = bmm(dST, sk);
+  const dK = bmm(tf.transpose(dST, [1, 0, 2]), sq);
   // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ. dW as one
   // product over the three gradients stacked transposed [3d, rows]: a concat along the first axis
   // is three block copies, where one along the last (side by side) copies row by row in JavaScript.
   const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
-  const dW = tf.transpose(tf.matMul(tf.concat(grads.map(transpose2d), 0) as tf.Tensor2D, sh)) as tf.Tensor2D;
-  const db = tf.concat(grads.map(columnSum)) as tf.Tensor1D;
-  const dH = tf.addN(grads.map((g, i) => tf.matMul(g, tf.transpose(tf.slice(sw, [0, i * d], [d, d]))))) as tf.Tensor2D;
+  const columnScale = tf.concat([tf.fill([2 * d], scale), tf.ones([d])]);
+  const dW = tf.mul(tf.transpose(tf.matMul(tf.concat(grads.map(transpose2d), 0) as tf.Tensor2D, sh)), columnScale) as tf.Tensor2D;
+  const db = tf.mul(tf.concat(grads.map(columnSum)), columnScale) as tf.Tensor1D;
+  const dH = tf.addN(
+    grads.map((g, i) => tf.matMul(g, tf.mul(tf.transpose(tf.slice(sw, [0, i * d], [d, d])), i < 2 ? scale : 1))),
+  ) as tf.Tensor2D;
   return [dH, dW, db];
 }
 
