@@ -6,8 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initTfBackend } from '../policy/backend.ts';
 import { PolicyConfigSchema } from '../policy/config.ts';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint.ts';
-import type { TrainRow } from './config.ts';
-import { lengthBuckets, Trainer } from './trainer.ts';
+import { TrainerConfigSchema, type TrainRow } from './config.ts';
+import { lengthBuckets, policyLoss, Trainer } from './trainer.ts';
 
 const config = PolicyConfigSchema.parse({
   vocabSize: 12,
@@ -216,4 +216,45 @@ describe('Trainer', () => {
     for (const [i, w] of before.entries()) expect(Array.from(after[i]?.data ?? [])).toEqual(Array.from(w.data));
     trainer.dispose();
   });
+});
+
+describe('policyLoss', () => {
+  // Logits, targets, inference logprobs and advantages chosen so that both DPPO masks fire on some tokens.
+  const n = 24;
+  const width = 6;
+  const logits = Float32Array.from({ length: n * width }, (_, i) => 2 * Math.sin(i * 1.37));
+  const targets = Int32Array.from({ length: n }, (_, i) => (i * 5) % width);
+  const inference = Float32Array.from({ length: n }, (_, i) => -0.2 - (2.5 * ((i * 7) % 11)) / 11);
+  const advantages = Float32Array.from({ length: n }, (_, i) => (i % 3 === 0 ? 0.7 : i % 3 === 1 ? -1.3 : 0));
+  for (const [temperature, refKlTau, masked] of [
+    [1, 0.05, false],
+    [0.7, 0.05, true],
+    [1.3, 0, false],
+  ] as const) {
+    it(`gives tfjs's autodiff gradient (temperature ${temperature}, refKlTau ${refKlTau}, ${masked ? 'the whole vocabulary with an allowed mask' : "the output tokens' columns"})`, () => {
+      tf.tidy(() => {
+        const config = TrainerConfigSchema.parse({ temperature, advTau: 0.9, klTau: 0.02 });
+        const inputs = {
+          targets: tf.tensor1d(targets, 'int32'),
+          inferenceLogprobs: tf.tensor1d(inference),
+          advantages: tf.tensor1d(advantages),
+          denom: 30,
+          refKlTau,
+          config,
+          logRefSize: Math.log(4),
+          allowed: masked ? tf.tensor1d([1, 1, 0, 1, 1, 0]) : null,
+        };
+        const head = tf.tensor2d(logits, [n, width]);
+        const { loss, metrics, grad } = policyLoss(head, inputs);
+        const fraction = metrics[4]?.dataSync()[0] as number;
+        expect(fraction).toBeGreaterThan(0);
+        const theirs = tf.grad((h) => policyLoss(h as tf.Tensor2D, inputs).loss)(head);
+        const ours = grad();
+        const diff = tf.max(tf.abs(tf.sub(ours, theirs))).dataSync()[0] as number;
+        const scale = tf.max(tf.abs(theirs)).dataSync()[0] as number;
+        expect(scale).toBeGreaterThan(1e-3);
+        expect(diff / scale).toBeLessThan(1e-6);
+      });
+    });
+  }
 });

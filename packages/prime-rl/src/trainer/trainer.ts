@@ -111,9 +111,7 @@ export class Trainer {
     const buckets = lengthBuckets(rows, { context: this.model.config.contextLength, minRows: cfg.minBucketRows });
     let flops = 0;
     let paddedTokens = 0;
-    // The metrics leave the gradient's scope kept: disposed once summed (or the step would leak five tensors).
-    const kept: tf.Tensor[] = [];
-    const step = () => {
+    const out = tf.tidy(() => {
       let total: tf.Tensor[] | null = null;
       let sums: tf.Scalar[] | null = null;
       for (const bucket of buckets) {
@@ -122,7 +120,6 @@ export class Trainer {
         const result = this.bucketGradients(bucket.rows, time, denom, refKlTau);
         if (!result) continue;
         const { value, grads, metrics } = result;
-        kept.push(...metrics);
         flops += result.flops;
         total = total ? total.map((g, i) => tf.add(g, grads[i] as tf.Tensor)) : grads;
         const scalars = [value, ...metrics];
@@ -134,13 +131,7 @@ export class Trainer {
       sums ??= Array.from({ length: 6 }, () => tf.scalar(0));
       const gradNorm = this.applyAdamW(total, lr, options.beta1);
       return tf.stack([...sums, gradNorm as tf.Scalar]);
-    };
-    let out: tf.Tensor;
-    try {
-      out = tf.tidy(step);
-    } finally {
-      for (const t of kept) t.dispose();
-    }
+    });
     const values = out.dataSync();
     out.dispose();
     const [loss, rlLoss, refKl, entropy, mismatchKl, maskedFraction, gradNorm] = Array.from(values);
@@ -210,39 +201,24 @@ export class Trainer {
     const tAdv = tf.tensor1d(adv);
     const tTargets = tf.tensor1d(narrow ? targets.map((t) => this.columnOf.get(t) as number) : targets, 'int32');
     const at = Int32Array.from(positions);
-    const metrics: tf.Scalar[] = [];
-    // The model's forward pass and its explicit backward (no tape); tfjs's autodiff runs only
-    // the loss, from the logits at the loss tokens.
+    // The model's forward pass and its explicit backward (no tape), and the loss's explicit gradient.
     const model = this.model.logitsWithBackward(tokens, [b, time], at, columns);
     const modelRows = this.model.lastRows;
-    const { value, grad } = tf.valueAndGrad((head: tf.Tensor2D) => {
-      const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
-      const onehot = tf.oneHot(tTargets, width);
-      const logpi = tf.sum(tf.mul(lp, onehot), -1);
-      const logr = tf.sub(logpi, tInf);
-      const r = tf.exp(logr);
-      const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
-      // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
-      const positive = tf.step(tAdv);
-      const masked = tf.add(
-        tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))),
-        tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))),
-      );
-      const keep = tf.sub(1, masked);
-      const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
-      const rlLoss = tf.div(tf.sum(rlTok), denom);
-      const p = tf.exp(lp);
-      const klTerms = tf.mul(p, tf.add(lp, this.logRefSize));
-      const klTok = tf.sum(narrow ? klTerms : tf.mul(klTerms, this.allowed), -1);
-      const refKl = tf.div(tf.sum(klTok), denom);
-      const loss = refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, refKlTau)) : rlLoss;
-      const entropy = tf.div(tf.sum(tf.neg(tf.sum(tf.mul(p, lp), -1))), denom);
-      const mismatch = tf.div(tf.sum(tf.sub(tf.sub(r, 1), logr)), denom);
-      const maskedFrac = tf.div(tf.sum(masked), denom);
-      metrics.push(...([rlLoss, refKl, entropy, mismatch, maskedFrac].map((x) => tf.keep(x)) as tf.Scalar[]));
-      return loss as tf.Scalar;
-    })(model.logits);
-    const grads = model.backward(grad as tf.Tensor2D);
+    const {
+      loss: value,
+      metrics,
+      grad,
+    } = policyLoss(model.logits, {
+      targets: tTargets,
+      inferenceLogprobs: tInf,
+      advantages: tAdv,
+      denom,
+      refKlTau,
+      config: cfg,
+      logRefSize: this.logRefSize,
+      allowed: narrow ? null : this.allowed,
+    });
+    const grads = model.backward(grad());
     const flops = stepFlops(this.model.config, { rows: modelRows, time, outputs: positions.length, columns: width });
     return { value, grads, metrics, flops };
   }
@@ -272,6 +248,76 @@ export class Trainer {
     this.decayMask.dispose();
     this.allowed.dispose();
   }
+}
+
+/** What {@link policyLoss} reads besides the logits. */
+export interface PolicyLossInputs {
+  /** Per loss token, the target's column in the logits (int32). */
+  targets: tf.Tensor1D;
+  /** Per loss token, the inference logprob μ of the target. */
+  inferenceLogprobs: tf.Tensor1D;
+  /** Per loss token, the advantage. */
+  advantages: tf.Tensor1D;
+  /** The batch's loss tokens (the loss is a sum over tokens divided by it). */
+  denom: number;
+  refKlTau: number;
+  config: TrainerConfig;
+  /** log of the number of output tokens (the reference ρ is uniform over them). */
+  logRefSize: number;
+  /** 1 on the output tokens' columns, 0 elsewhere, when the logits span the whole vocabulary; null when they are the output tokens' columns only. */
+  allowed: tf.Tensor1D | null;
+}
+
+/**
+ * The trainer's loss (see {@link Trainer}) of the logits at the loss tokens [N, columns], its
+ * metrics [rlLoss, refKl, entropy, mismatchKl, maskedFraction], and `grad()`, dL/dlogits by an
+ * explicit formula over the forward pass's tensors (the same values as tfjs's autodiff of the
+ * loss up to rounding, without its tape):
+ *
+ *   dL/dlogπ = (−[¬masked]·advTau·A·r + 2·klTau·log r)/N,  dL/dlp = dL/dlogπ·onehot + refKlTau·p·(lp + log|ρ| + 1)/N,
+ *   dL/dz = (dL/dlp − p·Σ dL/dlp)/temperature  (through the log-softmax of z/temperature).
+ */
+export function policyLoss(head: tf.Tensor2D, inputs: PolicyLossInputs) {
+  const { config: cfg, denom, refKlTau, logRefSize, allowed } = inputs;
+  const tInf = inputs.inferenceLogprobs;
+  const tAdv = inputs.advantages;
+  const width = head.shape[1];
+  const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
+  const onehot = tf.oneHot(inputs.targets, width);
+  const logpi = tf.sum(tf.mul(lp, onehot), -1);
+  const logr = tf.sub(logpi, tInf);
+  const r = tf.exp(logr);
+  const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
+  // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
+  const positive = tf.step(tAdv);
+  const masked = tf.add(
+    tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))),
+    tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))),
+  );
+  const keep = tf.sub(1, masked);
+  const pull = tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau)));
+  const rlTok = tf.add(tf.mul(pull, r), tf.mul(tf.square(logr), cfg.klTau * 1));
+  const rlLoss = tf.div(tf.sum(rlTok), denom);
+  const p = tf.exp(lp);
+  const klTerms = tf.mul(p, tf.add(lp, logRefSize));
+  const klTok = tf.sum(allowed ? tf.mul(klTerms, allowed) : klTerms, -1);
+  const refKl = tf.div(tf.sum(klTok), denom);
+  const loss = (refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, refKlTau)) : rlLoss) as tf.Scalar;
+  const entropy = tf.div(tf.sum(tf.neg(tf.sum(tf.mul(p, lp), -1))), denom);
+  const mismatch = tf.div(tf.sum(tf.sub(tf.sub(r, 1), logr)), denom);
+  const maskedFrac = tf.div(tf.sum(masked), denom);
+  const metrics = [rlLoss, refKl, entropy, mismatch, maskedFrac] as tf.Scalar[];
+  const grad = (): tf.Tensor2D => {
+    const dLogpi = tf.div(tf.add(tf.mul(pull, r), tf.mul(logr, 2 * cfg.klTau)), denom);
+    let dLp = tf.mul(onehot, tf.reshape(dLogpi, [-1, 1]));
+    if (refKlTau > 0) {
+      const kl = tf.mul(p, tf.add(lp, logRefSize + 1));
+      dLp = tf.add(dLp, tf.mul(allowed ? tf.mul(kl, allowed) : kl, refKlTau / denom));
+    }
+    const dz = tf.sub(dLp, tf.mul(p, tf.sum(dLp, -1, true)));
+    return (cfg.temperature === 1 ? dz : tf.div(dz, cfg.temperature)) as tf.Tensor2D;
+  };
+  return { loss, metrics, grad };
 }
 
 /**
