@@ -85,9 +85,9 @@ export class MicroBatcher {
       .logits({ tokens, batch: count, time, rows })
       .then(
         (logits) => {
-          for (const [b, p] of batch.entries()) {
+          for (let b = 0; b < batch.length; b++) {
             const u = slot[b] as number;
-            p.resolve(logits.subarray(u * v, (u + 1) * v));
+            (batch[b] as Pending).resolve(logits.subarray(u * v, (u + 1) * v));
           }
         },
         (error) => {
@@ -134,9 +134,10 @@ function distinctRows(batch: readonly Pending[], share: boolean): { slot: Int32A
 function packRows(firsts: readonly (readonly number[])[], time: number): { tokens: Int32Array; rows: number[] } {
   const tokens = new Int32Array(firsts.length * time);
   const rows: number[] = [];
-  firsts.forEach((t, u) => {
+  for (let u = 0; u < firsts.length; u++) {
+    const t = firsts[u] as readonly number[];
     tokens.set(t, u * time);
     rows.push(u * time + t.length - 1);
-  });
+  }
   return { tokens, rows };
 }

@@ -217,7 +217,7 @@ export class Trace {
     const node = this.node(nodeId);
     if (response.completionTokenIds) this.attachTokens(node, response);
     if (request.tools?.length && this.tools.length === 0) this.tools = request.tools;
-    this.calls.push({
+    const call: ModelCall = {
       node: nodeId,
       promptNode,
       model: response.model || request.model,
@@ -228,8 +228,10 @@ export class Trace {
       startedAt: meta.startedAt,
       durationMs: meta.durationMs,
       numTools: request.tools?.length ?? 0,
-      ...(response.policyVersion !== undefined ? { policyVersion: response.policyVersion } : {}),
-    });
+    };
+    // Set after the literal (still the last key): no spread of a temporary object per call.
+    if (response.policyVersion !== undefined) call.policyVersion = response.policyVersion;
+    this.calls.push(call);
     return node;
   }
 
