@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { TimeoutError } from '../errors/troupe-error.ts';
 import { Semaphore, withDeadline, withTimeout } from './timeout.ts';
@@ -85,6 +86,29 @@ describe('withDeadline / withTimeout', () => {
     expect(await withDeadline({ seconds: 5, stage: 'a' }, async () => 1)).toBe(1);
     expect(await withTimeout({ seconds: null, stage: 'a' }, async () => 2)).toBe(2);
     await expect(withTimeout({ seconds: 5, stage: 'a' }, () => Promise.reject(new Error('no')))).rejects.toThrow('no');
+  });
+
+  it('give work that nothing can abort a signal that never aborts and keeps no listeners', async () => {
+    const signals: AbortSignal[] = [];
+    for (let i = 0; i < 2; i++) {
+      await withDeadline({ seconds: null, stage: 'episode' }, async (signal) => {
+        signals.push(signal);
+        signal.addEventListener('abort', () => {});
+      });
+    }
+    const [a, b] = signals as [AbortSignal, AbortSignal];
+    expect(a).toBe(b);
+    expect(a.aborted).toBe(false);
+    expect(getEventListeners(a, 'abort')).toHaveLength(0);
+    expect(() => a.throwIfAborted()).not.toThrow();
+    // A signal combined with it follows the other signals.
+    const other = new AbortController();
+    const combined = AbortSignal.any([a, other.signal]);
+    other.abort(new Error('stop'));
+    expect(combined.aborted).toBe(true);
+    expect(a.aborted).toBe(false);
+    // With a limit, the work still gets a signal of its own.
+    await withDeadline({ seconds: 5, stage: 'episode' }, async (signal) => expect(signal).not.toBe(a));
   });
 
   it('abort the signal when the parent aborts, and stop listening to the parent afterwards', async () => {
