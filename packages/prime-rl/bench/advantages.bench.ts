@@ -8,6 +8,13 @@
  * is the median of those floor runs. The timed path per group is: `scoreGroup(episodes)`,
  * then `BatchBuilder.addEpisodes` (trace → TrainingSample, batch cut every 128 traces (prime-rl's default batch_size), the
  * zero-advantage filter on). The last stdout line is one JSON object.
+ *
+ * `pnpm bench:advantages` runs node with `--max-semi-space-size=64`, as `pnpm trainer` runs the
+ * process that scores groups and builds batches; the JSON's `nodeFlags` says which flags the run
+ * had. The traces are built before timing, so they are in the old generation when scored, as a
+ * trainer's are (hands stay in flight across several young collections): an advantage value no
+ * other node shares (RAE's, against a running baseline) is one new array each trace keeps alive,
+ * which the collector copies and promotes.
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -262,6 +269,7 @@ console.log(
     cpuRatio: round(slowest[1].cpuRatio),
     traces: NUM_TRACES,
     groupSize: GROUP_SIZE,
+    nodeFlags: process.execArgv.filter((flag) => flag.startsWith('--max-')),
     repeats: REPEATS,
     load: { start: round(loadStart), end: round(loadavg()[0]!) },
     buildMs: round(buildMs, 1),
