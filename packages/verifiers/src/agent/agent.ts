@@ -3,7 +3,7 @@ import { ConfigError, HarnessError, SandboxError, TroupeError } from '../errors/
 import type { Harness, HarnessLaunchContext, HarnessSession, ModelEndpoint } from '../harness/harness.ts';
 import { type RolloutLimits, RolloutSession } from '../interception/rollout-session.ts';
 import { contentText, type Message } from '../model/messages.ts';
-import type { ModelClient } from '../model/model-client.ts';
+import type { ModelClient, ModelRequest, ModelResponse } from '../model/model-client.ts';
 import type { Runtime, Sandbox } from '../runtime/runtime.ts';
 import { scoreTrace } from '../task/scoring.ts';
 import type { Task } from '../task/task.ts';
@@ -296,7 +296,8 @@ export class Agent {
       session,
       context,
       release() {
-        Agent.redactErrors(trace, session.secret);
+        // No error recorded: nothing to redact (and no secret made for an in-process run).
+        if (trace.errors.length) Agent.redactErrors(trace, session.secret);
         // Nothing in flight and no MCP servers (a game seat): nothing to wait for, no promise.
         if (session.inFlight || mcp !== NO_MCP_SERVERS) return releaseLater(trace, session, host, mcp);
         session.conclude(trace.stopCondition ?? 'agent_completed');
@@ -343,14 +344,7 @@ export class Agent {
 
   /** The endpoint of `session` at `baseUrl`, with the in-process transport (`direct`). */
   private directEndpoint(session: RolloutSession, baseUrl: string): ModelEndpoint {
-    return {
-      baseUrl,
-      secret: session.secret,
-      model: this.model,
-      direct(request, o) {
-        return session.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : DIRECT);
-      },
-    };
+    return new DirectEndpoint(session, baseUrl, this.model);
   }
 
   /** The task's setup, then the harness's, under the setup timeout. */
@@ -632,6 +626,32 @@ async function releaseLater(
 
 /** The meta of an in-process call without a signal (shared: `handle` never writes to it). */
 const DIRECT = { dialect: 'direct' } as const;
+
+/**
+ * A run's model endpoint with the in-process transport. Its `secret` is read from the session when
+ * read (an in-process loop never reads it, so none is made); `direct` is bound to the session, so
+ * it may be called detached.
+ */
+class DirectEndpoint implements ModelEndpoint {
+  readonly direct: ModelEndpoint['direct'];
+
+  constructor(
+    private readonly session: RolloutSession,
+    readonly baseUrl: string,
+    readonly model: string,
+  ) {
+    this.direct = directCall.bind(session);
+  }
+
+  get secret(): string {
+    return this.session.secret;
+  }
+}
+
+/** `endpoint.direct` of a session (bound as `this`): its handler, with the in-process dialect. */
+function directCall(this: RolloutSession, request: ModelRequest, o?: { signal?: AbortSignal }): Promise<ModelResponse> {
+  return this.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : DIRECT);
+}
 
 /** Text of the last assistant message, trimmed ('' when there is none). */
 function lastReplyOf(messages: readonly Message[]): string {

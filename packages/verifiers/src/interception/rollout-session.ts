@@ -52,7 +52,6 @@ export interface HandleMeta {
  */
 export class RolloutSession {
   readonly trace: Trace;
-  readonly secret: string;
   readonly model: string;
   private readonly client: ModelClient;
   private readonly sampling: Sampling;
@@ -75,7 +74,17 @@ export class RolloutSession {
     this.sampling = options.sampling ?? {};
     this.limits = options.limits ?? {};
     this.stops = options.stops ?? [];
-    this.secret = `rs-${secretBytes().toString('base64url')}`;
+  }
+
+  private secretValue: string | undefined;
+
+  /**
+   * The rollout secret: a program's bearer token / `x-api-key`, made when first read (an
+   * in-process loop never reads it, and a game plays two sessions per hand).
+   */
+  get secret(): string {
+    this.secretValue ??= `rs-${secretBytes().toString('base64url')}`;
+    return this.secretValue;
   }
 
   /** Whether a call is in flight (`drain` would wait). */

@@ -196,16 +196,20 @@ export class Task<D extends TaskData = TaskData> {
    * {@link Task.derive}, which scores nothing unless asked.
    */
   with(patch: Partial<D>, options: Partial<TaskOptions<D>> = {}): Task<D> {
-    return new Task<D>(this.patched(patch), {
+    const next: TaskOptions<D> = {
       key: options.key ?? this.key,
       rewards: options.rewards ?? this.rewards,
       metrics: options.metrics ?? this.metrics,
-      ...((options.setup ?? this.setup) ? { setup: options.setup ?? this.setup } : {}),
-      ...((options.finalize ?? this.finalize) ? { finalize: options.finalize ?? this.finalize } : {}),
       needsContainer: options.needsContainer ?? this.needsContainer,
       type: options.type ?? this.type,
       tools: options.tools ?? this.tools,
-    });
+    };
+    // Hooks set only when there are some (no temporary objects spread per variant).
+    const setup = options.setup ?? this.setup;
+    if (setup) next.setup = setup;
+    const finalize = options.finalize ?? this.finalize;
+    if (finalize) next.finalize = finalize;
+    return new Task<D>(this.patched(patch), next);
   }
 
   /**

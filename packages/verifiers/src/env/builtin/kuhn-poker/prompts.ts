@@ -41,9 +41,22 @@ function offered(history: readonly KuhnAction[], style: KuhnPromptStyle): [strin
  * Both styles contain `Your card: X.`.
  */
 export function kuhnSystemPrompt(card: KuhnCard, style: KuhnPromptStyle = 'rules'): string {
-  if (style !== 'rules') return `Kuhn poker. Your card: ${card}.`;
-  return `Kuhn poker, ante 1, J < Q < K. Reply with exactly one bracketed action. Your card: ${card}.`;
+  // Made once per card and wording (the env asks twice per hand).
+  const key = STYLES.indexOf(style) * 3 + KUHN_CARDS.indexOf(card);
+  const known = STYLES.includes(style) && KUHN_CARDS.includes(card);
+  let prompt = known ? systemPrompts[key] : undefined;
+  if (prompt === undefined) {
+    prompt =
+      style !== 'rules'
+        ? `Kuhn poker. Your card: ${card}.`
+        : `Kuhn poker, ante 1, J < Q < K. Reply with exactly one bracketed action. Your card: ${card}.`;
+    if (known) systemPrompts[key] = prompt;
+  }
+  return prompt;
 }
+
+/** System prompts made, by style and card. */
+const systemPrompts: (string | undefined)[] = [];
 
 /**
  * The turn message. `rules`: "Betting so far: …. You are Player i. Your legal actions: [a] or [b]."
