@@ -296,8 +296,7 @@ export class Agent {
       session,
       context,
       release() {
-        // No error recorded: nothing to redact (and no secret made for an in-process run).
-        if (trace.errors.length) Agent.redactErrors(trace, session.secret);
+        if (trace.errors.length) Agent.redactErrors(trace, session.secret); // none: no secret made
         // Nothing in flight and no MCP servers (a game seat): nothing to wait for, no promise.
         if (session.inFlight || mcp !== NO_MCP_SERVERS) return releaseLater(trace, session, host, mcp);
         session.conclude(trace.stopCondition ?? 'agent_completed');
