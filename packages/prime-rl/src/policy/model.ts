@@ -494,15 +494,24 @@ export class PolicyModel {
   /** The distinct rows of `tokens` [B, T] when some row repeats and sharing is on, else null. */
   private distinctRows(data: Int32Array, batch: number, time: number): DistinctRows | null {
     if (!this.shareRows || batch < 2) return null;
-    const index = new Map<string, number>();
+    // Rows keyed by a 32-bit hash of their tokens (FNV-1a), each hash's distinct rows compared
+    // token by token: no string per row (joining 576 rows of 24 tokens took ≈1.5 ms a step).
+    const byHash = new Map<number, number[]>();
     const of = new Int32Array(batch);
     const firsts: number[] = [];
+    const same = (a: number, b: number) => {
+      for (let t = 0; t < time; t++) if (data[a * time + t] !== data[b * time + t]) return false;
+      return true;
+    };
     for (let b = 0; b < batch; b++) {
-      const key = data.subarray(b * time, (b + 1) * time).join(',');
-      let u = index.get(key);
+      let hash = 0x811c9dc5;
+      for (let t = b * time; t < (b + 1) * time; t++) hash = Math.imul(hash ^ (data[t] as number), 0x01000193);
+      let units = byHash.get(hash);
+      if (!units) byHash.set(hash, (units = []));
+      let u = units.find((unit) => same(firsts[unit] as number, b));
       if (u === undefined) {
         u = firsts.length;
-        index.set(key, u);
+        units.push(u);
         firsts.push(b);
       }
       of[b] = u;

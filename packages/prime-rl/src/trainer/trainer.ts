@@ -175,9 +175,14 @@ export class Trainer {
     const weights = flatten(this.model.variables);
     let update = tf.div(tf.div(this.m, c1), tf.add(tf.sqrt(tf.div(this.v, c2)), cfg.eps));
     if (cfg.weightDecay > 0) update = tf.add(update, tf.mul(tf.mul(weights, cfg.weightDecay), this.decayMask));
-    const next = tf.split(tf.sub(weights, tf.mul(update, lr)), this.sizes);
+    // The new weights read back once and cut on the JavaScript side: the wasm backend's split
+    // copies the whole vector out of its heap for each of its pieces.
+    const next = tf.sub(weights, tf.mul(update, lr)).dataSync() as Float32Array;
+    let at = 0;
     this.model.variables.forEach((w, i) => {
-      w.assign(tf.reshape(next[i] as tf.Tensor, w.shape));
+      const size = this.sizes[i] as number;
+      w.assign(tf.tensor(next.subarray(at, at + size), w.shape, 'float32'));
+      at += size;
     });
     return gradNorm as tf.Scalar;
   }
