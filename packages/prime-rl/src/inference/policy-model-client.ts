@@ -46,6 +46,9 @@ export interface PolicyModelClientOptions {
   shareRows?: boolean;
 }
 
+/** The not-yet-made completion arrays of `complete` (compared by identity, never written). */
+const EMPTY: number[] = [];
+
 /** Entries of the per-text token cache before it is cleared (texts of one game or prompt style are few). */
 const TEXT_CACHE_LIMIT = 4096;
 
@@ -189,15 +192,22 @@ export class PolicyModelClient implements ModelClient {
     const temperature = request.sampling.temperature ?? 1;
     // The prompt itself is the first step's input; it is copied only when a second step follows.
     let tokens = prompt;
-    const completion: number[] = [];
-    const logprobs: number[] = [];
+    // Made at their first token (a one-token reply, the common case, gets arrays of one element
+    // rather than arrays grown for seventeen).
+    let completion: number[] = EMPTY;
+    let logprobs: number[] = EMPTY;
     let finishReason: ModelResponse['finishReason'] = 'length';
     while (completion.length < maxTokens) {
       options.signal?.throwIfAborted();
       const logits = await this.batcher.next(tokens);
       const { token, logprob } = sampleToken({ logits, temperature, rng: this.rng });
-      completion.push(token);
-      logprobs.push(logprob);
+      if (completion === EMPTY) {
+        completion = [token];
+        logprobs = [logprob];
+      } else {
+        completion.push(token);
+        logprobs.push(logprob);
+      }
       if (token === this.tokenizer.eosId) {
         finishReason = 'stop';
         break;
@@ -206,6 +216,11 @@ export class PolicyModelClient implements ModelClient {
         if (tokens === prompt) tokens = [...prompt];
         tokens.push(token);
       }
+    }
+    // A reply of no tokens (maxTokens 0) still gets arrays of its own.
+    if (completion === EMPTY) {
+      completion = [];
+      logprobs = [];
     }
     return {
       id: `${this.idPrefix}${(++this.responses).toString(36)}`,

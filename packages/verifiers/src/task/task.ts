@@ -259,13 +259,24 @@ export class Task<D extends TaskData = TaskData> {
    * it, e.g. when the trace is written out; a training step that writes no traces hashes nothing.
    */
   get record(): { key: string; hash: string; data: Record<string, unknown> } {
-    const task = this;
-    return {
-      key: this.key,
-      get hash() {
-        return task.hash;
-      },
-      data: { ...this.data },
-    };
+    // One shared getter, defined property by property: an object literal with a getter made a
+    // dictionary-mode object and a closure per record (≈0.6 µs; three per Kuhn hand).
+    const record = { key: this.key } as { key: string; hash: string; data: Record<string, unknown> };
+    Object.defineProperty(record, 'hash', RECORD_HASH);
+    record.data = { ...this.data };
+    Object.defineProperty(record, RECORD_TASK, { value: this });
+    return record;
   }
 }
+
+/** The task a record stamps (a non-enumerable key: not in JSON, spreads or `Object.keys`). */
+const RECORD_TASK = Symbol('task');
+
+/** The records' `hash`: an own enumerable getter reading the task's (lazily computed) hash. */
+const RECORD_HASH: PropertyDescriptor = {
+  get(this: { [RECORD_TASK]: Task }): string {
+    return this[RECORD_TASK].hash;
+  },
+  enumerable: true,
+  configurable: true,
+};
