@@ -24,10 +24,12 @@ const time = Number(args.get('time') ?? 48);
 const dModel = Number(args.get('d') ?? 64);
 const layers = Number(args.get('layers') ?? 2);
 const heads = Number(args.get('heads') ?? 4);
-const steps = Number(args.get('steps') ?? 5);
-// Untimed steps first: the second and third steps still run 1.5–2× a steady step (tfjs and
-// wasm warming up), and a training run is hundreds of steady steps.
-const warmup = Number(args.get('warmup') ?? 3);
+const steps = Number(args.get('steps') ?? 10);
+// Untimed steps first: a training run is hundreds of steady steps, and the first ten or so are
+// not steady yet (tfjs and wasm warming up). One process at the default shape, 2026-12-04, load
+// ≈3, CPU ms per step: steps 2–10 took 93–134 and steps 11–24 78–92 (before the explicit
+// backward pass: 145–283 and 82–134). Ten timed steps: single steps vary by ±15% on a shared machine.
+const warmup = Number(args.get('warmup') ?? 10);
 const ffnMult = Number(args.get('ffn') ?? 4);
 const loadStart = loadavg()[0] as number;
 const cpuMs = () => {

@@ -408,8 +408,13 @@ export class PolicyModel {
         put(`l${l}.ln1`, [dg1, dbeta1]);
         dx = tf.add(dx, dx1);
       }
-      // x = emb + pos (broadcast over rows): pos gets the sum over rows, padded to the context.
-      const dPos = tf.sum(tf.reshape(dx, [time, stride, d]), 1);
+      // x = emb + pos (broadcast over rows): pos gets the sum over rows, padded to the context
+      // (stride × an average pool over each time step's rows, as in columnSum: tf.sum over the
+      // middle axis transposes first).
+      const dPos = tf.mul(
+        tf.reshape(tf.avgPool(tf.reshape(dx, [1, time, stride, d]) as tf.Tensor4D, [1, stride], 1, 'valid'), [time, d]),
+        stride,
+      );
       grads.set(
         'pos_emb',
         time < contextLength
