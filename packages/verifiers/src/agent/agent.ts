@@ -1,9 +1,9 @@
 import { type PluggedScorers, withPluggedScorers } from '../env/reward-modules.ts';
 import { ConfigError, HarnessError, SandboxError, TroupeError } from '../errors/troupe-error.ts';
 import type { Harness, HarnessLaunchContext, HarnessSession, ModelEndpoint } from '../harness/harness.ts';
-import { type RolloutLimits, RolloutSession } from '../interception/rollout-session.ts';
+import { type HandleMeta, type RolloutLimits, RolloutSession } from '../interception/rollout-session.ts';
 import { contentText, type Message } from '../model/messages.ts';
-import type { ModelClient, ModelRequest, ModelResponse } from '../model/model-client.ts';
+import type { ModelClient } from '../model/model-client.ts';
 import type { Runtime, Sandbox } from '../runtime/runtime.ts';
 import { scoreTrace } from '../task/scoring.ts';
 import type { Task } from '../task/task.ts';
@@ -628,7 +628,7 @@ const DIRECT = { dialect: 'direct' } as const;
 
 /**
  * A run's model endpoint with the in-process transport. Its `secret` is read from the session when
- * read (an in-process loop never reads it, so none is made); `direct` is bound to the session, so
+ * read (an in-process loop never reads it, so none is made); `direct` closes over the session, so
  * it may be called detached.
  */
 class DirectEndpoint implements ModelEndpoint {
@@ -639,17 +639,21 @@ class DirectEndpoint implements ModelEndpoint {
     readonly baseUrl: string,
     readonly model: string,
   ) {
-    this.direct = directCall.bind(session);
+    // An arrow assigned to a member (no name to keep under tsx): lighter than a bound function.
+    this.direct = (request, o) => session.handle(request, o?.signal ? this.metaFor(o.signal) : DIRECT);
   }
+
+  /** The meta of a call with `signal`: the last one made when the signal is the same (a session's calls share one). */
+  private metaFor(signal: AbortSignal): HandleMeta {
+    if (this.meta?.signal !== signal) this.meta = { dialect: 'direct', signal };
+    return this.meta;
+  }
+
+  private meta: HandleMeta | undefined;
 
   get secret(): string {
     return this.session.secret;
   }
-}
-
-/** `endpoint.direct` of a session (bound as `this`): its handler, with the in-process dialect. */
-function directCall(this: RolloutSession, request: ModelRequest, o?: { signal?: AbortSignal }): Promise<ModelResponse> {
-  return this.handle(request, o?.signal ? { dialect: 'direct', signal: o.signal } : DIRECT);
 }
 
 /** Text of the last assistant message, trimmed ('' when there is none). */

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { LimitError, ProviderError, RolloutConcludedError } from '../errors/troupe-error.ts';
-import type { ModelClient, ModelRequest, ModelResponse, Sampling } from '../model/model-client.ts';
+import type { ModelCallOptions, ModelClient, ModelRequest, ModelResponse, Sampling } from '../model/model-client.ts';
 import type { Trace } from '../trace/trace.ts';
 import type { StopCondition } from '../trace/trace-schema.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
@@ -157,7 +157,7 @@ export class RolloutSession {
   private async call(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
     const startedAt = Date.now();
     try {
-      const response = await this.client.complete(request, meta.signal ? { signal: meta.signal } : {});
+      const response = await this.client.complete(request, this.callOptions(meta.signal));
       const durationMs = Date.now() - startedAt;
       this.trace.recordCall(request, response, { dialect: meta.dialect, startedAt, durationMs });
       this.trace.timing.model = (this.trace.timing.model ?? 0) + durationMs / 1000;
@@ -181,6 +181,15 @@ export class RolloutSession {
     }
   }
 
+  /** The client's options for a call with `signal`: one object while the signal stays the same. */
+  private callOptions(signal: AbortSignal | undefined): ModelCallOptions {
+    if (!signal) return NO_CALL_OPTIONS;
+    if (this.lastCallOptions?.signal !== signal) this.lastCallOptions = { signal };
+    return this.lastCallOptions;
+  }
+
+  private lastCallOptions: ModelCallOptions | undefined;
+
   private limitReached(request: ModelRequest): StopCondition | null {
     const { maxTurns, maxInputTokens, maxOutputTokens, maxTotalTokens } = this.limits;
     if (this.trace.stopCondition && this.trace.stopCondition !== 'agent_completed') return this.trace.stopCondition;
@@ -199,6 +208,9 @@ export class RolloutSession {
     return null;
   }
 }
+
+/** The client's options of a call without a signal (frozen: shared by every such call). */
+const NO_CALL_OPTIONS: ModelCallOptions = Object.freeze({});
 
 /** Secret bytes are cut from a pool refilled by one `randomBytes` call per 256 sessions (a syscall each otherwise). */
 const SECRET_BYTES = 24;
