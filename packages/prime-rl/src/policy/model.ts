@@ -133,7 +133,7 @@ function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
  * (before the output projection): q, k, v = h·W + b (three matMuls on W's column blocks), then
  * softmax(Q·Kᵀ/√dh + causal)·V per head. q, k and v are read as [T, C, dh] with C = B·H
  * (batch × head) channels; forward and gradient are five {@link bmm} products. Its gradient reads
- * h, W, q, k, v, P [T, C, T] and P with its last two axes swapped.
+ * h, W, q, k, v, P [T, C, T], P with its last two axes swapped, and the output O [T, C, dh].
  */
 function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
   const [rows, d] = h.shape;
@@ -150,7 +150,7 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
   // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
   const pT = swapLast(p);
   const out = bmm(pT, v3);
-  return { value: tf.reshape(out, [rows, d]), saved: [h, w, q3, k3, v3, p, pT] };
+  return { value: tf.reshape(out, [rows, d]), saved: [h, w, q3, k3, v3, p, pT, out] };
 }
 
 /**
@@ -165,9 +165,10 @@ function attentionGrad(
   saved: tf.Tensor[],
   dy: tf.Tensor2D,
 ): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
-  const [sh, sw, sq, sk, sv, sp, spT] = saved as [
+  const [sh, sw, sq, sk, sv, sp, spT, so] = saved as [
     tf.Tensor2D,
     tf.Tensor2D,
+    tf.Tensor3D,
     tf.Tensor3D,
     tf.Tensor3D,
     tf.Tensor3D,
@@ -183,9 +184,11 @@ function attentionGrad(
   const dV = bmm(tf.transpose(spT, [1, 0, 2]), dOut);
   // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
   const dP = bmm(swapLast(dOut), reverseAxes(sv));
-  // Softmax: dS = (dP − Σ_j dP·P)·P. The 1/√dh of dQ and dK goes on what they become (dW's
-  // and db's columns, Wq and Wk for dh): a few thousand products instead of two of [T·B, d].
-  const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dP, sp), -1, true)), sp) as tf.Tensor3D;
+  // Softmax: dS = (dP − Σ_j dP·P)·P, where Σ_j dP[i, c, j]·P[i, c, j] = Σ_d dO[i, c, d]·O[i, c, d]
+  // (O = P·V, the forward's output): two products over [T, C, dh] instead of over [T, C, T].
+  // The 1/√dh of dQ and dK goes on what they become (dW's and db's columns, Wq and Wk for dh):
+  // a few thousand products instead of two of [T·B, d].
+  const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dOut, so), -1, true)), sp) as tf.Tensor3D;
   // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]: a = dS as [i, j, c]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d]: a = dS as [j, i, c].
   const dST = swapLast(dS);
   const dQ = bmm(dST, sk);
