@@ -297,7 +297,18 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
    * then `finalize`. Hook exceptions become `EnvError`s on the episode (the partial episode is
    * kept). Retried whole when an error matches `retries`.
    */
-  async runEpisode(options: { task: Task; group: { id: string; index: number }; signal?: AbortSignal }): Promise<Episode> {
+  runEpisode(options: { task: Task; group: { id: string; index: number }; signal?: AbortSignal }): Promise<Episode> {
+    // No retries: the one attempt's own promise (attempt 0 is the episode's default), no frame around it.
+    if (this.retries.maxRetries <= 0) return this.runEpisodeOnce(options);
+    return this.runEpisodeRetried(options);
+  }
+
+  /** `runEpisode` with retries: attempts until one is ok, the retries run out or no error matches. */
+  private async runEpisodeRetried(options: {
+    task: Task;
+    group: { id: string; index: number };
+    signal?: AbortSignal;
+  }): Promise<Episode> {
     for (let attempt = 0; ; attempt++) {
       const episode = await this.runEpisodeOnce(options);
       episode.attempt = attempt;

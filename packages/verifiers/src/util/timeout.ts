@@ -4,14 +4,29 @@ import { TimeoutError } from '../errors/troupe-error.ts';
  * Runs `fn` with an AbortSignal that fires after `seconds` (or when `parent` aborts). On expiry
  * the promise rejects with a `TimeoutError` naming the stage, even if `fn` ignores the signal.
  */
-export async function withDeadline<T>(
+export function withDeadline<T>(
+  options: { seconds?: number | null; stage: string; parent?: AbortSignal },
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  // No limit and no parent: nothing could ever abort a controller of its own, so the work gets
+  // the shared never-aborting signal (an AbortSignal costs ≈3–5 µs to make in Node 20; an episode
+  // made one per hand), and its own promise (no frame around it; a synchronous throw still rejects).
+  if (options.seconds == null && !options.parent) {
+    try {
+      return Promise.resolve(fn(NEVER_ABORTED));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  return withOwnDeadline(options, fn);
+}
+
+/** `withDeadline` with a controller of its own: aborted on expiry or when `parent` aborts. */
+async function withOwnDeadline<T>(
   options: { seconds?: number | null; stage: string; parent?: AbortSignal },
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const { parent, seconds } = options;
-  // No limit and no parent: nothing could ever abort a controller of its own, so the work gets
-  // the shared never-aborting signal (an AbortSignal costs ≈3–5 µs to make in Node 20; an episode made one per hand).
-  if (seconds == null && !parent) return await fn(NEVER_ABORTED);
   const controller = new AbortController();
   const onParent = parent ? forwardAbort(parent, controller) : undefined;
   if (parent && onParent) {
