@@ -128,6 +128,23 @@ function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
 }
 
 /**
+ * {@link bmm} with the summed axis first: out[m, c, n] = Σ_k a[k, m, c] · b[k, c, n] for a: [K, M, C],
+ * b: [K, C, N], as the same depthwise convolution with the filter spanning the input's height
+ * (input [1, K, M, C], filter [K, 1, C, N]).
+ */
+function bmmFirst(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
+  const [k, m, c] = a.shape;
+  const n = b.shape[2];
+  const out = tf.depthwiseConv2d(
+    tf.reshape(a, [1, k, m, c]) as tf.Tensor4D,
+    tf.reshape(b, [k, 1, c, n]) as tf.Tensor4D,
+    1,
+    'valid',
+  );
+  return tf.reshape(out, [m, c, n]);
+}
+
+/**
  * Causal multi-head self-attention over time-major rows, from the block's normalised input h
  * [T·B, d] (row t·B + b) and the fused projection W [d, 3d], b [3d] to the merged heads [T·B, d]
  * (before the output projection): q, k, v = h·W + b (three matMuls on W's column blocks), then
@@ -157,7 +174,7 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
  * [dh, dW, db] of {@link attentionValue} from its saved tensors. Every product reads q, k, v and
  * the output gradient in their natural [T, C, dh] layout or P / dS with the last two axes swapped
  * (P's swap is the forward pass's), so only dS is transposed at full [T, C, T] size, and dV and dK
- * come out in the natural layout; the first axes of P and dS are exchanged by block moves of C.
+ * come out in the natural layout ({@link bmmFirst} sums over the first axis of P and dS).
  */
 function attentionGrad(
   time: number,
@@ -180,8 +197,8 @@ function attentionGrad(
   const dh = d / heads;
   const scale = 1 / Math.sqrt(dh);
   const dOut = tf.reshape(dy, [time, c, dh]) as tf.Tensor3D;
-  // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d]: a = P as [j, i, c], b = dO.
-  const dV = bmm(tf.transpose(spT, [1, 0, 2]), dOut);
+  // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d]: a = P as [i, j, c] (the forward's swap), b = dO.
+  const dV = bmmFirst(spT, dOut);
   // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
   const dP = bmm(swapLast(dOut), reverseAxes(sv));
   // Softmax: dS = (dP − Σ_j dP·P)·P, where Σ_j dP[i, c, j]·P[i, c, j] = Σ_d dO[i, c, d]·O[i, c, d]
@@ -189,10 +206,10 @@ function attentionGrad(
   // The 1/√dh of dQ and dK goes on what they become (dW's and db's columns, Wq and Wk for dh):
   // a few thousand products instead of two of [T·B, d].
   const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dOut, so), -1, true)), sp) as tf.Tensor3D;
-  // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d]: a = dS as [i, j, c]; dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d]: a = dS as [j, i, c].
+  // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d] and dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d], both from dS as [i, j, c].
   const dST = swapLast(dS);
   const dQ = bmm(dST, sk);
-  const dK = bmm(tf.transpose(dST, [1, 0, 2]), sq);
+  const dK = bmmFirst(dST, sq);
   // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ. dW as one
   // product over the three gradients stacked transposed [3d, rows]: a concat along the first axis
   // is three block copies, where one along the last (side by side) copies row by row in JavaScript.
