@@ -40,6 +40,20 @@ describe('MicroBatcher', () => {
     expect(new Set(answers.map((a) => a[2])).size).toBe(3);
   });
 
+  it('keeps rows apart whose tokens differ but hash alike', async () => {
+    const calls: { batch: number; time: number }[] = [];
+    const batcher = new MicroBatcher({ policy: () => fakePolicy(calls), maxBatch: 64, maxWaitMs: 0, vocabSize: 3 });
+    // Two rows with the same 32-bit FNV-1a hash (found by search), each sent twice.
+    const a = [3903, 2950, 1699];
+    const b = [3086, 4987, 2813];
+    const answers = await Promise.all([a, b, b, a].map((p) => batcher.next(p)));
+    expect(batcher.stats).toMatchObject({ batches: 1, rows: 4, forwardRows: 2 });
+    const code = (p: number[]) => p.reduce((s, x) => s * 31 + x, 0);
+    expect(answers.map((x) => x[0])).toEqual([code(a), code(b), code(b), code(a)]);
+    expect(answers[1]?.[2]).toBe(1);
+    expect(answers[2]?.[2]).toBe(1);
+  });
+
   it('with shareRows false runs one row per request, each answered with its own row’s logits', async () => {
     const calls: { batch: number; time: number }[] = [];
     const batcher = new MicroBatcher({

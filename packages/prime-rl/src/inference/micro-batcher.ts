@@ -113,21 +113,51 @@ export class MicroBatcher {
  * handful of prompts hundreds of times per batch) share one row: the same logits, computed once.
  */
 function distinctRows(batch: readonly Pending[], share: boolean): { slot: Int32Array; firsts: (readonly number[])[] } {
-  const distinct = new Map<string, number>();
   const slot = new Int32Array(batch.length);
   const firsts: (readonly number[])[] = [];
+  // Rows found by a 32-bit hash of their tokens and compared token by token (no joined string
+  // per request); rows whose hash an earlier, different row holds are found by their text.
+  const byHash = new Map<number, number>();
+  let byText: Map<string, number> | undefined;
   for (let b = 0; b < batch.length; b++) {
     const t = (batch[b] as Pending).tokens;
-    const key = share ? t.join(',') : '';
-    let u = share ? distinct.get(key) : undefined;
+    if (!share) {
+      slot[b] = firsts.length;
+      firsts.push(t);
+      continue;
+    }
+    const h = hashRow(t);
+    let u = byHash.get(h);
     if (u === undefined) {
       u = firsts.length;
-      if (share) distinct.set(key, u);
       firsts.push(t);
+      byHash.set(h, u);
+    } else if (!sameRow(firsts[u] as readonly number[], t)) {
+      byText ??= new Map();
+      const key = t.join(',');
+      u = byText.get(key);
+      if (u === undefined) {
+        u = firsts.length;
+        firsts.push(t);
+        byText.set(key, u);
+      }
     }
     slot[b] = u;
   }
   return { slot, firsts };
+}
+
+/** FNV-1a over a row's tokens and its length. */
+function hashRow(tokens: readonly number[]): number {
+  let h = 2166136261 ^ tokens.length;
+  for (let i = 0; i < tokens.length; i++) h = Math.imul(h ^ (tokens[i] as number), 16777619);
+  return h;
+}
+
+function sameRow(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The rows' tokens left-aligned in a [rows, `time`] grid (zero-padded), and the flat index of each row's last token. */
