@@ -228,9 +228,9 @@ export class Trainer {
       logRefSize: this.logRefSize,
       allowed: narrow ? null : this.allowed,
     };
-    // tfjs's autodiff runs the loss only, from the logits at the loss tokens. (The same gradient by
-    // an explicit formula, equal within 1e-6, saved ≈2 ms a step, but its last bits differ and
-    // they decide a sampled token often enough to move the seeded runs the app's tests pin.)
+    // tfjs's autodiff runs the loss only, from the logits at the loss tokens. (An explicit formula
+    // for this gradient, equal within 1e-6 and ≈100 kernels fewer, changed its last bits, which
+    // flipped a sampled token of a seeded run that apps/trainer's tests hold to a threshold.)
     let metrics: tf.Scalar[] = [];
     const { value, grad } = tf.valueAndGrad((head: tf.Tensor) => {
       const out = policyLoss(head as tf.Tensor2D, inputs);
