@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Agent, type Interaction, type InterceptionHost, type RunOptions } from '../agent/agent.ts';
+import { Agent, type Interaction, type InterceptionHost, type RunOptions, type Segment } from '../agent/agent.ts';
 import {
   type AgentConfig,
   AgentConfigSchema,
@@ -12,6 +12,7 @@ import {
 import { loadHarness, loadRuntime } from '../agent/plugins.ts';
 import { ConfigError, EnvError } from '../errors/troupe-error.ts';
 import type { Harness } from '../harness/harness.ts';
+import type { Message } from '../model/messages.ts';
 import type { ModelClient, Sampling } from '../model/model-client.ts';
 import type { Runtime, Sandbox } from '../runtime/runtime.ts';
 import type { Task } from '../task/task.ts';
@@ -423,9 +424,16 @@ export class EpisodeAgent {
     this.trainable = agent.trainable;
   }
 
-  private stamp(trace: Trace): void {
+  /** @internal Stamps this role's name and `trainable` on a trace of its own. */
+  stamp(trace: Trace): void {
     trace.agent.name = this.name;
     trace.agent.trainable = this.trainable;
+  }
+
+  /** @internal Stamps a trace of this agent and appends it to the episode. */
+  land(trace: Trace): void {
+    this.stamp(trace);
+    this.episode.traces.push(trace);
   }
 
   async run(task: Task, options: RunOptions = {}): Promise<Trace> {
@@ -454,44 +462,73 @@ export class EpisodeAgent {
    * A turn-by-turn interaction; the per-episode agent slot is held only while a turn runs.
    * The trace lands in the episode when the interaction closes (also when opening fails).
    */
-  async interaction(task: Task, options: RunOptions = {}): Promise<Interaction> {
+  interaction(task: Task, options: RunOptions = {}): Promise<Interaction> {
     this.runs++;
-    const self = this;
-    let live: Trace | undefined;
-    let inner: Interaction;
-    const opened: RunOptions = {
-      ...options,
-      onTrace(t) {
-        live = t;
-        self.stamp(t);
+    // No async frame and no closures per seat: the opening options and the interaction are
+    // objects of their own classes (a game opens two per hand).
+    const opening = new SeatOpening(this, options);
+    const opened = this.semaphore.unlimited
+      ? this.agent.interaction(task, opening)
+      : this.semaphore.run(() => this.agent.interaction(task, opening));
+    return opened.then(
+      (inner) => new EpisodeInteraction(this, inner, this.semaphore),
+      (error) => {
+        if (opening.live) this.land(opening.live);
+        throw error;
       },
-    };
-    if (options.signal === undefined && this.signal) opened.signal = this.signal;
-    try {
-      inner = await (this.semaphore.unlimited
-        ? this.agent.interaction(task, opened)
-        : this.semaphore.run(() => this.agent.interaction(task, opened)));
-    } catch (error) {
-      if (live) this.episode.traces.push(live);
-      throw error;
+    );
+  }
+}
+
+/**
+ * The run options an episode agent opens an interaction with: the caller's sandbox, its signal or
+ * else the episode's, and `onTrace` stamping the live trace (kept in case opening fails).
+ */
+class SeatOpening implements RunOptions {
+  sandbox?: Sandbox;
+  signal?: AbortSignal;
+  live: Trace | undefined = undefined;
+
+  constructor(
+    private readonly owner: EpisodeAgent,
+    options: RunOptions,
+  ) {
+    if (options.sandbox !== undefined) this.sandbox = options.sandbox;
+    const signal = options.signal ?? owner.signal;
+    if (signal !== undefined) this.signal = signal;
+  }
+
+  onTrace(trace: Trace): void {
+    this.live = trace;
+    this.owner.stamp(trace);
+  }
+}
+
+/** An episode agent's interaction: turns hold the per-episode slot; the trace lands in the episode when it closes. */
+class EpisodeInteraction implements Interaction {
+  readonly trace: Trace;
+  private closed = false;
+
+  constructor(
+    private readonly owner: EpisodeAgent,
+    private readonly inner: Interaction,
+    private readonly semaphore: Semaphore,
+  ) {
+    this.trace = inner.trace;
+  }
+
+  turn(message?: string | Message[]): Promise<Segment> {
+    // Unlimited agents per episode (a game): no slot to take, and no closure per turn.
+    const inner = this.inner;
+    return this.semaphore.unlimited ? inner.turn(message) : this.semaphore.run(() => inner.turn(message));
+  }
+
+  async close(): Promise<Trace> {
+    const trace = await this.inner.close();
+    if (!this.closed) {
+      this.closed = true;
+      this.owner.land(trace);
     }
-    let closed = false;
-    const semaphore = this.semaphore;
-    return {
-      trace: inner.trace,
-      turn(message) {
-        // Unlimited agents per episode (a game): no slot to take, and no closure per turn.
-        return semaphore.unlimited ? inner.turn(message) : semaphore.run(() => inner.turn(message));
-      },
-      async close() {
-        const trace = await inner.close();
-        if (!closed) {
-          closed = true;
-          self.stamp(trace);
-          self.episode.traces.push(trace);
-        }
-        return trace;
-      },
-    };
+    return trace;
   }
 }
