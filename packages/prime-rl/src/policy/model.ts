@@ -263,6 +263,61 @@ interface DistinctRows {
   of: Int32Array;
 }
 
+/** What one transformer block's forward pass keeps for {@link blockGrad}. */
+interface BlockForward {
+  ln1: Saved;
+  attn: Saved;
+  proj: Saved;
+  ln2: Saved;
+  fc1: Saved;
+  fc2: Saved;
+}
+
+/** What `PolicyModel.explicitForward` keeps for the backward pass. */
+interface ExplicitForward {
+  stride: number;
+  time: number;
+  rows: number;
+  tokenIndex: tf.Tensor1D;
+  blocks: BlockForward[];
+  lnf: Saved;
+  atIndex: tf.Tensor1D;
+  select: tf.Tensor2D | null;
+  head: Saved;
+  logits: tf.Tensor2D;
+}
+
+function setPair(grads: Map<string, tf.Tensor>, a: string, ga: tf.Tensor, b: string, gb: tf.Tensor): void {
+  grads.set(a, ga);
+  grads.set(b, gb);
+}
+
+/** Block `l`'s weight gradients into `grads`, given dL/d(its output); returns dL/d(its input). */
+function blockGrad(
+  l: number,
+  time: number,
+  heads: number,
+  blk: BlockForward,
+  dOut: tf.Tensor2D,
+  grads: Map<string, tf.Tensor>,
+): tf.Tensor2D {
+  const [dF, dW2, db2] = denseGrad(blk.fc2.saved, dOut);
+  setPair(grads, `l${l}.fc2.w`, dW2, `l${l}.fc2.b`, db2);
+  // ReLU: the gradient passes where the pre-activation is > 0 (tfjs's own: dy · step(x)).
+  const [dH2, dW1, db1] = denseGrad(blk.fc1.saved, tf.mul(dF, tf.step(blk.fc1.value)));
+  setPair(grads, `l${l}.fc1.w`, dW1, `l${l}.fc1.b`, db1);
+  const [dx2, dg2, dbeta2] = layerNormGrad(blk.ln2.saved, dH2);
+  setPair(grads, `l${l}.ln2.g`, dg2, `l${l}.ln2.b`, dbeta2);
+  const dx = tf.add<tf.Tensor2D>(dOut, dx2);
+  const [dMerged, dWp, dbp] = denseGrad(blk.proj.saved, dx);
+  setPair(grads, `l${l}.proj.w`, dWp, `l${l}.proj.b`, dbp);
+  const [dH, dWqkv, dbqkv] = attentionGrad(time, heads, blk.attn.saved, dMerged);
+  setPair(grads, `l${l}.qkv.w`, dWqkv, `l${l}.qkv.b`, dbqkv);
+  const [dx1, dg1, dbeta1] = layerNormGrad(blk.ln1.saved, dH);
+  setPair(grads, `l${l}.ln1.g`, dg1, `l${l}.ln1.b`, dbeta1);
+  return tf.add<tf.Tensor2D>(dx, dx1);
+}
+
 /**
  * The policy: a small decoder-only transformer (pre-LayerNorm blocks, learned positions,
  * ReLU MLP, causal self-attention) whose weights live in tfjs variables.
@@ -353,19 +408,34 @@ export class PolicyModel {
     positions: Int32Array,
     columns?: readonly number[],
   ): { logits: tf.Tensor2D; backward: (dLogits: tf.Tensor2D) => tf.Tensor[] } {
+    const forward = this.explicitForward(tokens, shape, positions, columns);
+    let used = false;
+    const backward = (dLogits: tf.Tensor2D): tf.Tensor[] => {
+      if (used) throw new Error('logitsWithBackward: backward already ran');
+      used = true;
+      return this.explicitBackward(forward, dLogits);
+    };
+    return { logits: forward.logits, backward };
+  }
+
+  /** The forward pass of hidden() and logitsAt(), op for op, keeping what each gradient reads. */
+  private explicitForward(
+    tokens: Int32Array,
+    shape: [number, number],
+    positions: Int32Array,
+    columns: readonly number[] | undefined,
+  ): ExplicitForward {
     const { rowTokens, stride, time, index } = this.prepare(tokens, shape, positions);
-    const { dModel: d, heads, layers, vocabSize: v, contextLength } = this.config;
+    const { dModel: d, heads, layers } = this.config;
     const rows = stride * time;
-    const w = (name: string) => this.w(name) as tf.Tensor;
     const w2 = (name: string) => this.w(name) as tf.Tensor2D;
     const w1 = (name: string) => this.w(name) as tf.Tensor1D;
-    // The forward pass of hidden() and logitsAt(), op for op, keeping what each gradient reads.
     const tokenIndex = tf.tensor1d(this.timeMajor(rowTokens, stride, time), 'int32');
     const emb = gatherValue(w2('tok_emb'), tokenIndex);
-    const pos = tf.reshape(tf.slice(w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
+    const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
     let x = tf.reshape(tf.add(tf.reshape(emb, [time, stride, d]), pos), [rows, d]) as tf.Tensor2D;
     const causal = tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time]) as tf.Tensor3D;
-    const blocks: { ln1: Saved; attn: Saved; proj: Saved; ln2: Saved; fc1: Saved; fc2: Saved }[] = [];
+    const blocks: BlockForward[] = [];
     for (let l = 0; l < layers; l++) {
       const ln1 = layerNormValue(x, w1(`l${l}.ln1.g`), w1(`l${l}.ln1.b`));
       const attn = attentionValue(time, heads, causal, ln1.value, w2(`l${l}.qkv.w`), w1(`l${l}.qkv.b`));
@@ -383,75 +453,57 @@ export class PolicyModel {
     const select = columns ? this.columnSelect(columns) : null;
     const [headW, headB] = select ? this.headColumns(select) : [w2('head.w'), w1('head.b')];
     const head = denseValue(at, headW, headB);
-    const logits = select ? head.value : tf.add(head.value, this.mask);
-    let used = false;
-    const backward = (dLogits: tf.Tensor2D): tf.Tensor[] => {
-      if (used) throw new Error('logitsWithBackward: backward already ran');
-      used = true;
-      const grads = new Map<string, tf.Tensor>();
-      const [dAt, dHeadW, dHeadB] = denseGrad(head.saved, dLogits);
-      if (select) {
-        // The columns' gradients back in place (exact: one 1 per column of the 0/1 selection).
-        const selectT = tf.transpose(select);
-        grads.set('head.w', tf.matMul(dHeadW, selectT));
-        grads.set('head.b', tf.reshape(tf.matMul(tf.reshape(dHeadB, [1, -1]), selectT), [v]));
-      } else {
-        grads.set('head.w', dHeadW);
-        grads.set('head.b', dHeadB);
-      }
-      const put = (prefix: string, [g, b]: [tf.Tensor, tf.Tensor]) => {
-        grads.set(`${prefix}.g`, g);
-        grads.set(`${prefix}.b`, b);
-      };
-      const [dxf, dgf, dbf] = layerNormGrad(lnf.saved, gatherGrad(atIndex, dAt, rows));
-      put('lnf', [dgf, dbf]);
-      let dx = dxf;
-      for (let l = layers - 1; l >= 0; l--) {
-        const blk = blocks[l] as (typeof blocks)[number];
-        const [dF, dW2, db2] = denseGrad(blk.fc2.saved, dx);
-        grads.set(`l${l}.fc2.w`, dW2);
-        grads.set(`l${l}.fc2.b`, db2);
-        // ReLU: the gradient passes where the pre-activation is > 0 (tfjs's own: dy · step(x)).
-        const [dH2, dW1, db1] = denseGrad(blk.fc1.saved, tf.mul(dF, tf.step(blk.fc1.value)));
-        grads.set(`l${l}.fc1.w`, dW1);
-        grads.set(`l${l}.fc1.b`, db1);
-        const [dx2, dg2, dbeta2] = layerNormGrad(blk.ln2.saved, dH2);
-        put(`l${l}.ln2`, [dg2, dbeta2]);
-        dx = tf.add(dx, dx2);
-        const [dMerged, dWp, dbp] = denseGrad(blk.proj.saved, dx);
-        grads.set(`l${l}.proj.w`, dWp);
-        grads.set(`l${l}.proj.b`, dbp);
-        const [dH, dWqkv, dbqkv] = attentionGrad(time, heads, blk.attn.saved, dMerged);
-        grads.set(`l${l}.qkv.w`, dWqkv);
-        grads.set(`l${l}.qkv.b`, dbqkv);
-        const [dx1, dg1, dbeta1] = layerNormGrad(blk.ln1.saved, dH);
-        put(`l${l}.ln1`, [dg1, dbeta1]);
-        dx = tf.add(dx, dx1);
-      }
-      // x = emb + pos (broadcast over rows): pos gets the sum over rows, padded to the context
-      // (stride × an average pool over each time step's rows, as in columnSum: tf.sum over the
-      // middle axis transposes first).
-      const dPos = tf.mul(
-        tf.reshape(tf.avgPool(tf.reshape(dx, [1, time, stride, d]) as tf.Tensor4D, [1, stride], 1, 'valid'), [time, d]),
-        stride,
+    const logits = (select ? head.value : tf.add(head.value, this.mask)) as tf.Tensor2D;
+    return { stride, time, rows, tokenIndex, blocks, lnf, atIndex, select, head, logits };
+  }
+
+  /** Every weight's gradient from dL/dlogits, in the order of {@link variables}. */
+  private explicitBackward(f: ExplicitForward, dLogits: tf.Tensor2D): tf.Tensor[] {
+    const grads = new Map<string, tf.Tensor>();
+    const [dAt, dHeadW, dHeadB] = denseGrad(f.head.saved, dLogits);
+    if (f.select) {
+      // The columns' gradients back in place (exact: one 1 per column of the 0/1 selection).
+      const selectT = tf.transpose(f.select);
+      setPair(
+        grads,
+        'head.w',
+        tf.matMul(dHeadW, selectT),
+        'head.b',
+        tf.reshape(tf.matMul(tf.reshape(dHeadB, [1, -1]), selectT), [this.config.vocabSize]),
       );
-      grads.set(
-        'pos_emb',
-        time < contextLength
-          ? tf.pad(dPos, [
-              [0, contextLength - time],
-              [0, 0],
-            ])
-          : dPos,
-      );
-      grads.set('tok_emb', gatherGrad(tokenIndex, dx, v));
-      return weightShapes(this.config).map(({ name }) => {
-        const g = grads.get(name);
-        if (!g) throw new Error(`no gradient for ${name}`);
-        return g;
-      });
-    };
-    return { logits: logits as tf.Tensor2D, backward };
+    } else setPair(grads, 'head.w', dHeadW, 'head.b', dHeadB);
+    const [dxf, dgf, dbf] = layerNormGrad(f.lnf.saved, gatherGrad(f.atIndex, dAt, f.rows));
+    setPair(grads, 'lnf.g', dgf, 'lnf.b', dbf);
+    let dx = dxf;
+    for (let l = this.config.layers - 1; l >= 0; l--) dx = blockGrad(l, f.time, this.config.heads, f.blocks[l]!, dx, grads);
+    this.embeddingGrads(f, dx, grads);
+    return weightShapes(this.config).map(({ name }) => {
+      const g = grads.get(name);
+      if (!g) throw new Error(`no gradient for ${name}`);
+      return g;
+    });
+  }
+
+  /** The embeddings' gradients from dL/dx at the first block's input. */
+  private embeddingGrads(f: ExplicitForward, dx: tf.Tensor2D, grads: Map<string, tf.Tensor>): void {
+    const { dModel: d, vocabSize: v, contextLength } = this.config;
+    // x = emb + pos (broadcast over rows): pos gets the sum over rows, padded to the context
+    // (stride × an average pool over each time step's rows, as in columnSum: tf.sum over the
+    // middle axis transposes first).
+    const dPos = tf.mul(
+      tf.reshape(tf.avgPool(tf.reshape(dx, [1, f.time, f.stride, d]) as tf.Tensor4D, [1, f.stride], 1, 'valid'), [f.time, d]),
+      f.stride,
+    );
+    grads.set(
+      'pos_emb',
+      f.time < contextLength
+        ? tf.pad(dPos, [
+            [0, contextLength - f.time],
+            [0, 0],
+          ])
+        : dPos,
+    );
+    grads.set('tok_emb', gatherGrad(f.tokenIndex, dx, v));
   }
 
   /** Checks a batch against the model and lays out the rows the transformer runs over (see {@link logitsAt}). */

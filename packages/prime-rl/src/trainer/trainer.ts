@@ -105,8 +105,7 @@ export class Trainer {
     const cfg = this.config;
     const lr = options.lr ?? cfg.lr;
     const refKlTau = options.refKlTau ?? cfg.refKlTau;
-    let n = 0;
-    for (const row of rows) for (let j = 1; j < row.tokenIds.length; j++) if (row.mask[j]) n++;
+    const n = lossTokenCount(rows);
     const denom = Math.max(n, 1);
     const buckets = lengthBuckets(rows, { context: this.model.config.contextLength, minRows: cfg.minBucketRows });
     let flops = 0;
@@ -399,4 +398,11 @@ export function stepFlops(
   const perLayer = 2 * tokens * (d * 3 * d + d * d + 2 * d * d * ffnMult) + 2 * 2 * rows * time * time * d;
   const forward = layers * perLayer + 2 * outputs * d * v;
   return 3 * forward;
+}
+
+/** Loss tokens of a batch: mask bits set after each row's first token (the first is never predicted). */
+function lossTokenCount(rows: readonly TrainRow[]): number {
+  let n = 0;
+  for (const row of rows) for (let j = 1; j < row.tokenIds.length; j++) if (row.mask[j]) n++;
+  return n;
 }
