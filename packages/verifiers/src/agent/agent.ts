@@ -282,6 +282,34 @@ export class Agent {
       if (!options.sandbox) await sandbox.stop().catch(ignore);
       return null;
     }
+    return this.assemble(task, trace, sandbox, session, endpoint, host, mcp);
+  }
+
+  /** Whether a run needs nothing prepared asynchronously but its sandbox (no setup hooks, in-process, no MCP). */
+  private preparesInline(task: Task): boolean {
+    return (
+      !this.harness.setup && !task.setup && this.harness.inProcess === true && task.tools.length === 0 && !this.config.mcpServers
+    );
+  }
+
+  /** `prepare` after boot for a run that {@link preparesInline}: no stage to await (setup timing 0). */
+  private preparedInline(task: Task, trace: Trace, sandbox: Sandbox): PreparedRun {
+    trace.timing.setup = 0;
+    const session = this.rolloutSession(trace);
+    const endpoint = this.directEndpoint(session, 'in-process://interception/v1');
+    return this.assemble(task, trace, sandbox, session, endpoint, undefined, NO_MCP_SERVERS);
+  }
+
+  /** The prepared run: the launch context (without its signal) and how to release the session. */
+  private assemble(
+    task: Task,
+    trace: Trace,
+    sandbox: Sandbox,
+    session: RolloutSession,
+    endpoint: ModelEndpoint,
+    host: InterceptionHost | undefined,
+    mcp: { servers?: Record<string, McpServerSpec>; close: () => Promise<void> },
+  ): PreparedRun {
     const context: Omit<HarnessLaunchContext, 'signal'> = {
       task,
       trace,
@@ -498,9 +526,22 @@ export class Agent {
     assertHarnessSupportsTools(this.harness, task);
     const trace = this.newTrace(task);
     options.onTrace?.(trace);
-    // Prepared and opened here (one async frame per seat). When either fails, the trace is closed
-    // (and a sandbox of the agent's own stopped) before the error is thrown.
-    const prepared = await this.prepare(task, trace, options);
+    // Prepared and opened here (one async frame per seat; a run with nothing but its sandbox to
+    // await is booted here too). When either fails, the trace is closed (and a sandbox of the
+    // agent's own stopped) before the error is thrown.
+    let prepared: PreparedRun | null = null;
+    if (this.preparesInline(task)) {
+      const bootStart = Date.now();
+      let sandbox = options.sandbox;
+      try {
+        sandbox ??= await this.runtime.createSandbox(sandboxSpec(task));
+      } catch (error) {
+        trace.recordError(this.bootError(error), 'boot');
+      } finally {
+        trace.timing.boot = (Date.now() - bootStart) / 1000;
+      }
+      if (sandbox) prepared = this.preparedInline(task, trace, sandbox);
+    } else prepared = await this.prepare(task, trace, options);
     if (!prepared) {
       await this.close(task, trace, undefined, options);
       throw new HarnessError(`${this.name}: could not open an interaction: ${trace.errors.at(-1)?.message ?? 'unknown error'}`);
