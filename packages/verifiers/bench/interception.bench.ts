@@ -226,14 +226,7 @@ async function measureConcurrent(count: number, perProgram: number, rounds = 4) 
     const used = process.cpuUsage(cpuStart);
     if (keep) cpuMs[intercepted ? 'intercepted' : 'direct'] += (used.user + used.system) / 1000;
   };
-  // Warm-up off the clock.
-  await phase(false, 4, false);
-  await phase(true, 4, false);
-  const perRound = Math.max(1, Math.round(perProgram / rounds));
-  for (let round = 0; round < rounds; round++) {
-    await phase(round % 2 === 1, perRound, true);
-    await phase(round % 2 === 0, perRound, true);
-  }
+  await alternatePhases(phase, perProgram, rounds);
   for (const own of owned.values()) interception.unregister(own.session);
   const d = sorted(times.direct);
   const t = sorted(times.intercepted);
@@ -256,6 +249,24 @@ async function measureConcurrent(count: number, perProgram: number, rounds = 4) 
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+
+/**
+ * A warm-up of 4 calls per program on each path off the clock, then `rounds` rounds of the two
+ * paths, which goes first alternating by round, `perProgram` calls per program in all.
+ */
+async function alternatePhases(
+  phase: (intercepted: boolean, calls: number, keep: boolean) => Promise<void>,
+  perProgram: number,
+  rounds: number,
+): Promise<void> {
+  await phase(false, 4, false);
+  await phase(true, 4, false);
+  const perRound = Math.max(1, Math.round(perProgram / rounds));
+  for (let round = 0; round < rounds; round++) {
+    await phase(round % 2 === 1, perRound, true);
+    await phase(round % 2 === 0, perRound, true);
+  }
+}
 
 /**
  * The deployment shape: `count` programs in their own process (interception-programs-process.ts)
@@ -314,13 +325,7 @@ async function measureOutOfProcess(count: number, perProgram: number, latencyMs:
     if (intercepted) interceptionCpuMs += (used.user + used.system) / 1000;
   };
   try {
-    await phase(false, 4, false);
-    await phase(true, 4, false);
-    const perRound = Math.max(1, Math.round(perProgram / rounds));
-    for (let round = 0; round < rounds; round++) {
-      await phase(round % 2 === 1, perRound, true);
-      await phase(round % 2 === 0, perRound, true);
-    }
+    await alternatePhases(phase, perProgram, rounds);
   } finally {
     programsProcess.stdin?.end();
     modelProcess.child.stdin?.end();
