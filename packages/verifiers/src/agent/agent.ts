@@ -118,6 +118,22 @@ export class Agent {
     }
   }
 
+  /**
+   * The run's sandbox: the caller's, else a new one for `task` (as {@link provision} makes it);
+   * null when creating it failed (recorded on the trace, stage `boot`). Times the boot.
+   */
+  private async boot(task: Task, trace: Trace, options: RunOptions): Promise<Sandbox | null> {
+    const bootStart = Date.now();
+    try {
+      return options.sandbox ?? (await this.runtime.createSandbox(sandboxSpec(task)));
+    } catch (error) {
+      trace.recordError(this.bootError(error), 'boot');
+      return null;
+    } finally {
+      trace.timing.boot = (Date.now() - bootStart) / 1000;
+    }
+  }
+
   /** A failure to create a sandbox, as a `SandboxError` naming the runtime. */
   private bootError(error: unknown): unknown {
     return SandboxError.is(error)
@@ -246,16 +262,8 @@ export class Agent {
    * The runtime is awaited here, not through `provision` (one async frame less per seat).
    */
   private async prepare(task: Task, trace: Trace, options: RunOptions): Promise<PreparedRun | null> {
-    let sandbox: Sandbox | undefined = options.sandbox;
-    const bootStart = Date.now();
-    try {
-      sandbox ??= await this.runtime.createSandbox(sandboxSpec(task));
-    } catch (error) {
-      trace.recordError(this.bootError(error), 'boot');
-      return null;
-    } finally {
-      trace.timing.boot = (Date.now() - bootStart) / 1000;
-    }
+    const sandbox = await this.boot(task, trace, options);
+    if (!sandbox) return null;
     const setupStart = Date.now();
     try {
       // Nothing to set up (game seats, chat-only roles): no async frame per seat.
@@ -463,22 +471,27 @@ export class Agent {
    * (a game seat) no stage runs: their timings are 0, with no async frame.
    */
   private close(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
-    if (!task.finalize) {
-      const scored = withPluggedScorers(task, this.plugged);
-      if (!scored.metrics.length && !scored.rewards.length) {
-        if (trace.ok) {
-          trace.timing.finalize = 0;
-          trace.timing.scoring = 0;
-        }
-        trace.isCompleted = true;
-        trace.endedAt = Date.now();
-        return Promise.resolve(trace);
+    const scored = withPluggedScorers(task, this.plugged);
+    if (!task.finalize && !scored.metrics.length && !scored.rewards.length) {
+      if (trace.ok) {
+        trace.timing.finalize = 0;
+        trace.timing.scoring = 0;
       }
+      trace.isCompleted = true;
+      trace.endedAt = Date.now();
+      return Promise.resolve(trace);
     }
-    return this.finalizeAndScore(task, trace, sandbox, options);
+    return this.finalizeAndScore(task, scored, trace, sandbox, options);
   }
 
-  private async finalizeAndScore(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
+  /** `close` with a stage to run: `scored` is `task` with the plugged scorers (computed once, by `close`). */
+  private async finalizeAndScore(
+    task: Task,
+    scored: Task,
+    trace: Trace,
+    sandbox: Sandbox | undefined,
+    options: RunOptions,
+  ): Promise<Trace> {
     // A stage with nothing to run (no finalize hook; no rewards or metrics) is skipped, its timing 0.
     if (trace.ok) {
       const finalizeStart = Date.now();
@@ -494,7 +507,6 @@ export class Agent {
       }
       trace.timing.finalize = (Date.now() - finalizeStart) / 1000;
     }
-    const scored = withPluggedScorers(task, this.plugged);
     if (trace.ok) {
       const scoringStart = Date.now();
       if (scored.metrics.length || scored.rewards.length) {
@@ -531,15 +543,7 @@ export class Agent {
     // agent's own stopped) before the error is thrown.
     let prepared: PreparedRun | null = null;
     if (this.preparesInline(task)) {
-      const bootStart = Date.now();
-      let sandbox = options.sandbox;
-      try {
-        sandbox ??= await this.runtime.createSandbox(sandboxSpec(task));
-      } catch (error) {
-        trace.recordError(this.bootError(error), 'boot');
-      } finally {
-        trace.timing.boot = (Date.now() - bootStart) / 1000;
-      }
+      const sandbox = await this.boot(task, trace, options);
       if (sandbox) prepared = this.preparedInline(task, trace, sandbox);
     } else prepared = await this.prepare(task, trace, options);
     if (!prepared) {
