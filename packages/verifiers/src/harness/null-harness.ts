@@ -1,8 +1,7 @@
-import { LimitError, RolloutConcludedError } from '../errors/troupe-error.ts';
 import type { Message } from '../model/messages.ts';
 import { connectMcpServers, type McpConnection } from '../tools/mcp-client.ts';
 import type { Harness, HarnessCapabilities, HarnessLaunchContext, HarnessResult, HarnessSession } from './harness.ts';
-import { type LoopTool, runToolLoop } from './tool-loop.ts';
+import { callLoopModel, type LoopTool, runToolLoop } from './tool-loop.ts';
 
 /**
  * Our own loop with tools: `null` offers none (chat only, one model call per turn); `bash`
@@ -92,16 +91,10 @@ class LoopSession implements HarnessSession {
       return { messages: result.added, terminated: false };
     }
     context.signal.throwIfAborted();
-    let reply: Message;
-    try {
-      const endpoint = context.endpoint;
-      reply = (await endpoint.direct({ model: endpoint.model, messages: [...messages], sampling: {} }, this.callOptions)).message;
-    } catch (error) {
-      if (LimitError.is(error) || RolloutConcludedError.is(error)) {
-        this.terminated = true;
-        return { messages: [], terminated: true };
-      }
-      throw error;
+    const reply = await callLoopModel(context.endpoint, messages, this.tools, this.callOptions);
+    if (reply === null) {
+      this.terminated = true;
+      return { messages: [], terminated: true };
     }
     messages.push(reply);
     return { messages: [reply], terminated: false };

@@ -45,22 +45,8 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
   const maxSteps = options.maxSteps ?? 1000;
   for (let step = 0; step < maxSteps; step++) {
     signal.throwIfAborted();
-    let reply: Message;
-    try {
-      const response = await endpoint.direct(
-        {
-          model: endpoint.model,
-          messages: [...messages],
-          ...(tools.length ? { tools: tools.map((t) => t.definition) } : {}),
-          sampling: {},
-        },
-        { signal },
-      );
-      reply = response.message;
-    } catch (error) {
-      if (LimitError.is(error) || RolloutConcludedError.is(error)) return { added, stopped: true };
-      throw error;
-    }
+    const reply = await callLoopModel(endpoint, messages, tools, { signal });
+    if (reply === null) return { added, stopped: true };
     messages.push(reply);
     added.push(reply);
     const calls = reply.role === 'assistant' ? (reply.toolCalls ?? []) : [];
@@ -72,6 +58,34 @@ export async function runToolLoop(options: ToolLoopOptions): Promise<ToolLoopRes
     }
   }
   return { added, stopped: true };
+}
+
+/**
+ * One model call of a loop over `messages` (copied into the request) offering `tools`: the reply,
+ * or null when interception refused to continue (a limit, or the rollout ended); other errors
+ * reject. The step {@link runToolLoop} repeats, and the whole turn of a loop without tools.
+ * @internal
+ */
+export function callLoopModel(
+  endpoint: ModelEndpoint,
+  messages: readonly Message[],
+  tools: readonly LoopTool[],
+  options: { signal: AbortSignal },
+): Promise<Message | null> {
+  const request = tools.length
+    ? { model: endpoint.model, messages: [...messages], tools: tools.map((t) => t.definition), sampling: {} }
+    : { model: endpoint.model, messages: [...messages], sampling: {} };
+  return endpoint.direct(request, options).then(replyOf, stoppedByInterception);
+}
+
+function replyOf(response: { message: Message }): Message {
+  return response.message;
+}
+
+/** null for interception's refusals (a limit reached, the rollout concluded); rethrows the rest. */
+function stoppedByInterception(error: unknown): null {
+  if (LimitError.is(error) || RolloutConcludedError.is(error)) return null;
+  throw error;
 }
 
 async function runTool(byName: Map<string, LoopTool>, call: ToolCall, signal: AbortSignal): Promise<string> {
