@@ -260,7 +260,7 @@ export class Task<D extends TaskData = TaskData> {
    */
   get record(): { key: string; hash: string; data: Record<string, unknown> } {
     // One shared getter, defined property by property: an object literal with a getter made a
-    // dictionary-mode object and a closure per record (≈0.6 µs; three per Kuhn hand).
+    // dictionary-mode object and a closure per record (≈0.6 µs; a two-seat game made three per episode).
     const record = { key: this.key } as { key: string; hash: string; data: Record<string, unknown> };
     Object.defineProperty(record, 'hash', RECORD_HASH);
     record.data = { ...this.data };
