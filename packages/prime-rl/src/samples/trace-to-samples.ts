@@ -77,24 +77,9 @@ export function appendTraceSamples(
     if (node.tokenIds !== undefined) appendSingleNodeSample(trace, env, episodeId, node, out, tally, filterZero);
     return;
   }
-  const continued = new Uint8Array(nodes.length);
-  for (let i = 0; i < nodes.length; i++) {
-    const parent = nodes[i]!.tokenParent;
-    if (nodes[i]!.tokenIds !== undefined && parent !== null && parent !== undefined) continued[parent] = 1;
-  }
   const trained = new Uint8Array(nodes.length);
   let branch = 0;
-  for (let i = 0; i < nodes.length; i++) {
-    const leaf = nodes[i]!;
-    if (leaf.tokenIds === undefined || continued[i]) continue;
-    const chain: MessageNode[] = [];
-    let current: MessageNode | undefined = leaf;
-    while (current !== undefined) {
-      chain.push(current);
-      const parent: number | null | undefined = current.tokenParent;
-      current = parent === null || parent === undefined ? undefined : trace.node(parent);
-    }
-    chain.reverse();
+  for (const chain of tokenChains(trace)) {
     const sample = buildSample(trace, env, episodeId, chain, branch++, trained);
     if (tally !== undefined) {
       tally.samples++;
@@ -110,6 +95,34 @@ export function appendTraceSamples(
     }
     out.push(sample);
   }
+}
+
+/**
+ * The token branches of a trace, root first, one per node that has tokens and that no other
+ * token node continues (`tokenParent`), in node order: the samples `traceToSamples` builds and
+ * the wire samples the transport sends.
+ */
+export function tokenChains(trace: Trace): MessageNode[][] {
+  const nodes = trace.nodes;
+  const continued = new Uint8Array(nodes.length);
+  for (const node of nodes) {
+    const parent = node.tokenParent;
+    if (node.tokenIds !== undefined && parent !== null && parent !== undefined) continued[parent] = 1;
+  }
+  const chains: MessageNode[][] = [];
+  for (let i = 0; i < nodes.length; i++) {
+    const leaf = nodes[i]!;
+    if (leaf.tokenIds === undefined || continued[i]) continue;
+    const chain: MessageNode[] = [];
+    let current: MessageNode | undefined = leaf;
+    while (current !== undefined) {
+      chain.push(current);
+      const parent: number | null | undefined = current.tokenParent;
+      current = parent === null || parent === undefined ? undefined : trace.node(parent);
+    }
+    chains.push(chain.reverse());
+  }
+  return chains;
 }
 
 /**

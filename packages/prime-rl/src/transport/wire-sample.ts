@@ -1,5 +1,5 @@
 import type { MessageNode, Trace } from '@troupe/verifiers';
-import { traceToSamples } from '../samples/trace-to-samples.ts';
+import { tokenChains, traceToSamples } from '../samples/trace-to-samples.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
 import type { WireSample } from './micro-batch.ts';
 
@@ -62,28 +62,4 @@ export function traceToWireSamples(options: TraceToWireSamplesOptions): WireSamp
     }
     return toWireSample(sample, { temperatures });
   });
-}
-
-/** The token branches of a trace in the order `traceToSamples` emits them (chains ending at nodes nothing continues). */
-function tokenChains(trace: Trace): MessageNode[][] {
-  const nodes = trace.nodes;
-  const continued = new Uint8Array(nodes.length);
-  for (const node of nodes) {
-    const parent = node.tokenParent;
-    if (node.tokenIds !== undefined && parent !== null && parent !== undefined) continued[parent] = 1;
-  }
-  const chains: MessageNode[][] = [];
-  for (let i = 0; i < nodes.length; i++) {
-    const leaf = nodes[i]!;
-    if (leaf.tokenIds === undefined || continued[i]) continue;
-    const chain: MessageNode[] = [];
-    let current: MessageNode | undefined = leaf;
-    while (current !== undefined) {
-      chain.push(current);
-      const parent: number | null | undefined = current.tokenParent;
-      current = parent === null || parent === undefined ? undefined : trace.node(parent);
-    }
-    chains.push(chain.reverse());
-  }
-  return chains;
 }
