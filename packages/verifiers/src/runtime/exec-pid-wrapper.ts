@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
+import { BoundedOutput } from './bounded-output.ts';
 /** Directory inside a container where each exec records its pid (the leader of its process group). */
 export const EXEC_PID_DIR = '/tmp/.troupe-exec';
 
@@ -40,45 +40,31 @@ export function killCommand(pidFile: string): string[] {
  * to `onChunk` as it arrives.
  */
 export class ExecOutputCollector extends Writable {
-  private readonly chunks: Buffer[] = [];
-  private size = 0;
-  truncated = false;
-  private readonly decoder = new StringDecoder('utf8');
+  private readonly output: BoundedOutput;
 
-  constructor(
-    private readonly limit: number,
-    private readonly onChunk?: (chunk: string) => void,
-  ) {
+  constructor(limit: number, onChunk?: (chunk: string) => void) {
     super();
+    this.output = new BoundedOutput(limit, onChunk);
+  }
+
+  /** Whether bytes beyond the limit arrived (and were dropped). */
+  get truncated(): boolean {
+    return this.output.truncated;
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
-    if (this.onChunk) {
-      const text = this.decoder.write(chunk);
-      if (text) this.onChunk(text);
-    }
-    const room = this.limit - this.size;
-    if (room < chunk.length) this.truncated = true;
-    if (room > 0) {
-      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-      this.chunks.push(kept);
-      this.size += kept.length;
-    }
+    this.output.push(chunk);
     callback();
   }
 
   /** The kept bytes. */
   bytes(): Buffer {
-    return Buffer.concat(this.chunks, this.size);
+    return this.output.bytes();
   }
 
   /** The kept bytes as UTF-8, after passing a trailing incomplete character (as U+FFFD) to `onChunk`. */
   text(): string {
-    if (this.onChunk) {
-      const rest = this.decoder.end();
-      if (rest) this.onChunk(rest);
-    }
-    return this.bytes().toString('utf8');
+    return this.output.text();
   }
 }
 

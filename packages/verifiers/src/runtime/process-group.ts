@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import type { Writable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
+import { BoundedOutput } from './bounded-output.ts';
 import type { ExecResult } from './runtime.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from './runtime-options.ts';
 
@@ -33,47 +33,11 @@ export function killProcessGroup(processGroupId: number, signal: NodeJS.Signals 
   }
 }
 
-class OutputBuffer {
-  private readonly chunks: Buffer[] = [];
-  private size = 0;
-  truncated = false;
-  private readonly decoder = new StringDecoder('utf8');
-
-  constructor(
-    private readonly limit: number,
-    private readonly onChunk?: (chunk: string) => void,
-  ) {}
-
-  push(chunk: Buffer): void {
-    if (this.onChunk) {
-      const text = this.decoder.write(chunk);
-      if (text) this.onChunk(text);
-    }
-    const room = this.limit - this.size;
-    if (room <= 0) {
-      this.truncated = true;
-      return;
-    }
-    const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    if (kept.length < chunk.length) this.truncated = true;
-    this.chunks.push(kept);
-    this.size += kept.length;
-  }
-
-  text(): string {
-    if (this.onChunk) {
-      const rest = this.decoder.end();
-      if (rest) this.onChunk(rest);
-    }
-    return Buffer.concat(this.chunks, this.size).toString('utf8');
-  }
-}
-
 /** The exec result once the program is over (`durationMs` since `started`, from `performance.now()`). */
 function execResultOf(end: {
   exitCode: number | null;
-  stdout: OutputBuffer;
-  stderr: OutputBuffer;
+  stdout: BoundedOutput;
+  stderr: BoundedOutput;
   timedOut: boolean;
   started: number;
 }): ExecResult {
@@ -94,7 +58,7 @@ function execResultOf(end: {
  * are then cut); or it could not be started (127 for a missing binary, 126 otherwise, the error on
  * stderr). `over` may be called more than once (a later event); the caller settles once.
  */
-function whenOver(child: ChildProcess, stderr: OutputBuffer, graceMs: number, over: (exitCode: number | null) => void): void {
+function whenOver(child: ChildProcess, stderr: BoundedOutput, graceMs: number, over: (exitCode: number | null) => void): void {
   let exitCode: number | null = null;
   let graceTimer: NodeJS.Timeout | undefined;
   const end = () => {
@@ -140,8 +104,8 @@ export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
   if (file === undefined) return Promise.reject(new Error('empty argv'));
   if (run.signal?.aborted) return Promise.reject(run.signal.reason);
   const limit = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
-  const stdout = new OutputBuffer(limit, run.onStdout);
-  const stderr = new OutputBuffer(limit, run.onStderr);
+  const stdout = new BoundedOutput(limit, run.onStdout);
+  const stderr = new BoundedOutput(limit, run.onStderr);
 
   return new Promise<ExecResult>((resolve, reject) => {
     let settled = false;
