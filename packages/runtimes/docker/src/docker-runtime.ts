@@ -6,6 +6,7 @@ import {
   DEFAULT_MAX_OUTPUT_BYTES,
   ExecRuntimeOptionsSchema,
   parseRuntimeOptions,
+  processExists,
   type Runtime,
   type RuntimeCapabilities,
   type RuntimeLogger,
@@ -74,15 +75,6 @@ export type DockerRuntimeOptions = z.infer<typeof DockerRuntimeOptionsSchema>;
  */
 const BLOCK_REFUSED =
   'a block list is not offered: it needs a route out of the container plus packet-filter rules this runtime does not manage (with network = true the container shares the host network, which has no per-container boundary to filter at); list what the sandbox may reach with egress = { allow = ["host:port", …] } instead';
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Sandboxes as Docker containers on `dockerode`: one container per sandbox (kept alive by a

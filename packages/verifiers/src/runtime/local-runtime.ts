@@ -22,7 +22,7 @@ import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
 import { CreationLimiter, type CreationSlot } from './creation-limiter.ts';
 import { LocalPaths } from './local-paths.ts';
 import { killProcessesUnder, PidNamespace, pidNamespacesSupported } from './pid-namespace.ts';
-import { killProcessGroup, runProcessGroup } from './process-group.ts';
+import { killProcessGroup, processExists, runProcessGroup } from './process-group.ts';
 import {
   type ExecOptions,
   type ExecResult,
@@ -530,15 +530,6 @@ async function readJson(path: string): Promise<unknown> {
     return JSON.parse(await readFile(path, 'utf8'));
   } catch {
     return undefined;
-  }
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -33,6 +33,19 @@ export function killProcessGroup(processGroupId: number, signal: NodeJS.Signals 
   }
 }
 
+/**
+ * Whether a process with this pid exists on this host (signal 0; a process of another user
+ * counts). Sandbox sweeps use it to find sandboxes whose owning process is gone.
+ */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** The exec result once the program is over (`durationMs` since `started`, from `performance.now()`). */
 function execResultOf(end: {
   exitCode: number | null;
