@@ -1,9 +1,23 @@
 import type { OnnxPolicy } from './onnx-policy.ts';
 
-interface Pending {
-  tokens: readonly number[];
-  resolve: (logits: Float32Array) => void;
-  reject: (error: unknown) => void;
+/**
+ * One request of a forward pass, given to `MicroBatcher.submit`: its tokens, and what to call with
+ * its row's logits (`settle`) or with the pass's error (`fail`). Called in submission order, in the
+ * macrotask that ends the pass; a request may submit itself again from `settle` (its next token).
+ */
+export interface BatchRequest {
+  readonly tokens: readonly number[];
+  settle(logits: Float32Array): void;
+  fail(error: unknown): void;
+}
+
+/** A request of `next`: settles a promise. */
+class PromiseRequest implements BatchRequest {
+  constructor(
+    readonly tokens: readonly number[],
+    readonly settle: (logits: Float32Array) => void,
+    readonly fail: (error: unknown) => void,
+  ) {}
 }
 
 /**
@@ -30,7 +44,7 @@ export interface MicroBatcherStats {
  * which already collects every rollout whose continuation ran after the previous batch).
  */
 export class MicroBatcher {
-  private queue: Pending[] = [];
+  private queue: BatchRequest[] = [];
   private running = false;
   private timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
   readonly stats: MicroBatcherStats = { batches: 0, rows: 0, forwardRows: 0, forwardCells: 0, forwardMs: 0 };
@@ -48,11 +62,17 @@ export class MicroBatcher {
 
   /** Logits of the next token after `tokens`. */
   next(tokens: readonly number[]): Promise<Float32Array> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ tokens, resolve, reject });
-      if (this.queue.length >= this.options.maxBatch && !this.running) this.flush();
-      else this.schedule();
-    });
+    return new Promise((resolve, reject) => this.submit(new PromiseRequest(tokens, resolve, reject)));
+  }
+
+  /**
+   * Queues `request` for a forward pass, without a promise: its `settle` gets its row's logits (a
+   * caller that already has a promise of its own, such as a completion, makes no second one).
+   */
+  submit(request: BatchRequest): void {
+    this.queue.push(request);
+    if (this.queue.length >= this.options.maxBatch && !this.running) this.flush();
+    else this.schedule();
   }
 
   private schedule(): void {
@@ -87,11 +107,17 @@ export class MicroBatcher {
         (logits) => {
           for (let b = 0; b < batch.length; b++) {
             const u = slot[b] as number;
-            (batch[b] as Pending).resolve(logits.subarray(u * v, (u + 1) * v));
+            const request = batch[b] as BatchRequest;
+            // One request's failure (its sampling, its next step) is its own: the rest still settle.
+            try {
+              request.settle(logits.subarray(u * v, (u + 1) * v));
+            } catch (error) {
+              request.fail(error);
+            }
           }
         },
         (error) => {
-          for (const p of batch) p.reject(error);
+          for (const p of batch) p.fail(error);
         },
       )
       .finally(() => {
@@ -112,7 +138,7 @@ export class MicroBatcher {
  * (`firsts`). With `share`, requests with the same tokens (self-play over a small game repeats a
  * handful of prompts hundreds of times per batch) share one row: the same logits, computed once.
  */
-function distinctRows(batch: readonly Pending[], share: boolean): { slot: Int32Array; firsts: (readonly number[])[] } {
+function distinctRows(batch: readonly BatchRequest[], share: boolean): { slot: Int32Array; firsts: (readonly number[])[] } {
   const slot = new Int32Array(batch.length);
   const firsts: (readonly number[])[] = [];
   // Rows found by a 32-bit hash of their tokens and compared token by token (no joined string
@@ -120,7 +146,7 @@ function distinctRows(batch: readonly Pending[], share: boolean): { slot: Int32A
   const byHash = new Map<number, number>();
   let byText: Map<string, number> | undefined;
   for (let b = 0; b < batch.length; b++) {
-    const t = (batch[b] as Pending).tokens;
+    const t = (batch[b] as BatchRequest).tokens;
     if (!share) {
       slot[b] = firsts.length;
       firsts.push(t);

@@ -9,7 +9,7 @@ import {
 } from '@troupe/verifiers';
 import type { PolicyConfig } from '../policy/config.ts';
 import type { WordTokenizer } from '../policy/tokenizer.ts';
-import { MicroBatcher } from './micro-batcher.ts';
+import { type BatchRequest, MicroBatcher } from './micro-batcher.ts';
 import { OnnxPolicy } from './onnx-policy.ts';
 import { Rng } from './rng.ts';
 import { sampleToken } from './sampling.ts';
@@ -177,7 +177,25 @@ export class PolicyModelClient implements ModelClient {
     return tokens;
   }
 
-  async complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
+  complete(request: ModelRequest, options: ModelCallOptions = {}): Promise<ModelResponse> {
+    // Not `async`: a completion is one object that the micro-batcher settles step by step (no
+    // async frame and no promise of the batcher's per step); a refusal still arrives as a rejection.
+    let completion: Completion;
+    try {
+      completion = this.start(request, options.signal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (completion.done) return Promise.resolve(completion.response());
+    const promise = new Promise<ModelResponse>(bindCompletion);
+    completion.resolve = boundResolve as (response: ModelResponse) => void;
+    completion.reject = boundReject as (error: unknown) => void;
+    this.batcher.submit(completion);
+    return promise;
+  }
+
+  /** A completion of `request`, its prompt rendered and checked against the context length. */
+  private start(request: ModelRequest, signal: AbortSignal | undefined): Completion {
     // The weights serving this call: the orchestrator swaps weights only between rollouts, so a
     // call never straddles an update there; elsewhere a call records the version it started on.
     const policyVersion = this.version;
@@ -189,49 +207,107 @@ export class PolicyModelClient implements ModelClient {
       });
     }
     const maxTokens = Math.min(request.sampling.maxTokens ?? this.maxTokens, limit - prompt.length);
-    const temperature = request.sampling.temperature ?? 1;
-    // The prompt itself is the first step's input; it is copied only when a second step follows.
-    let tokens = prompt;
-    // Made at their first token (a one-token reply, the common case, gets arrays of one element
-    // rather than arrays grown for seventeen).
-    let completion: number[] = EMPTY;
-    let logprobs: number[] = EMPTY;
-    let finishReason: ModelResponse['finishReason'] = 'length';
-    while (completion.length < maxTokens) {
-      options.signal?.throwIfAborted();
-      const logits = await this.batcher.next(tokens);
-      const { token, logprob } = sampleToken({ logits, temperature, rng: this.rng });
-      if (completion === EMPTY) {
-        completion = [token];
-        logprobs = [logprob];
-      } else {
-        completion.push(token);
-        logprobs.push(logprob);
-      }
-      if (token === this.tokenizer.eosId) {
-        finishReason = 'stop';
-        break;
-      }
-      if (completion.length < maxTokens) {
-        if (tokens === prompt) tokens = [...prompt];
-        tokens.push(token);
-      }
-    }
-    // A reply of no tokens (maxTokens 0) still gets arrays of its own.
-    if (completion === EMPTY) {
-      completion = [];
-      logprobs = [];
-    }
+    signal?.throwIfAborted();
+    return new Completion(this, request, signal, prompt, maxTokens, policyVersion);
+  }
+
+  /** @internal The next step of `completion` (its tokens so far) joins a forward pass. */
+  submitStep(completion: Completion): void {
+    this.batcher.submit(completion);
+  }
+
+  /** @internal The response of a finished completion. */
+  responseOf(c: Completion, completion: number[], logprobs: number[]): ModelResponse {
     return {
       id: `${this.idPrefix}${(++this.responses).toString(36)}`,
-      model: request.model || this.model,
+      model: c.request.model || this.model,
       message: { role: 'assistant', content: this.tokenizer.decode(completion) },
-      finishReason,
-      usage: { promptTokens: prompt.length, completionTokens: completion.length },
-      promptTokenIds: prompt,
+      finishReason: c.finishReason,
+      usage: { promptTokens: c.prompt.length, completionTokens: completion.length },
+      promptTokenIds: c.prompt,
       completionTokenIds: completion,
       completionLogprobs: logprobs,
-      policyVersion,
+      policyVersion: c.policyVersion,
     };
   }
+}
+
+/**
+ * One `complete` call in flight: the micro-batcher calls `settle` with each step's logits (in the
+ * order requests joined the pass, so the sampling stream is consumed in that order); it samples a
+ * token (temperature from the request, default 1) and either finishes — `<eos>` or `maxTokens` —
+ * or joins the next pass with the token appended.
+ */
+class Completion implements BatchRequest {
+  /** The next step's input: the prompt itself, copied only when a second step follows. */
+  tokens: readonly number[];
+  finishReason: ModelResponse['finishReason'] = 'length';
+  /** Made at their first token (a one-token reply, the common case, gets arrays of one element). */
+  private completion: number[] = EMPTY;
+  private logprobs: number[] = EMPTY;
+  private readonly temperature: number;
+  resolve: (response: ModelResponse) => void = unset;
+  reject: (error: unknown) => void = unset;
+
+  constructor(
+    private readonly client: PolicyModelClient,
+    readonly request: ModelRequest,
+    private readonly signal: AbortSignal | undefined,
+    readonly prompt: number[],
+    private readonly maxTokens: number,
+    readonly policyVersion: number,
+  ) {
+    this.tokens = prompt;
+    this.temperature = request.sampling.temperature ?? 1;
+  }
+
+  /** True when no token is to be sampled (maxTokens 0). */
+  get done(): boolean {
+    return this.completion.length >= this.maxTokens;
+  }
+
+  settle(logits: Float32Array): void {
+    const { token, logprob } = sampleToken({ logits, temperature: this.temperature, rng: this.client.rng });
+    if (this.completion === EMPTY) {
+      this.completion = [token];
+      this.logprobs = [logprob];
+    } else {
+      this.completion.push(token);
+      this.logprobs.push(logprob);
+    }
+    if (token === this.client.tokenizer.eosId) this.finishReason = 'stop';
+    else if (this.completion.length < this.maxTokens) {
+      this.signal?.throwIfAborted();
+      const tokens = this.tokens === this.prompt ? [...this.prompt] : (this.tokens as number[]);
+      tokens.push(token);
+      this.tokens = tokens;
+      this.client.submitStep(this);
+      return;
+    }
+    this.resolve(this.response());
+  }
+
+  fail(error: unknown): void {
+    this.reject(error);
+  }
+
+  /** The response: text, prompt and completion token ids, per-token logprobs and the policy version. */
+  response(): ModelResponse {
+    // A reply of no tokens (maxTokens 0) still gets arrays of its own.
+    if (this.completion === EMPTY) return this.client.responseOf(this, [], []);
+    return this.client.responseOf(this, this.completion, this.logprobs);
+  }
+}
+
+function unset(): void {
+  throw new Error('policy model client: a completion settled before its promise was made');
+}
+
+/** The resolving functions `bindCompletion` took from the promise just made (read right after `new Promise`). */
+let boundResolve: unknown;
+let boundReject: unknown;
+/** The executor of every completion's promise: one function, not a closure per call. */
+function bindCompletion(resolve: unknown, reject: unknown): void {
+  boundResolve = resolve;
+  boundReject = reject;
 }
