@@ -607,31 +607,52 @@ export class Agent {
           if (!options.sandbox) await sandbox.stop().catch(ignore);
         }
       },
-      async turn(message?: string | Message[]): Promise<Segment> {
-        if (closed) throw new ConfigError(`${agent.name}: turn() after close()`);
-        if (busy) throw new ConfigError(`${agent.name}: turn() while another turn is running (strict alternation)`);
-        if (terminated) throw new ConfigError(`${agent.name}: turn() after a terminated segment`);
-        if (turns === 0 && prompted && message !== undefined) {
-          throw new ConfigError(`${agent.name}: the task has a prompt, so the first turn() takes no message`);
-        }
-        if ((turns > 0 || !prompted) && message === undefined) {
-          throw new ConfigError(`${agent.name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
-        }
-        turns++;
-        busy = true;
+      turn(message?: string | Message[]): Promise<Segment> {
+        // Not `async`: one reaction on the session's turn (no async frame per turn); refusals
+        // still arrive as rejections.
+        let turning: Promise<{ messages: Message[]; terminated: boolean }>;
+        let started = false;
         try {
+          if (closed) throw new ConfigError(`${agent.name}: turn() after close()`);
+          if (busy) throw new ConfigError(`${agent.name}: turn() while another turn is running (strict alternation)`);
+          if (terminated) throw new ConfigError(`${agent.name}: turn() after a terminated segment`);
+          if (turns === 0 && prompted && message !== undefined) {
+            throw new ConfigError(`${agent.name}: the task has a prompt, so the first turn() takes no message`);
+          }
+          if ((turns > 0 || !prompted) && message === undefined) {
+            throw new ConfigError(`${agent.name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
+          }
+          turns++;
+          busy = true;
+          started = true;
           const incoming: Message[] | undefined =
             message === undefined ? undefined : typeof message === 'string' ? [{ role: 'user', content: message }] : message;
-          const segment = await session.turn(incoming);
-          terminated = segment.terminated;
-          return { messages: segment.messages, terminated: segment.terminated, lastReply: lastReplyOf(segment.messages) };
+          turning = session.turn(incoming);
         } catch (error) {
-          terminated = true;
-          trace.recordError(prepared.session.providerError ?? (await agent.classify(error, sandbox)), 'agent');
-          return { messages: [], terminated: true, lastReply: '' };
-        } finally {
-          busy = false;
+          if (!started) return Promise.reject(error);
+          turning = Promise.reject(error);
         }
+        return turning.then(
+          (segment) => {
+            busy = false;
+            terminated = segment.terminated;
+            return { messages: segment.messages, terminated: segment.terminated, lastReply: lastReplyOf(segment.messages) };
+          },
+          (error: unknown) => {
+            terminated = true;
+            const failed = (cause: unknown): Segment => {
+              busy = false;
+              trace.recordError(cause, 'agent');
+              return { messages: [], terminated: true, lastReply: '' };
+            };
+            const providerError = prepared.session.providerError;
+            if (providerError) return failed(providerError);
+            return agent.classify(error, sandbox).then(failed, (classifyError: unknown) => {
+              busy = false;
+              throw classifyError;
+            });
+          },
+        );
       },
     };
   }

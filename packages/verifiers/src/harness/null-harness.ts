@@ -78,26 +78,39 @@ class LoopSession implements HarnessSession {
     this.callOptions = { signal: context.signal };
   }
 
-  async turn(incoming?: Message[]): Promise<{ messages: Message[]; terminated: boolean }> {
-    if (this.terminated) return { messages: [], terminated: true };
-    const { messages, context } = this;
+  turn(incoming?: Message[]): Promise<{ messages: Message[]; terminated: boolean }> {
+    if (this.terminated) return Promise.resolve({ messages: [], terminated: true });
+    const { messages } = this;
     if (incoming) messages.push(...incoming);
-    if (this.tools.length > 0) {
-      const result = await runToolLoop({ endpoint: context.endpoint, messages, tools: this.tools, signal: context.signal });
-      if (result.stopped) {
-        this.terminated = true;
-        return { messages: [], terminated: true };
-      }
-      return { messages: result.added, terminated: false };
+    if (this.tools.length > 0) return this.loopTurn();
+    // Chat only: one model call and one reaction on it (no async frame per turn).
+    try {
+      this.context.signal.throwIfAborted();
+      return callLoopModel(this.context.endpoint, messages, this.tools, this.callOptions).then(this.replied);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    context.signal.throwIfAborted();
-    const reply = await callLoopModel(context.endpoint, messages, this.tools, this.callOptions);
+  }
+
+  /** A chat-only turn's reply: appended to the conversation, or null when interception refused the call. */
+  private readonly replied = (reply: Message | null): { messages: Message[]; terminated: boolean } => {
     if (reply === null) {
       this.terminated = true;
       return { messages: [], terminated: true };
     }
-    messages.push(reply);
+    this.messages.push(reply);
     return { messages: [reply], terminated: false };
+  };
+
+  /** A turn of the tool loop: model calls and tool runs until a reply calls no tool. */
+  private async loopTurn(): Promise<{ messages: Message[]; terminated: boolean }> {
+    const { messages, context } = this;
+    const result = await runToolLoop({ endpoint: context.endpoint, messages, tools: this.tools, signal: context.signal });
+    if (result.stopped) {
+      this.terminated = true;
+      return { messages: [], terminated: true };
+    }
+    return { messages: result.added, terminated: false };
   }
 
   close(): Promise<void> {

@@ -154,15 +154,48 @@ export class RolloutSession {
     return promise;
   }
 
-  private async call(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
+  /**
+   * Calls the client and records the call when it settles. Not `async`: one reaction on the
+   * client's promise (no async frame per call); the answer arrives in the same microtask turn as
+   * an awaiting frame's would.
+   */
+  private call(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
     const startedAt = Date.now();
+    let answer: Promise<ModelResponse>;
     try {
-      const response = await this.client.complete(request, this.callOptions(meta.signal));
+      answer = this.client.complete(request, this.callOptions(meta.signal));
+    } catch (error) {
+      // A client that throws rather than rejects: recorded now, as the awaiting frame did.
+      try {
+        this.failed(request, meta, startedAt, error);
+      } catch (providerError) {
+        return Promise.reject(providerError);
+      }
+    }
+    return answer.then(
+      (response) => this.answered(request, meta, startedAt, response),
+      (error: unknown) => this.failed(request, meta, startedAt, error),
+    );
+  }
+
+  /** Records a call that `response` answered. */
+  private answered(request: ModelRequest, meta: HandleMeta, startedAt: number, response: ModelResponse): ModelResponse {
+    try {
       const durationMs = Date.now() - startedAt;
       this.trace.recordCall(request, response, { dialect: meta.dialect, startedAt, durationMs });
       this.trace.timing.model = (this.trace.timing.model ?? 0) + durationMs / 1000;
       return response;
     } catch (error) {
+      // Recording failed: the call fails as it did when recording ran in the awaiting frame.
+      return this.failed(request, meta, startedAt, error, true);
+    } finally {
+      this.settled();
+    }
+  }
+
+  /** Records a failed call and throws the provider error it becomes. */
+  private failed(request: ModelRequest, meta: HandleMeta, startedAt: number, error: unknown, counted = false): never {
+    try {
       this.trace.recordFailedCall(request, error, { dialect: meta.dialect, startedAt, durationMs: Date.now() - startedAt });
       const status = statusOf(error);
       const message = (error as Error)?.message ?? String(error);
@@ -173,11 +206,16 @@ export class RolloutSession {
       this.providerError = providerError;
       throw providerError;
     } finally {
-      if (--this.pending === 0 && this.idleWaiters) {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = null;
-        for (const resolve of waiters) resolve();
-      }
+      if (!counted) this.settled();
+    }
+  }
+
+  /** A call settled: wakes `drain` waiters when none is left in flight. */
+  private settled(): void {
+    if (--this.pending === 0 && this.idleWaiters) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = null;
+      for (const resolve of waiters) resolve();
     }
   }
 
