@@ -39,16 +39,16 @@ describe('PolicyModel.forward computes repeated rows once', () => {
         const input = tf.tensor2d(tokens, [batch, time], 'int32');
         const logits = model.forward(input).dataSync().slice();
         const distinct = model.lastDistinctRows;
-        const w = tf.tensor3d(weights, [batch, time, config.vocabSize]);
-        const { value, grads } = tf.variableGrads(
-          () => tf.sum(tf.mul(tf.logSoftmax(model.forward(input)), w)) as tf.Scalar,
-          model.variables,
-        );
+        const w = tf.tensor2d(weights, [batch * time, config.vocabSize]);
+        const every = Int32Array.from({ length: batch * time }, (_, i) => i);
+        const lossOf = (z: tf.Tensor) => tf.sum(tf.mul(tf.logSoftmax(z), w)) as tf.Scalar;
+        const model2 = model.logitsWithBackward(tokens, [batch, time], every);
+        const grads = model2.backward(tf.grad(lossOf)(model2.logits) as tf.Tensor2D);
         return {
           distinct,
           logits,
-          loss: value.dataSync()[0] as number,
-          grads: model.variables.map((v) => (grads[v.name] as tf.Tensor).dataSync().slice()),
+          loss: lossOf(model2.logits).dataSync()[0] as number,
+          grads: grads.map((g) => g.dataSync().slice()),
         };
       } finally {
         tf.engine().endScope();

@@ -53,6 +53,22 @@ function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
   return tf.matMul(transpose2d(x), g);
 }
 
+/**
+ * `x op v` for x [N, w] and v [w] broadcast over the rows, computed as [N/k, k·w] `op` (v repeated
+ * k times): the wasm backend's broadcasting binary ops pay per row, and rows of 32 floats cost
+ * 2–3× rows of 768 (N ≈ 14k: 0.31 vs 0.13 ms an add, 2026-12). Every element is the same one
+ * float operation, so the values are bit-identical. Small tensors keep the plain op.
+ */
+function rowwise(op: 'add' | 'mul', x: tf.Tensor2D, v: tf.Tensor1D): tf.Tensor2D {
+  const [n, w] = x.shape;
+  const fn = op === 'add' ? tf.add : tf.mul;
+  let k = n * w >= 16384 ? Math.min(32, Math.floor(1024 / w)) : 1;
+  while (k > 1 && n % k !== 0) k--;
+  if (k === 1) return fn(x, v) as tf.Tensor2D;
+  const repeated = tf.concat(Array.from({ length: k }, () => v));
+  return tf.reshape(fn(tf.reshape(x, [n / k, k * w]), repeated), [n, w]);
+}
+
 /** A differentiable piece of the model: its value and the tensors its gradient reads. */
 interface Saved<T extends tf.Tensor = tf.Tensor2D> {
   value: T;
@@ -61,7 +77,7 @@ interface Saved<T extends tf.Tensor = tf.Tensor2D> {
 
 /** `x·W + b` (x: [N, in]); its gradient reads x and W. */
 function denseValue(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
-  return { value: tf.add(tf.matMul(x, w), b), saved: [x, w] };
+  return { value: rowwise('add', tf.matMul(x, w), b), saved: [x, w] };
 }
 
 /** dX = dY·Wᵀ, dW = Xᵀ·dY, db = Σ dY from {@link denseValue}'s saved [x, W]. */
@@ -90,24 +106,6 @@ function gatherValue(x: tf.Tensor2D, index: tf.Tensor1D): tf.Tensor2D {
 function gatherGrad(index: tf.Tensor1D, dy: tf.Tensor2D, rows: number): tf.Tensor2D {
   return tf.scatterND(tf.reshape(index, [-1, 1]), dy, [rows, dy.shape[1]]);
 }
-
-/**
- * Rows of `x` [R, d] at `index` [N] (repeats allowed); the gradient adds each row's copies back.
- * tfjs's own gather gradient needs UnsortedSegmentSum, which the wasm backend lacks.
- */
-const gatherRows = tf.customGrad((x, index, save) => {
-  const xx = x as tf.Tensor2D;
-  const rows = xx.shape[0];
-  // Tensors the gradient reads must be saved: the forward pass's scope disposes the others.
-  (save as tf.GradSaveFunc)([index as tf.Tensor1D]);
-  return {
-    value: gatherValue(xx, index as tf.Tensor1D),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const ii = saved[0] as tf.Tensor1D;
-      return [gatherGrad(ii, dy as tf.Tensor2D, rows), tf.zerosLike(ii)];
-    },
-  };
-}) as (x: tf.Tensor2D, index: tf.Tensor1D) => tf.Tensor2D;
 
 /**
  * Batched matrix product out[m, c, n] = Σ_k a[m, k, c] · b[k, c, n] for a: [M, K, C], b: [K, C, N],
@@ -159,7 +157,11 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
   const scale = 1 / Math.sqrt(dh);
   const [q3, k3, v3] = [0, 1, 2].map(
     (i) =>
-      tf.reshape(tf.add(tf.matMul(h, tf.slice(w, [0, i * d], [d, d])), tf.slice(b, [i * d], [d])), [time, c, dh]) as tf.Tensor3D,
+      tf.reshape(rowwise('add', tf.matMul(h, tf.slice(w, [0, i * d], [d, d])), tf.slice(b, [i * d], [d])), [
+        time,
+        c,
+        dh,
+      ]) as tf.Tensor3D,
   ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
   // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
   const scores = bmm(swapLast(q3), reverseAxes(k3));
@@ -223,38 +225,22 @@ function attentionGrad(
   return [dH, dW, db];
 }
 
-/** {@link attentionValue} with {@link attentionGrad} as its gradient. */
-function selfAttention(time: number, heads: number, causal: tf.Tensor3D) {
-  return tf.customGrad((h, w, b, save) => {
-    const { value, saved } = attentionValue(time, heads, causal, h as tf.Tensor2D, w as tf.Tensor2D, b as tf.Tensor1D);
-    (save as tf.GradSaveFunc)(saved);
-    return { value, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => attentionGrad(time, heads, s, dy as tf.Tensor2D) };
-  }) as (h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
-}
-
 /** LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε); its gradient reads x̂, σ and g. */
 function layerNormValue(x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D): Saved {
   // tf.moments's values without its float32 Cast copy of x and its second x − μ.
   const centred = tf.sub(x, tf.mean(x, -1, true));
   const std = tf.sqrt(tf.add(tf.mean(tf.square(centred), -1, true), LAYER_NORM_EPS));
-  const xhat = tf.div(centred, std);
-  return { value: tf.add(tf.mul(xhat, g), b), saved: [xhat, std, g] };
+  const xhat = tf.div<tf.Tensor2D>(centred, std);
+  return { value: rowwise('add', rowwise('mul', xhat, g), b), saved: [xhat, std, g] };
 }
 
 /** dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = Σ_rows dy·x̂, db = Σ_rows dy. */
 function layerNormGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D] {
   const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
-  const dxhat = tf.mul(dy, gg);
+  const dxhat = rowwise('mul', dy, gg);
   const centred = tf.sub(tf.sub(dxhat, tf.mean(dxhat, -1, true)), tf.mul(xh, tf.mean(tf.mul(dxhat, xh), -1, true)));
   return [tf.div(centred, sd), columnSum(tf.mul(dy, xh) as tf.Tensor2D), columnSum(dy)];
 }
-
-/** {@link layerNormValue} with {@link layerNormGrad} as its gradient. */
-const layerNorm = tf.customGrad((x, g, b, save) => {
-  const { value, saved } = layerNormValue(x as tf.Tensor2D, g as tf.Tensor1D, b as tf.Tensor1D);
-  (save as tf.GradSaveFunc)(saved);
-  return { value, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => layerNormGrad(s, dy as tf.Tensor2D) };
-}) as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
 
 /** The distinct rows of a token batch and, for each row, the index of its distinct row. */
 interface DistinctRows {
@@ -331,6 +317,7 @@ export class PolicyModel {
   private readonly byName: Map<string, tf.Variable>;
   private readonly mask: tf.Tensor1D;
   private readonly causal: tf.Tensor2D;
+  private readonly causalMasks = new Map<string, tf.Tensor3D>();
   /** Compute repeated rows once (default true; false runs every row, for comparisons). */
   shareRows = true;
   /** Distinct rows the last forward pass ran over when it shared repeated rows, else null. */
@@ -363,7 +350,7 @@ export class PolicyModel {
     return v;
   }
 
-  /** Logits [B, T, V] for int32 tokens [B, T] (T ≤ contextLength). Call inside tf.tidy or a gradient function. */
+  /** Logits [B, T, V] for int32 tokens [B, T] (T ≤ contextLength). Call inside tf.tidy. */
   forward(tokens: tf.Tensor2D): tf.Tensor3D {
     const [batch, time] = tokens.shape;
     const every = Int32Array.from({ length: batch * time }, (_, i) => i);
@@ -374,7 +361,8 @@ export class PolicyModel {
   /**
    * Logits [N, V] at N positions of a token batch (`positions[i]` = row · T + t; tokens: int32
    * data [B, T], T ≤ contextLength): the output head runs on those positions only (a loss that
-   * reads a few positions per row needs no others). Call inside tf.tidy or a gradient function.
+   * reads a few positions per row needs no others). Call inside tf.tidy; for gradients, use
+   * {@link logitsWithBackward} (the same forward pass).
    *
    * Rows that repeat an earlier row exactly are computed once (self-play over a small game: a
    * 576-hand Kuhn batch has ≈30 distinct sequences among 1,152): the transformer runs over the
@@ -386,21 +374,15 @@ export class PolicyModel {
    * the output tokens needs no others: the rest have probability 0 and a zero gradient).
    */
   logitsAt(tokens: Int32Array, shape: [number, number], positions: Int32Array, columns?: readonly number[]): tf.Tensor2D {
-    const { rowTokens, stride, time, index } = this.prepare(tokens, shape, positions);
-    const hidden = this.hidden(rowTokens, stride, time);
-    const at = gatherRows(hidden, tf.tensor1d(index, 'int32'));
-    if (!columns) return tf.add(dense(at, this.w('head.w') as tf.Tensor2D, this.w('head.b') as tf.Tensor1D), this.mask);
-    const [w, b] = this.headColumns(this.columnSelect(columns));
-    return dense(at, w, b);
+    return this.explicitForward(tokens, shape, positions, columns).logits;
   }
 
   /**
-   * {@link logitsAt}'s logits (the same values, by the same kernels) and a function from their
-   * gradient dL/dlogits to the gradient of every weight, in the order of {@link variables}: the
-   * backward pass runs the same explicit gradients as {@link logitsAt} under tfjs's autodiff, but
-   * reads the forward pass's tensors directly, where the tape copies each saved tensor and each
-   * taped op's inputs (one Identity kernel per tensor). Call inside tf.tidy, and call `backward`
-   * at most once, inside the same scope.
+   * {@link logitsAt}'s logits (the same forward pass) and a function from their gradient
+   * dL/dlogits to the gradient of every weight, in the order of {@link variables}. The backward
+   * pass is explicit and reads the forward pass's tensors directly (tfjs's tape would copy each
+   * saved tensor and each taped op's inputs, one Identity kernel per tensor). Call inside tf.tidy,
+   * and call `backward` at most once, inside the same scope.
    */
   logitsWithBackward(
     tokens: Int32Array,
@@ -418,7 +400,7 @@ export class PolicyModel {
     return { logits: forward.logits, backward };
   }
 
-  /** The forward pass of hidden() and logitsAt(), op for op, keeping what each gradient reads. */
+  /** The model's one forward pass (logitsAt's and logitsWithBackward's), keeping what each gradient reads. */
   private explicitForward(
     tokens: Int32Array,
     shape: [number, number],
@@ -434,7 +416,7 @@ export class PolicyModel {
     const emb = gatherValue(w2('tok_emb'), tokenIndex);
     const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
     let x = tf.reshape(tf.add(tf.reshape(emb, [time, stride, d]), pos), [rows, d]) as tf.Tensor2D;
-    const causal = tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time]) as tf.Tensor3D;
+    const causal = this.causalMask(time, stride * heads);
     const blocks: BlockForward[] = [];
     for (let l = 0; l < layers; l++) {
       const ln1 = layerNormValue(x, w1(`l${l}.ln1.g`), w1(`l${l}.ln1.b`));
@@ -504,6 +486,31 @@ export class PolicyModel {
         : dPos,
     );
     grads.set('tok_emb', gatherGrad(f.tokenIndex, dx, v));
+  }
+
+  /**
+   * The causal mask (0 on and below the diagonal, −1e9 above) at attention's full shape
+   * [T, C, T] for C = rows × heads channels, kept across steps (at most four shapes): adding it
+   * costs half the [T, 1, T] mask broadcast over the channels (1.1 → 0.5 ms at the trainer's
+   * default shape), and each score gets the same single addition.
+   */
+  private causalMask(time: number, channels: number): tf.Tensor3D {
+    const key = `${time}x${channels}`;
+    let mask = this.causalMasks.get(key);
+    if (!mask) {
+      mask = tf.keep(
+        tf.tidy(() =>
+          tf.add(tf.zeros([time, channels, time]), tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time])),
+        ) as tf.Tensor3D,
+      );
+      if (this.causalMasks.size >= 4) {
+        const [oldest, old] = this.causalMasks.entries().next().value as [string, tf.Tensor3D];
+        this.causalMasks.delete(oldest);
+        old.dispose();
+      }
+      this.causalMasks.set(key, mask);
+    }
+    return mask;
   }
 
   /** Checks a batch against the model and lays out the rows the transformer runs over (see {@link logitsAt}). */
@@ -602,25 +609,6 @@ export class PolicyModel {
     return { count, tokens: distinct, of };
   }
 
-  /** Final hidden states (after the last LayerNorm), time-major [T·B, d], of token rows [B, T] given as data. */
-  private hidden(tokens: Int32Array, batch: number, time: number): tf.Tensor2D {
-    const { dModel: d, heads } = this.config;
-    const emb = gatherRows(this.w('tok_emb') as tf.Tensor2D, tf.tensor1d(this.timeMajor(tokens, batch, time), 'int32'));
-    const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
-    let x = tf.reshape(tf.add(tf.reshape(emb, [time, batch, d]), pos), [time * batch, d]) as tf.Tensor2D;
-    const causal = tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time]) as tf.Tensor3D;
-    const attend = selfAttention(time, heads, causal);
-    for (let l = 0; l < this.config.layers; l++) {
-      const h = layerNorm(x, this.w(`l${l}.ln1.g`) as tf.Tensor1D, this.w(`l${l}.ln1.b`) as tf.Tensor1D);
-      const merged = attend(h, this.w(`l${l}.qkv.w`) as tf.Tensor2D, this.w(`l${l}.qkv.b`) as tf.Tensor1D);
-      x = tf.add<tf.Tensor2D>(x, dense(merged, this.w(`l${l}.proj.w`) as tf.Tensor2D, this.w(`l${l}.proj.b`) as tf.Tensor1D));
-      const h2 = layerNorm(x, this.w(`l${l}.ln2.g`) as tf.Tensor1D, this.w(`l${l}.ln2.b`) as tf.Tensor1D);
-      const f = tf.relu(dense(h2, this.w(`l${l}.fc1.w`) as tf.Tensor2D, this.w(`l${l}.fc1.b`) as tf.Tensor1D));
-      x = tf.add<tf.Tensor2D>(x, dense(f, this.w(`l${l}.fc2.w`) as tf.Tensor2D, this.w(`l${l}.fc2.b`) as tf.Tensor1D));
-    }
-    return layerNorm(x, this.w('lnf.g') as tf.Tensor1D, this.w('lnf.b') as tf.Tensor1D);
-  }
-
   /** Copies of the current weights (for export, checkpoints and the ONNX graph). */
   getWeights(): NamedWeight[] {
     return weightShapes(this.config).map(({ name, shape }, i) => ({
@@ -646,5 +634,7 @@ export class PolicyModel {
     for (const v of this.variables) v.dispose();
     this.mask.dispose();
     this.causal.dispose();
+    for (const mask of this.causalMasks.values()) mask.dispose();
+    this.causalMasks.clear();
   }
 }
