@@ -122,16 +122,30 @@ export class Agent {
    * The run's sandbox: the caller's, else a new one for `task` (as {@link provision} makes it);
    * null when creating it failed (recorded on the trace, stage `boot`). Times the boot.
    */
-  private async boot(task: Task, trace: Trace, options: RunOptions): Promise<Sandbox | null> {
+  private boot(task: Task, trace: Trace, options: RunOptions): Promise<Sandbox | null> {
+    // Not `async`: one reaction on the runtime's promise (no async frame per seat).
     const bootStart = Date.now();
-    try {
-      return options.sandbox ?? (await this.runtime.createSandbox(sandboxSpec(task)));
-    } catch (error) {
-      trace.recordError(this.bootError(error), 'boot');
-      return null;
-    } finally {
+    if (options.sandbox) {
       trace.timing.boot = (Date.now() - bootStart) / 1000;
+      return Promise.resolve(options.sandbox);
     }
+    let creating: Promise<Sandbox>;
+    try {
+      creating = this.runtime.createSandbox(sandboxSpec(task));
+    } catch (error) {
+      creating = Promise.reject(error);
+    }
+    return creating.then(
+      (sandbox) => {
+        trace.timing.boot = (Date.now() - bootStart) / 1000;
+        return sandbox;
+      },
+      (error: unknown) => {
+        trace.recordError(this.bootError(error), 'boot');
+        trace.timing.boot = (Date.now() - bootStart) / 1000;
+        return null;
+      },
+    );
   }
 
   /** A failure to create a sandbox, as a `SandboxError` naming the runtime. */
@@ -472,16 +486,19 @@ export class Agent {
    */
   private close(task: Task, trace: Trace, sandbox: Sandbox | undefined, options: RunOptions): Promise<Trace> {
     const scored = withPluggedScorers(task, this.plugged);
-    if (!task.finalize && !scored.metrics.length && !scored.rewards.length) {
-      if (trace.ok) {
-        trace.timing.finalize = 0;
-        trace.timing.scoring = 0;
-      }
-      trace.isCompleted = true;
-      trace.endedAt = Date.now();
-      return Promise.resolve(trace);
-    }
+    if (!hasStages(task, scored)) return Promise.resolve(this.closed(trace));
     return this.finalizeAndScore(task, scored, trace, sandbox, options);
+  }
+
+  /** Marks `trace` closed with no stage run: finalize and scoring timings 0 (when it is ok). */
+  private closed(trace: Trace): Trace {
+    if (trace.ok) {
+      trace.timing.finalize = 0;
+      trace.timing.scoring = 0;
+    }
+    trace.isCompleted = true;
+    trace.endedAt = Date.now();
+    return trace;
   }
 
   /** `close` with a stage to run: `scored` is `task` with the plugged scorers (computed once, by `close`). */
@@ -602,9 +619,16 @@ export class Agent {
         if (releasing) await releasing;
         trace.timing.agent = (Date.now() - agentStart) / 1000;
         try {
-          return await agent.close(task, trace, sandbox, options);
+          // Nothing to finalize or score (a game seat): closed here, with no promise to await.
+          const scored = withPluggedScorers(task, agent.plugged);
+          if (!hasStages(task, scored)) return agent.closed(trace);
+          return await agent.finalizeAndScore(task, scored, trace, sandbox, options);
         } finally {
-          if (!options.sandbox) await sandbox.stop().catch(ignore);
+          if (!options.sandbox) {
+            try {
+              await sandbox.stop();
+            } catch {}
+          }
         }
       },
       turn(message?: string | Message[]): Promise<Segment> {
@@ -729,6 +753,11 @@ function lastReplyOf(messages: readonly Message[]): string {
     if (message.role === 'assistant') return contentText(message.content).trim();
   }
   return '';
+}
+
+/** Whether closing a run on `task` runs a stage: a finalize hook, or rewards or metrics (`scored`: with the plugged ones). */
+function hasStages(task: Task, scored: Task): boolean {
+  return Boolean(task.finalize) || scored.metrics.length > 0 || scored.rewards.length > 0;
 }
 
 /** For `.catch` of a best-effort stop or close (one function, not a closure per call). */

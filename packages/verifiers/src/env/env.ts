@@ -523,12 +523,14 @@ class EpisodeInteraction implements Interaction {
     return this.semaphore.unlimited ? inner.turn(message) : this.semaphore.run(() => inner.turn(message));
   }
 
-  async close(): Promise<Trace> {
-    const trace = await this.inner.close();
-    if (!this.closed) {
-      this.closed = true;
-      this.owner.land(trace);
-    }
-    return trace;
+  close(): Promise<Trace> {
+    // One reaction on the inner close (no async frame per seat).
+    return this.inner.close().then((trace) => {
+      if (!this.closed) {
+        this.closed = true;
+        this.owner.land(trace);
+      }
+      return trace;
+    });
   }
 }
