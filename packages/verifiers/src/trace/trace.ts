@@ -56,10 +56,10 @@ export class Trace {
 
   /**
    * The child index (content key, see `messageKey` -> node id), per parent: slot 0 for the
-   * root, `id + 1` for node `id`. Most nodes have one child, kept inline; more go to a Map.
+   * root, `id + 1` for node `id`. Most nodes have one child, kept inline — its key at `2·slot`
+   * and its id at `2·slot + 1` of one array (one backing store per trace, not two); more go to a Map.
    */
-  private readonly firstChildKey: (string | undefined)[] = [];
-  private readonly firstChildId: number[] = [];
+  private readonly firstChild: (string | number | undefined)[] = [];
   private moreChildren: (Map<string, number> | undefined)[] | undefined;
 
   constructor(init: TraceInit) {
@@ -177,18 +177,18 @@ export class Trace {
   }
 
   private childOf(slot: number, key: string): number | undefined {
-    if (this.firstChildKey[slot] === key) return this.firstChildId[slot];
+    if (this.firstChild[2 * slot] === key) return this.firstChild[2 * slot + 1] as number;
     return this.moreChildren?.[slot]?.get(key);
   }
 
   /** Indexes child `id` under `key`; an existing entry is replaced only when `replace` (a sampled node). */
   private indexChild(slot: number, key: string, id: number, replace: boolean): void {
-    const first = this.firstChildKey[slot];
+    const first = this.firstChild[2 * slot];
     if (first === undefined) {
-      this.firstChildKey[slot] = key;
-      this.firstChildId[slot] = id;
+      this.firstChild[2 * slot] = key;
+      this.firstChild[2 * slot + 1] = id;
     } else if (first === key) {
-      if (replace) this.firstChildId[slot] = id;
+      if (replace) this.firstChild[2 * slot + 1] = id;
     } else {
       this.moreChildren ??= [];
       let more = this.moreChildren[slot];
@@ -213,9 +213,10 @@ export class Trace {
    */
   recordCall(request: ModelRequest, response: ModelResponse, meta: CallMeta): MessageNode {
     const promptNode = this.addPrompt(request.messages);
-    const nodeId = this.addMessage(response.message, promptNode, true);
-    const node = this.node(nodeId);
-    if (response.completionTokenIds) this.attachTokens(node, response);
+    const node = response.completionTokenIds
+      ? this.addSampledTokens(response, promptNode)
+      : this.node(this.addMessage(response.message, promptNode, true));
+    const nodeId = node.id;
     if (request.tools?.length && this.tools.length === 0) this.tools = request.tools;
     const call: ModelCall = {
       node: nodeId,
@@ -262,30 +263,52 @@ export class Trace {
     return chain.reverse().flatMap((n) => n.tokenIds ?? []);
   }
 
-  private attachTokens(node: MessageNode, response: ModelResponse): void {
+  /**
+   * Adds the sampled reply of `response` under `parent` with its token ids, mask and logprobs:
+   * the tokens after its token parent (the nearest sampled ancestor whose sequence the prompt
+   * extends) and the completion. Made as one object with every field (not grown field by field).
+   */
+  private addSampledTokens(response: ModelResponse, parent: number | null): MessageNode {
+    const message = response.message;
+    const key = messageKey(message);
     const completion = response.completionTokenIds ?? [];
     const prompt = response.promptTokenIds ?? [];
     // The nearest sampled ancestor with tokens is the candidate token parent.
-    let ancestor: number | null = node.parent;
+    let ancestor: number | null = parent;
     while (ancestor !== null && !(this.node(ancestor).sampled && this.node(ancestor).tokenIds)) {
       ancestor = this.node(ancestor).parent;
     }
-    let scaffold = prompt;
+    let from = 0;
     let tokenParent: number | null = null;
     if (ancestor !== null) {
       const before = this.prefixLength(ancestor, prompt);
       if (before >= 0) {
-        scaffold = prompt.slice(before);
+        from = before;
         tokenParent = ancestor;
       }
     }
-    const tokenIds = scaffold.concat(completion);
+    const tokenIds = from === 0 ? prompt.concat(completion) : tail(prompt, from, completion);
+    const scaffold = prompt.length - from;
     const mask = new Array<boolean>(tokenIds.length);
-    for (let i = 0; i < tokenIds.length; i++) mask[i] = i >= scaffold.length;
-    node.tokenIds = tokenIds;
-    node.mask = mask;
-    node.logprobs = response.completionLogprobs ? [...response.completionLogprobs] : new Array<number>(completion.length).fill(0);
-    node.tokenParent = tokenParent;
+    for (let i = 0; i < tokenIds.length; i++) mask[i] = i >= scaffold;
+    const logprobs = response.completionLogprobs
+      ? [...response.completionLogprobs]
+      : new Array<number>(completion.length).fill(0);
+    const id = this.nodes.length;
+    const node: MessageNode = {
+      id,
+      parent,
+      message,
+      sampled: true,
+      timestamp: Date.now(),
+      tokenIds,
+      mask,
+      logprobs,
+      tokenParent,
+    };
+    this.nodes.push(node);
+    this.indexChild(parent === null ? 0 : parent + 1, key, id, true);
+    return node;
   }
 
   /** The length of `tokenSequence(id)` when it is a prefix of `tokens`, else -1 (without building the sequence). */
@@ -356,6 +379,15 @@ export class Trace {
     trace.endedAt = record.endedAt;
     return trace;
   }
+}
+
+/** `prompt` from index `from`, then `completion`, in one array of their exact length. */
+function tail(prompt: readonly number[], from: number, completion: readonly number[]): number[] {
+  const out = new Array<number>(prompt.length - from + completion.length);
+  let at = 0;
+  for (let i = from; i < prompt.length; i++) out[at++] = prompt[i] as number;
+  for (let i = 0; i < completion.length; i++) out[at++] = completion[i] as number;
+  return out;
 }
 
 /**
