@@ -76,7 +76,20 @@ class LoopSession implements HarnessSession {
   ) {
     this.messages = [...context.messages];
     this.callOptions = { signal: context.signal };
+    // Assigned here, not as a class field: under tsx (esbuild `keepNames`) a field's arrow is
+    // named with a defineProperty per session, which also turns the function into dictionary mode.
+    this.replied = (reply) => {
+      if (reply === null) {
+        this.terminated = true;
+        return { messages: [], terminated: true };
+      }
+      this.messages.push(reply);
+      return { messages: [reply], terminated: false };
+    };
   }
+
+  /** A chat-only turn's reply: appended to the conversation, or null when interception refused the call. */
+  private readonly replied: (reply: Message | null) => { messages: Message[]; terminated: boolean };
 
   turn(incoming?: Message[]): Promise<{ messages: Message[]; terminated: boolean }> {
     if (this.terminated) return Promise.resolve({ messages: [], terminated: true });
@@ -91,16 +104,6 @@ class LoopSession implements HarnessSession {
       return Promise.reject(error);
     }
   }
-
-  /** A chat-only turn's reply: appended to the conversation, or null when interception refused the call. */
-  private readonly replied = (reply: Message | null): { messages: Message[]; terminated: boolean } => {
-    if (reply === null) {
-      this.terminated = true;
-      return { messages: [], terminated: true };
-    }
-    this.messages.push(reply);
-    return { messages: [reply], terminated: false };
-  };
 
   /** A turn of the tool loop: model calls and tool runs until a reply calls no tool. */
   private async loopTurn(): Promise<{ messages: Message[]; terminated: boolean }> {
