@@ -88,17 +88,15 @@ export function parseJsonBody(body: Buffer): unknown {
 }
 
 /** Writes a JSON reply (no-op when the socket is already gone). */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   if (res.headersSent || res.destroyed) {
     if (!res.writableEnded && !res.destroyed) res.end();
     return;
   }
   const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
+  const head: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
+  if (headers) Object.assign(head, headers);
+  res.writeHead(status, head);
   res.end(text);
 }
 

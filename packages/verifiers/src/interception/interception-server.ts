@@ -126,12 +126,26 @@ export class InterceptionServer {
     await closed;
   }
 
-  private lookup(secret: string): RolloutSession | 'ended' | null {
+  /**
+   * The session of `secret`, as sent on `socket`. A program sends the same secret on its
+   * keep-alive connection call after call: the socket remembers the last secret that matched a
+   * session, and a request repeating it skips the hash and the constant-time comparison (the
+   * string comparison only ever meets a secret that this same connection already proved).
+   */
+  private lookup(secret: string, socket: Socket): RolloutSession | 'ended' | null {
+    const known = this.proven.get(socket);
+    if (known !== undefined && known.secret === secret && this.sessions.get(known.key) === known.session) return known.session;
     const key = keyOf(secret);
     const session = this.sessions.get(key);
-    if (session?.matches(secret)) return session;
+    if (session?.matches(secret)) {
+      this.proven.set(socket, { secret, key, session });
+      return session;
+    }
     return this.ended.has(key) ? 'ended' : null;
   }
+
+  /** Per connection, the last secret that matched a session (see `lookup`). */
+  private readonly proven = new WeakMap<Socket, { secret: string; key: string; session: RolloutSession }>();
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const route = routeOf(req.method, req.url);
@@ -141,7 +155,7 @@ export class InterceptionServer {
       return this.fail(res, dialect, { status: 404, message: `no route for ${req.method} ${req.url}` });
     }
     const secret = secretOf(req);
-    const session = secret ? this.lookup(secret) : null;
+    const session = secret ? this.lookup(secret, req.socket) : null;
     if (session === null) {
       req.resume();
       return this.fail(res, dialect, { status: 401, message: 'unknown or missing rollout secret' });

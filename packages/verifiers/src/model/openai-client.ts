@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MalformedReplyError } from '../errors/malformed-reply-error.ts';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../wire/openai-chat.ts';
+import { isChatCompletion } from '../wire/openai-chat-quick.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
 import { postJson } from './json-post.ts';
 import {
@@ -109,6 +110,7 @@ export class OpenAICompatibleClient implements ModelClient {
                 body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
                 options.signal ? { signal: options.signal } : {},
               );
+          if (isChatCompletion(reply)) return chatCompletionToResponse(reply, model);
           const checked = ChatCompletionSchema.safeParse(reply);
           if (!checked.success) {
             const issue = checked.error.issues[0];

@@ -1,6 +1,7 @@
 import type { ToolDefinition } from '../../model/messages.ts';
 import type { FinishReason, ModelRequest, ModelResponse, Sampling, ToolChoice, Usage } from '../../model/model-client.ts';
 import { type ChatRequest, ChatRequestSchema, chatMessagesToNeutral, wireToolCalls } from '../../wire/openai-chat.ts';
+import { isChatRequest } from '../../wire/openai-chat-quick.ts';
 import {
   inputTokensWithCache,
   mapEffort,
@@ -169,7 +170,8 @@ export { openaiErrorBody };
 export const chatDialect: WireDialect = {
   name: 'chat',
   parseRequest(body: unknown): ParsedWireRequest {
-    const wire = parseWire(ChatRequestSchema, body, 'chat completions request');
+    // The quick check walks the body once; the schema (which names a bad field) only when it declines.
+    const wire = isChatRequest(body) ? body : parseWire(ChatRequestSchema, body, 'chat completions request');
     if (wire.n != null && wire.n !== 1) throw new WireRequestError('n: only n=1 is supported', { param: 'n' });
     const request: ModelRequest = {
       model: wire.model,
