@@ -1,6 +1,8 @@
+import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { type InterceptedRollout, startInterceptedRollout } from '../testing/intercepted-rollout.ts';
 import { InterceptionServer } from './interception-server.ts';
 import { RolloutSession } from './rollout-session.ts';
@@ -75,6 +77,40 @@ describe('InterceptionServer', () => {
     expect(gone.status).toBe(409);
     expect(((await gone.json()) as { error: { message: string } }).error.message).toMatch(/ended/);
     expect(r.model.calls).toBe(1);
+  });
+
+  it('on one keep-alive connection, checks every secret anew and ends an unregistered one', async () => {
+    const r = await start({ script: () => 'ok' });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const client = new OpenAICompatibleClient({ baseUrl: r.model.baseUrl, apiKey: 'k', model: 'm' });
+    const other = new RolloutSession({ trace: r.trace, client, model: 'm' });
+    r.interception.register(other);
+    const call = (secret: string) =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const body = JSON.stringify(chatBody());
+        const req = httpRequest(`${r.baseUrl}/chat/completions`, {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        });
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      const secret = r.session.secret;
+      const near = `${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`;
+      const outcomes = [await call(secret), await call(near), await call(secret), await call(other.secret)];
+      r.interception.unregister(r.session);
+      outcomes.push(await call(secret), await call(other.secret));
+      expect(outcomes.map((o) => o.status)).toEqual([200, 401, 200, 200, 409, 200]);
+      expect(outcomes.slice(1).every((o) => o.reused)).toBe(true);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('remembers only a bounded number of ended secrets (older ones fall back to 401)', async () => {
