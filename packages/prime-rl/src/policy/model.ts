@@ -30,6 +30,11 @@ function reverseAxes(x: tf.Tensor3D): tf.Tensor3D {
   return tf.transpose(tf.reshape(moved, [b, c, a]), [1, 0, 2]);
 }
 
+/** tf.avgPool ('valid', stride 1) without its trailing float32 Cast (a copy and ≈15 µs of tfjs overhead). */
+function avgPool(x: tf.Tensor4D, filterSize: [number, number]): tf.Tensor4D {
+  return tf.engine().runKernel('AvgPool', { x }, { filterSize, strides: 1, pad: 'valid' }) as tf.Tensor4D;
+}
+
 /**
  * Σ over rows of x [N, w] → [w], as N × an average pool over the N rows: XNNPACK's pooling reads
  * x once, where the wasm backend's sum over axis 0 transposes first and a ones-row matMul packs x
@@ -37,7 +42,7 @@ function reverseAxes(x: tf.Tensor3D): tf.Tensor3D {
  */
 function columnSum(x: tf.Tensor2D): tf.Tensor1D {
   const [n, w] = x.shape;
-  const mean = tf.avgPool(tf.reshape(x, [1, n, 1, w]) as tf.Tensor4D, [n, 1], 1, 'valid');
+  const mean = avgPool(tf.reshape(x, [1, n, 1, w]) as tf.Tensor4D, [n, 1]);
   return tf.mul(tf.reshape(mean, [w]), n);
 }
 
@@ -215,12 +220,16 @@ function attentionGrad(
   const dST = swapLast(dS);
   const dQ = bmm(dST, sk);
   const dK = bmmFirst(dST, sq);
-  // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ. dW as one
-  // product over the three gradients stacked transposed [3d, rows]: a concat along the first axis
-  // is three block copies, where one along the last (side by side) copies row by row in JavaScript.
+  // Through the projection: dW = hᵀ·[dQ dK dV], db = Σ_rows [dQ dK dV], dh = Σ dX·Wᵢᵀ. dW as three
+  // products Gᵢᵀ·h with h the packed operand of each: the wasm backend keeps the packing of a
+  // matMul's right operand per tensor, so h is packed once (≈1 ms at 14k rows), and the three
+  // [d, d] results are stacked, where a [3d, rows] stack of the gradients cost a 1.3M-float copy.
   const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
   const columnScale = tf.concat([tf.fill([2 * d], scale), tf.ones([d])]);
-  const dW = tf.mul(tf.transpose(tf.matMul(tf.concat(grads.map(transpose2d), 0) as tf.Tensor2D, sh)), columnScale) as tf.Tensor2D;
+  const dW = tf.mul(
+    tf.transpose(tf.concat(grads.map((g) => tf.matMul(transpose2d(g), sh))) as tf.Tensor2D),
+    columnScale,
+  ) as tf.Tensor2D;
   const db = tf.mul(tf.concat(grads.map(columnSum)), columnScale) as tf.Tensor1D;
   const dH = tf.addN(
     grads.map((g, i) => tf.matMul(g, tf.mul(tf.transpose(tf.slice(sw, [0, i * d], [d, d])), i < 2 ? scale : 1))),
@@ -268,6 +277,8 @@ interface ExplicitForward {
   time: number;
   rows: number;
   tokenIndex: tf.Tensor1D;
+  /** Whether tokenIndex indexes the table of token + position sums (see `embeddingIndex`). */
+  table: boolean;
   blocks: BlockForward[];
   lnf: Saved;
   atIndex: tf.Tensor1D;
@@ -415,10 +426,19 @@ export class PolicyModel {
     const rows = stride * time;
     const w2 = (name: string) => this.w(name) as tf.Tensor2D;
     const w1 = (name: string) => this.w(name) as tf.Tensor1D;
-    const tokenIndex = tf.tensor1d(this.timeMajor(rowTokens, stride, time), 'int32');
-    const emb = gatherValue(w2('tok_emb'), tokenIndex);
+    const { tokenIndex, table } = this.embeddingIndex(rowTokens, stride, time);
     const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
-    let x = tf.reshape(tf.add(tf.reshape(emb, [time, stride, d]), pos), [rows, d]) as tf.Tensor2D;
+    // x = tok_emb[token] + pos_emb[t]: one lookup in the table of every sum [T·V, d] (row t·V +
+    // token) when it has fewer rows than the batch, else a lookup and a broadcast add. Either way
+    // each row is the same one addition.
+    let x = (
+      table
+        ? gatherValue(
+            tf.reshape(tf.add(tf.reshape(w2('tok_emb'), [1, this.config.vocabSize, d]), pos), [-1, d]) as tf.Tensor2D,
+            tokenIndex,
+          )
+        : tf.reshape(tf.add(tf.reshape(gatherValue(w2('tok_emb'), tokenIndex), [time, stride, d]), pos), [rows, d])
+    ) as tf.Tensor2D;
     const causal = this.causalMask(time, stride * heads);
     const blocks: BlockForward[] = [];
     for (let l = 0; l < layers; l++) {
@@ -440,7 +460,7 @@ export class PolicyModel {
     const [headW, headB] = select ? this.headColumns(select) : [w2('head.w'), w1('head.b')];
     const head = denseValue(at, headW, headB);
     const logits = (select ? head.value : tf.add(head.value, this.mask)) as tf.Tensor2D;
-    return { stride, time, rows, tokenIndex, blocks, lnf, atIndex, select, head, logits };
+    return { stride, time, rows, tokenIndex, table, blocks, lnf, atIndex, select, head, logits };
   }
 
   /** Every weight's gradient from dL/dlogits, in the order of {@link variables}. */
@@ -473,13 +493,12 @@ export class PolicyModel {
   /** The embeddings' gradients from dL/dx at the first block's input. */
   private embeddingGrads(f: ExplicitForward, dx: tf.Tensor2D, grads: Map<string, tf.Tensor>): void {
     const { dModel: d, vocabSize: v, contextLength } = this.config;
-    // x = emb + pos (broadcast over rows): pos gets the sum over rows, padded to the context
-    // (stride × an average pool over each time step's rows, as in columnSum: tf.sum over the
-    // middle axis transposes first).
-    const dPos = tf.mul(
-      tf.reshape(tf.avgPool(tf.reshape(dx, [1, f.time, f.stride, d]) as tf.Tensor4D, [1, f.stride], 1, 'valid'), [f.time, d]),
-      f.stride,
-    );
+    // Through the sum table: its rows' gradients [T, V, d] summed over T (tok_emb) and over V (pos_emb).
+    const dTable = f.table ? gatherGrad(f.tokenIndex, dx, f.time * v) : null;
+    // pos gets the sum over each time step's rows (n × an average pool over them, as in
+    // columnSum: tf.sum over the middle axis transposes first), padded to the context.
+    const [per, n] = dTable ? [dTable, v] : [dx, f.stride];
+    const dPos = tf.mul(tf.reshape(avgPool(tf.reshape(per, [1, f.time, n, d]) as tf.Tensor4D, [1, n]), [f.time, d]), n);
     grads.set(
       'pos_emb',
       f.time < contextLength
@@ -489,7 +508,26 @@ export class PolicyModel {
           ])
         : dPos,
     );
-    grads.set('tok_emb', gatherGrad(f.tokenIndex, dx, v));
+    grads.set(
+      'tok_emb',
+      dTable
+        ? tf.reshape(columnSum(tf.reshape(dTable, [f.time, v * d]) as tf.Tensor2D), [v, d])
+        : gatherGrad(f.tokenIndex, dx, v),
+    );
+  }
+
+  /**
+   * The embedding's row index per activation row (time-major): the token id, or t·V + token id
+   * in the table of token + position sums when that table [T·V, d] is smaller than the batch.
+   */
+  private embeddingIndex(tokens: Int32Array, stride: number, time: number): { tokenIndex: tf.Tensor1D; table: boolean } {
+    const v = this.config.vocabSize;
+    const table = v < stride;
+    const index = this.timeMajor(tokens, stride, time);
+    if (table)
+      for (let t = 0; t < time; t++)
+        for (let b = 0; b < stride; b++) index[t * stride + b] = (index[t * stride + b] as number) + t * v;
+    return { tokenIndex: tf.tensor1d(index, 'int32'), table };
   }
 
   /**
