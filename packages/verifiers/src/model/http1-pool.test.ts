@@ -119,6 +119,20 @@ describe('Http1Pool (the lean HTTP/1.1 transport of postJson)', () => {
     expect(connections).toEqual([1, 1, 1]);
   });
 
+  it('sends a call once more on a new connection when a reused one closes without answering', async () => {
+    const perConnection = new Map<Socket, number>();
+    const { pool, connections } = await rawServer((_request, socket) => {
+      const served = perConnection.get(socket) ?? 0;
+      perConnection.set(socket, served + 1);
+      // Each connection answers one request, then closes as the next one arrives (its keep-alive over).
+      if (served === 0) socket.write(ok(`{"served":${perConnection.size}}`));
+      else socket.destroy();
+    });
+    expect(((await send(pool)) as Http1Reply).body.toString()).toBe('{"served":1}');
+    expect(((await send(pool)) as Http1Reply).body.toString()).toBe('{"served":2}');
+    expect(connections).toEqual([2, 1]);
+  });
+
   it('fails a connection that hangs up or cuts the body, and a reply that is not HTTP', async () => {
     const { pool } = await rawServer((_request, socket, index) => {
       if (index === 0) socket.destroy();
