@@ -283,5 +283,28 @@ describe('policyLoss', () => {
         expect(Math.abs(g - (expected[i] as number))).toBeLessThan(1e-5 * Math.max(1, Math.abs(expected[i] as number)));
       });
     });
+
+    it(`grad() gives tfjs's autodiff gradient of the loss (temperature ${temperature}, refKlTau ${refKlTau}, ${allowed ? 'an allowed mask' : "the output tokens' columns"})`, () => {
+      tf.tidy(() => {
+        const config = TrainerConfigSchema.parse({ temperature, advTau: 0.9, klTau: 0.02 });
+        const inputs = {
+          targets: tf.tensor1d(targets, 'int32'),
+          inferenceLogprobs: tf.tensor1d(inference),
+          advantages: tf.tensor1d(advantages),
+          denom: 30,
+          refKlTau,
+          config,
+          logRefSize: Math.log(4),
+          allowed: allowed ? tf.tensor1d([...allowed]) : null,
+        };
+        const head = tf.tensor2d(logits, [n, width]);
+        const theirs = tf.grad((h) => policyLoss(h as tf.Tensor2D, inputs).loss)(head);
+        const ours = policyLoss(head, inputs).grad();
+        const diff = tf.max(tf.abs(tf.sub(ours, theirs))).dataSync()[0] as number;
+        const scale = tf.max(tf.abs(theirs)).dataSync()[0] as number;
+        expect(scale).toBeGreaterThan(1e-3);
+        expect(diff / scale).toBeLessThan(1e-6);
+      });
+    });
   }
 });

@@ -110,9 +110,7 @@ export class Trainer {
     const buckets = lengthBuckets(rows, { context: this.model.config.contextLength, minRows: cfg.minBucketRows });
     let flops = 0;
     let paddedTokens = 0;
-    // The metrics leave the loss's gradient scope kept: disposed once summed.
-    const kept: tf.Tensor[] = [];
-    const step = () => {
+    const out = tf.tidy(() => {
       let total: tf.Tensor[] | null = null;
       let sums: tf.Scalar[] | null = null;
       for (const bucket of buckets) {
@@ -121,7 +119,6 @@ export class Trainer {
         const result = this.bucketGradients(bucket.rows, time, denom, refKlTau);
         if (!result) continue;
         const { value, grads, metrics } = result;
-        kept.push(...metrics);
         flops += result.flops;
         total = total ? total.map((g, i) => tf.add(g, grads[i] as tf.Tensor)) : grads;
         const scalars = [value, ...metrics];
@@ -133,13 +130,7 @@ export class Trainer {
       sums ??= Array.from({ length: 6 }, () => tf.scalar(0));
       const gradNorm = this.applyAdamW(total, lr, options.beta1);
       return tf.stack([...sums, gradNorm as tf.Scalar]);
-    };
-    let out: tf.Tensor;
-    try {
-      out = tf.tidy(step);
-    } finally {
-      for (const t of kept) t.dispose();
-    }
+    });
     const values = out.dataSync();
     out.dispose();
     const [loss, rlLoss, refKl, entropy, mismatchKl, maskedFraction, gradNorm] = Array.from(values);
@@ -214,10 +205,14 @@ export class Trainer {
     const tAdv = tf.tensor1d(adv);
     const tTargets = tf.tensor1d(narrow ? targets.map((t) => this.columnOf.get(t) as number) : targets, 'int32');
     const at = Int32Array.from(positions);
-    // The model's forward pass and its explicit backward (no tape).
+    // The model's forward pass and its explicit backward, and the loss's explicit gradient (no tape).
     const model = this.model.logitsWithBackward(tokens, [b, time], at, columns);
     const modelRows = this.model.lastRows;
-    const inputs = {
+    const {
+      loss: value,
+      metrics,
+      grad,
+    } = policyLoss(model.logits, {
       targets: tTargets,
       inferenceLogprobs: tInf,
       advantages: tAdv,
@@ -226,18 +221,8 @@ export class Trainer {
       config: cfg,
       logRefSize: this.logRefSize,
       allowed: narrow ? null : this.allowed,
-    };
-    // tfjs's autodiff runs the loss only, from the logits at the loss tokens. (An explicit formula
-    // for this gradient, equal within 1e-6 and ≈100 kernels fewer, changed its last bits, which
-    // flipped a sampled token of a seeded run that apps/trainer's tests hold to a threshold.)
-    let metrics: tf.Scalar[] = [];
-    const { value, grad } = tf.valueAndGrad((head: tf.Tensor) => {
-      const out = policyLoss(head as tf.Tensor2D, inputs);
-      // Kept out of the gradient's scope; trainStep disposes them.
-      metrics = out.metrics.map((m) => tf.keep(m));
-      return out.loss;
-    })(model.logits);
-    const grads = model.backward(grad as tf.Tensor2D);
+    });
+    const grads = model.backward(grad());
     const flops = stepFlops(this.model.config, { rows: modelRows, time, outputs: positions.length, columns: width });
     return { value, grads, metrics, flops };
   }
@@ -288,9 +273,15 @@ export interface PolicyLossInputs {
 }
 
 /**
- * The trainer's loss (see {@link Trainer}) of the logits at the loss tokens [N, columns], and its
- * metrics [rlLoss, refKl, entropy, mismatchKl, maskedFraction]. Differentiable by tfjs's autodiff
- * (the DPPO mask and the probability gap have zero gradient).
+ * The trainer's loss (see {@link Trainer}) of the logits at the loss tokens [N, columns], its
+ * metrics [rlLoss, refKl, entropy, mismatchKl, maskedFraction], and `grad()`, dL/dlogits by an
+ * explicit formula over the forward pass's tensors (tfjs's autodiff of `loss` gives the same values
+ * up to rounding, with a tape that copies each taped op's inputs and ≈100 kernels more a step):
+ *
+ *   dL/dlogπ = (−[¬masked]·advTau·A·r + 2·klTau·log r)/N,  dL/dlp = dL/dlogπ·onehot + refKlTau·p·(lp + log|ρ| + 1)/N,
+ *   dL/dz = (dL/dlp − p·Σ dL/dlp)/temperature  (through the log-softmax of z/temperature).
+ *
+ * The DPPO mask and the probability gap have zero gradient.
  */
 export function policyLoss(head: tf.Tensor2D, inputs: PolicyLossInputs) {
   const { config: cfg, denom, refKlTau, logRefSize, allowed } = inputs;
@@ -310,7 +301,8 @@ export function policyLoss(head: tf.Tensor2D, inputs: PolicyLossInputs) {
     tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))),
   );
   const keep = tf.sub(1, masked);
-  const rlTok = tf.add(tf.mul(tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau))), r), tf.mul(tf.square(logr), cfg.klTau * 1));
+  const pull = tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau)));
+  const rlTok = tf.add(tf.mul(pull, r), tf.mul(tf.square(logr), cfg.klTau * 1));
   const rlLoss = tf.div(tf.sum(rlTok), denom);
   const p = tf.exp(lp);
   const klTerms = tf.mul(p, tf.add(lp, logRefSize));
@@ -321,7 +313,17 @@ export function policyLoss(head: tf.Tensor2D, inputs: PolicyLossInputs) {
   const mismatch = tf.div(tf.sum(tf.sub(tf.sub(r, 1), logr)), denom);
   const maskedFrac = tf.div(tf.sum(masked), denom);
   const metrics = [rlLoss, refKl, entropy, mismatch, maskedFrac] as tf.Scalar[];
-  return { loss, metrics };
+  const grad = (): tf.Tensor2D => {
+    const dLogpi = tf.div(tf.add(tf.mul(pull, r), tf.mul(logr, 2 * cfg.klTau)), denom);
+    let dLp = tf.mul(onehot, tf.reshape(dLogpi, [-1, 1]));
+    if (refKlTau > 0) {
+      const kl = tf.mul(p, tf.add(lp, logRefSize + 1));
+      dLp = tf.add(dLp, tf.mul(allowed ? tf.mul(kl, allowed) : kl, refKlTau / denom));
+    }
+    const dz = tf.sub(dLp, tf.mul(p, tf.sum(dLp, -1, true)));
+    return (cfg.temperature === 1 ? dz : tf.div(dz, cfg.temperature)) as tf.Tensor2D;
+  };
+  return { loss, metrics, grad };
 }
 
 /**
