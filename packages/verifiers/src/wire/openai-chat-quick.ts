@@ -1,3 +1,16 @@
+import {
+  isNullish,
+  isNumber,
+  isObject,
+  isPlainObject,
+  isStringArray,
+  isTextOrTyped,
+  nullishBoolean,
+  nullishCount,
+  nullishInt,
+  nullishPositiveInt,
+  nullishString,
+} from './json-checks.ts';
 import type { ChatCompletion, ChatRequest } from './openai-chat.ts';
 
 /**
@@ -9,37 +22,6 @@ import type { ChatCompletion, ChatRequest } from './openai-chat.ts';
  * the request's translation (measured in `bench:interception`). A property test holds the
  * checks to the schemas.
  */
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** What `z.record` accepts: an object whose prototype is `Object.prototype` or null. */
-function isPlainObject(value: unknown): value is Json {
-  if (!isObject(value)) return false;
-  const prototype = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-}
-
-const isNullish = (value: unknown): boolean => value === null || value === undefined;
-const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
-const nullishString = (value: unknown): boolean => isNullish(value) || typeof value === 'string';
-const nullishBoolean = (value: unknown): boolean => isNullish(value) || typeof value === 'boolean';
-/** `z.number().int()`: a safe integer. */
-const nullishInt = (value: unknown): boolean => isNullish(value) || Number.isSafeInteger(value);
-const nullishPositiveInt = (value: unknown): boolean =>
-  isNullish(value) || (Number.isSafeInteger(value) && (value as number) > 0);
-const nullishCount = (value: unknown): boolean => isNullish(value) || (Number.isSafeInteger(value) && (value as number) >= 0);
-
-/** A string, or an array of parts each with a string `type` (the schema's catch-all part). */
-function isContent(value: unknown): boolean {
-  if (typeof value === 'string') return true;
-  if (!Array.isArray(value)) return false;
-  for (const part of value) if (!isObject(part) || typeof part.type !== 'string') return false;
-  return true;
-}
 
 function isToolCalls(value: unknown): boolean {
   if (isNullish(value)) return true;
@@ -61,16 +43,16 @@ function isMessage(message: unknown): boolean {
     case 'system':
     case 'developer':
     case 'user':
-      return isContent(message.content);
+      return isTextOrTyped(message.content);
     case 'assistant':
       return (
-        (isNullish(message.content) || isContent(message.content)) &&
+        (isNullish(message.content) || isTextOrTyped(message.content)) &&
         isToolCalls(message.tool_calls) &&
         nullishString(message.reasoning_content) &&
         nullishString(message.reasoning)
       );
     case 'tool':
-      return typeof message.tool_call_id === 'string' && isContent(message.content);
+      return typeof message.tool_call_id === 'string' && isTextOrTyped(message.content);
     default:
       return false;
   }
@@ -95,8 +77,7 @@ function isToolChoice(value: unknown): boolean {
 }
 
 function isStop(value: unknown): boolean {
-  if (isNullish(value) || typeof value === 'string') return true;
-  return Array.isArray(value) && value.every((item) => typeof item === 'string');
+  return isNullish(value) || typeof value === 'string' || isStringArray(value);
 }
 
 /** In `[min, max]` (or `(min, max]` when `openMin`), or nullish. */

@@ -2,6 +2,16 @@ import { z } from 'zod';
 import type { AssistantMessage, ContentPart, Message, ToolDefinition } from '../../model/messages.ts';
 import type { ModelRequest, ModelResponse, Sampling, ToolChoice, Usage } from '../../model/model-client.ts';
 import {
+  isNullish,
+  isNumber,
+  isObject,
+  isStringArray,
+  isTextOrTyped,
+  nullishBoolean,
+  nullishPositiveInt,
+  nullishString,
+} from '../../wire/json-checks.ts';
+import {
   argumentsObject,
   mapEffort,
   type ParsedWireRequest,
@@ -42,6 +52,37 @@ export const MessagesRequestSchema = z.looseObject({
  * fields kept); see {@link MessagesRequestSchema}.
  */
 export type MessagesRequest = z.infer<typeof MessagesRequestSchema>;
+
+/**
+ * True only for a body {@link MessagesRequestSchema} accepts, walked without copying it (a false
+ * answer means: parse with the schema, which names the bad field). Claude Code's requests carry
+ * long conversations and tool lists that zod would rebuild object by object on every call.
+ */
+export function isMessagesRequest(body: unknown): body is MessagesRequest {
+  if (!isObject(body) || typeof body.model !== 'string' || !Array.isArray(body.messages)) return false;
+  for (const message of body.messages) {
+    if (!isObject(message) || !isTextOrTyped(message.content)) return false;
+    if (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'system') return false;
+  }
+  if (!isNullish(body.tools)) {
+    if (!Array.isArray(body.tools)) return false;
+    for (const tool of body.tools) if (!isObject(tool) || typeof tool.name !== 'string') return false;
+  }
+  const { tool_choice: choice, thinking, output_config: output } = body;
+  return (
+    nullishPositiveInt(body.max_tokens) &&
+    (isNullish(body.system) || isTextOrTyped(body.system)) &&
+    (isNullish(choice) ||
+      (isObject(choice) && typeof choice.type === 'string' && (choice.name === undefined || typeof choice.name === 'string'))) &&
+    (isNullish(body.stop_sequences) || isStringArray(body.stop_sequences)) &&
+    (isNullish(thinking) ||
+      (isObject(thinking) &&
+        typeof thinking.type === 'string' &&
+        (isNullish(thinking.budget_tokens) || isNumber(thinking.budget_tokens)))) &&
+    (isNullish(output) || (isObject(output) && nullishString(output.effort))) &&
+    nullishBoolean(body.stream)
+  );
+}
 
 // ---- wire request -> neutral --------------------------------------------------------------------
 
@@ -267,7 +308,7 @@ function anthropicErrorBody(error: WireErrorInput): unknown {
 export const messagesDialect: WireDialect = {
   name: 'messages',
   parseRequest(body: unknown): ParsedWireRequest {
-    const wire = parseWire(MessagesRequestSchema, body, 'messages request');
+    const wire = isMessagesRequest(body) ? body : parseWire(MessagesRequestSchema, body, 'messages request');
     const request: ModelRequest = {
       model: wire.model,
       messages: anthropicMessagesToNeutral(wire),

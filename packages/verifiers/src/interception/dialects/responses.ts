@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import type { AssistantMessage, ContentPart, Message, ToolCall, ToolDefinition } from '../../model/messages.ts';
 import type { ModelRequest, ModelResponse, Sampling, ToolChoice, Usage } from '../../model/model-client.ts';
+import {
+  isNullish,
+  isObject,
+  isTextOrTyped,
+  isTypedArray,
+  nullishBoolean,
+  nullishPositiveInt,
+  nullishString,
+} from '../../wire/json-checks.ts';
 import { openaiErrorBody } from './chat.ts';
 import {
   inputTokensWithCache,
@@ -74,6 +83,38 @@ export const ResponsesRequestSchema = z.looseObject({
  * fields kept); see {@link ResponsesRequestSchema}.
  */
 export type ResponsesRequest = z.infer<typeof ResponsesRequestSchema>;
+
+const MESSAGE_ROLES = new Set(['user', 'assistant', 'system', 'developer']);
+
+/**
+ * True only for a body {@link ResponsesRequestSchema} accepts, walked without copying it (a false
+ * answer means: parse with the schema, which names the bad field). An input item with a string
+ * `type` is accepted by the schema's catch-all item whatever its other fields; one without a
+ * `type` must be a message.
+ */
+export function isResponsesRequest(body: unknown): body is ResponsesRequest {
+  if (!isObject(body) || typeof body.model !== 'string') return false;
+  const input = body.input;
+  if (Array.isArray(input)) {
+    for (const item of input) {
+      if (!isObject(item)) return false;
+      if (typeof item.type === 'string') continue;
+      if (item.type !== undefined || !MESSAGE_ROLES.has(item.role as string) || !isTextOrTyped(item.content)) return false;
+    }
+  } else if (!isNullish(input) && typeof input !== 'string') return false;
+  const { tool_choice: choice, reasoning } = body;
+  return (
+    nullishString(body.instructions) &&
+    (isNullish(body.tools) || isTypedArray(body.tools)) &&
+    (isNullish(choice) ||
+      typeof choice === 'string' ||
+      (isObject(choice) && typeof choice.type === 'string' && (choice.name === undefined || typeof choice.name === 'string'))) &&
+    nullishPositiveInt(body.max_output_tokens) &&
+    (isNullish(reasoning) || (isObject(reasoning) && nullishString(reasoning.effort))) &&
+    nullishBoolean(body.stream) &&
+    nullishString(body.previous_response_id)
+  );
+}
 
 // ---- wire request -> neutral --------------------------------------------------------------------
 
@@ -388,7 +429,7 @@ function renderResponsesStream(response: ModelResponse, parsed?: ParsedWireReque
 export const responsesDialect: WireDialect = {
   name: 'responses',
   parseRequest(body: unknown): ParsedWireRequest {
-    const wire = parseWire(ResponsesRequestSchema, body, 'responses request');
+    const wire = isResponsesRequest(body) ? body : parseWire(ResponsesRequestSchema, body, 'responses request');
     if (wire.previous_response_id) {
       throw new WireRequestError('previous_response_id: not supported; send the whole conversation in input (store: false)', {
         param: 'previous_response_id',
