@@ -133,15 +133,17 @@ describe('Http1Pool (the lean HTTP/1.1 transport of postJson)', () => {
     expect(connections).toEqual([2, 1]);
   });
 
-  it('fails a connection that hangs up or cuts the body, and a reply that is not HTTP', async () => {
+  it('fails a connection that hangs up or cuts the body, a reply that is not HTTP and a bad chunk size', async () => {
     const { pool } = await rawServer((_request, socket, index) => {
       if (index === 0) socket.destroy();
       else if (index === 1) socket.end('HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{"a"');
-      else socket.write('SSH-2.0-nope\r\n\r\n');
+      else if (index === 2) socket.write('SSH-2.0-nope\r\n\r\n');
+      else socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1x\r\n{\r\n0\r\n\r\n');
     });
     expect(await send(pool)).toMatchObject({ kind: 'connection', message: expect.stringMatching(/hang up/) });
     expect(await send(pool)).toMatchObject({ kind: 'connection', message: expect.stringMatching(/cut short/) });
     expect(await send(pool)).toMatchObject({ kind: 'connection', message: expect.stringMatching(/not an HTTP\/1.x reply/) });
+    expect(await send(pool)).toMatchObject({ kind: 'connection', message: expect.stringMatching(/bad chunk size "1x"/) });
   });
 
   it('queues calls past maxSockets and sends each when a connection frees', async () => {

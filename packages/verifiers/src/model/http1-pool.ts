@@ -254,47 +254,53 @@ export class Http1Connection {
           this.addBody(data);
           this.pending = null;
           return;
-        case 'chunk-size': {
-          const end = data.indexOf(CRLF);
-          if (end === -1) {
-            if (data.length > 1024) throw new Error('chunk size line too long');
-            return;
-          }
-          const line = data.toString('latin1', 0, end);
-          const semicolon = line.indexOf(';');
-          const size = Number.parseInt(semicolon === -1 ? line : line.slice(0, semicolon), 16);
-          if (!Number.isInteger(size) || size < 0) throw new Error(`bad chunk size ${JSON.stringify(line)}`);
-          this.pending = data.subarray(end + 2);
-          this.remaining = size;
-          this.state = size === 0 ? 'trailers' : 'chunk-data';
-          break;
+        default:
+          if (!this.chunkStep(data)) return;
+      }
+    }
+  }
+
+  /** One step of a chunked body (`data` = the unconsumed bytes); false when it needs more bytes or the reply is done. */
+  private chunkStep(data: Buffer): boolean {
+    switch (this.state) {
+      case 'chunk-size': {
+        const end = data.indexOf(CRLF);
+        if (end === -1) {
+          if (data.length > 1024) throw new Error('chunk size line too long');
+          return false;
         }
-        case 'chunk-data': {
-          const take = Math.min(this.remaining, data.length);
-          this.addBody(data.subarray(0, take));
-          this.remaining -= take;
-          this.pending = data.subarray(take);
-          if (this.remaining === 0) this.state = 'chunk-end';
-          break;
-        }
-        case 'chunk-end': {
-          if (data.length < 2) return;
-          if (data[0] !== 13 || data[1] !== 10) throw new Error('chunk not followed by CRLF');
-          this.pending = data.subarray(2);
-          this.state = 'chunk-size';
-          break;
-        }
-        case 'trailers': {
-          // Trailer lines, ended by an empty line; their content is not used.
-          const end = data.indexOf(CRLF);
-          if (end === -1) return;
-          this.pending = data.subarray(end + 2);
-          if (end === 0) {
-            this.finish();
-            return;
-          }
-          break;
-        }
+        const line = data.toString('latin1', 0, end);
+        const semicolon = line.indexOf(';');
+        const digits = (semicolon === -1 ? line : line.slice(0, semicolon)).trim();
+        if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new Error(`bad chunk size ${JSON.stringify(line)}`);
+        const size = Number.parseInt(digits, 16);
+        this.pending = data.subarray(end + 2);
+        this.remaining = size;
+        this.state = size === 0 ? 'trailers' : 'chunk-data';
+        return true;
+      }
+      case 'chunk-data': {
+        const take = Math.min(this.remaining, data.length);
+        this.addBody(data.subarray(0, take));
+        this.remaining -= take;
+        this.pending = data.subarray(take);
+        if (this.remaining === 0) this.state = 'chunk-end';
+        return true;
+      }
+      case 'chunk-end':
+        if (data.length < 2) return false;
+        if (data[0] !== 13 || data[1] !== 10) throw new Error('chunk not followed by CRLF');
+        this.pending = data.subarray(2);
+        this.state = 'chunk-size';
+        return true;
+      default: {
+        // Trailer lines, ended by an empty line; their content is not used.
+        const end = data.indexOf(CRLF);
+        if (end === -1) return false;
+        this.pending = data.subarray(end + 2);
+        if (end !== 0) return true;
+        this.finish();
+        return false;
       }
     }
   }
