@@ -2,6 +2,46 @@ import * as tf from '@tensorflow/tfjs';
 import { initWeights, LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyConfig, weightShapes } from './config.ts';
 
 /**
+ * The tfjs kernels the model runs, called through the engine: tfjs's op wrappers (argument
+ * conversion, checks and a named scope per call) cost 15–30 µs a call, several times the kernel
+ * on a small tensor, and a training step runs ≈400 of them. The same kernels on the same
+ * inputs: the same values. No autodiff runs through them (the backward pass is explicit).
+ */
+const engine = tf.engine();
+function run<T extends tf.Tensor>(kernel: string, inputs: tf.NamedTensorMap, attrs: object = {}): T {
+  return engine.runKernel(kernel, inputs, attrs as tf.NamedAttrMap) as T;
+}
+const asTensor = (x: tf.Tensor | number) => (typeof x === 'number' ? tf.scalar(x) : x);
+const K = {
+  add: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor | number) => run<T>('Add', { a, b: asTensor(b) }),
+  sub: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor | number) => run<T>('Sub', { a, b: asTensor(b) }),
+  mul: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor | number) => run<T>('Multiply', { a, b: asTensor(b) }),
+  div: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor) => run<T>('RealDiv', { a, b }),
+  addN: <T extends tf.Tensor>(xs: T[]) => run<T>('AddN', xs as unknown as tf.NamedTensorMap),
+  square: <T extends tf.Tensor>(x: T) => run<T>('Square', { x }),
+  sqrt: <T extends tf.Tensor>(x: T) => run<T>('Sqrt', { x }),
+  relu: <T extends tf.Tensor>(x: T) => run<T>('Relu', { x }),
+  step: <T extends tf.Tensor>(x: T) => run<T>('Step', { x }, { alpha: 0 }),
+  softmax: <T extends tf.Tensor>(logits: T) => run<T>('Softmax', { logits }, { dim: logits.rank - 1 }),
+  mean: <T extends tf.Tensor>(x: tf.Tensor, axis: number, keepDims: boolean) => run<T>('Mean', { x }, { axis, keepDims }),
+  sum: <T extends tf.Tensor>(x: tf.Tensor, axis: number, keepDims: boolean) => run<T>('Sum', { x }, { axis, keepDims }),
+  reshape: <T extends tf.Tensor>(x: tf.Tensor, shape: number[]) => run<T>('Reshape', { x }, { shape }),
+  transpose: <T extends tf.Tensor>(x: tf.Tensor, perm?: number[]) =>
+    run<T>('Transpose', { x }, { perm: perm ?? x.shape.map((_, i) => x.rank - 1 - i) }),
+  slice: <T extends tf.Tensor>(x: tf.Tensor, begin: number[], size: number[]) => run<T>('Slice', { x }, { begin, size }),
+  concat: <T extends tf.Tensor>(xs: tf.Tensor[], axis = 0) =>
+    xs.length === 1 ? (xs[0] as T) : run<T>('Concat', xs as unknown as tf.NamedTensorMap, { axis }),
+  matMul: (a: tf.Tensor, b: tf.Tensor) => run<tf.Tensor2D>('BatchMatMul', { a, b }, { transposeA: false, transposeB: false }),
+  gatherND: <T extends tf.Tensor>(params: tf.Tensor, indices: tf.Tensor) => run<T>('GatherNd', { params, indices }),
+  scatterND: <T extends tf.Tensor>(indices: tf.Tensor, updates: tf.Tensor, shape: number[]) =>
+    run<T>('ScatterNd', { indices, updates }, { shape }),
+  pad: <T extends tf.Tensor>(x: tf.Tensor, paddings: [number, number][]) =>
+    run<T>('PadV2', { x }, { paddings, constantValue: 0 }),
+  depthwiseConv2d: (x: tf.Tensor4D, filter: tf.Tensor4D) =>
+    run<tf.Tensor4D>('DepthwiseConv2dNative', { x, filter }, { strides: [1, 1], pad: 'valid', dilations: [1, 1] }),
+};
+
+/**
  * x [A, R, S] → [A, S, R] (the last two axes swapped) in two cache-friendly passes: blocks of
  * k rows transposed in place ([A·R/k, k, S] → [A·R/k, S, k]), then the blocks moved as runs of k
  * ([A, R/k, S, k] → [A, S, R/k, k]). The wasm backend's one-pass transpose writes with a stride of
@@ -12,27 +52,27 @@ function swapLast(x: tf.Tensor3D): tf.Tensor3D {
   const [a, r, s] = x.shape;
   // Only a stride with a large power-of-two factor aliases; the one-pass transpose is faster otherwise.
   const k = r % 512 === 0 ? 32 : 1;
-  if (k === 1) return tf.transpose(x, [0, 2, 1]);
-  const blocks = tf.transpose(tf.reshape(x, [a * (r / k), k, s]), [0, 2, 1]);
-  return tf.reshape(tf.transpose(tf.reshape(blocks, [a, r / k, s, k]), [0, 2, 1, 3]), [a, s, r]) as tf.Tensor3D;
+  if (k === 1) return K.transpose(x, [0, 2, 1]);
+  const blocks = K.transpose(K.reshape(x, [a * (r / k), k, s]), [0, 2, 1]);
+  return K.reshape(K.transpose(K.reshape(blocks, [a, r / k, s, k]), [0, 2, 1, 3]), [a, s, r]) as tf.Tensor3D;
 }
 
 /** x [N, w] → xᵀ [w, N] by {@link swapLast}. */
 function transpose2d(x: tf.Tensor2D): tf.Tensor2D {
   const [n, w] = x.shape;
-  return tf.reshape(swapLast(tf.reshape(x, [1, n, w]) as tf.Tensor3D), [w, n]) as tf.Tensor2D;
+  return K.reshape(swapLast(K.reshape(x, [1, n, w]) as tf.Tensor3D), [w, n]) as tf.Tensor2D;
 }
 
 /** x [A, B, C] → [C, B, A]: A moved last by {@link swapLast}, then whole rows of A moved. */
 function reverseAxes(x: tf.Tensor3D): tf.Tensor3D {
   const [a, b, c] = x.shape;
-  const moved = swapLast(tf.reshape(x, [1, a, b * c]) as tf.Tensor3D);
-  return tf.transpose(tf.reshape(moved, [b, c, a]), [1, 0, 2]);
+  const moved = swapLast(K.reshape(x, [1, a, b * c]) as tf.Tensor3D);
+  return K.transpose(K.reshape(moved, [b, c, a]), [1, 0, 2]);
 }
 
 /** tf.avgPool ('valid', stride 1) without its trailing float32 Cast (a copy and ≈15 µs of tfjs overhead). */
 function avgPool(x: tf.Tensor4D, filterSize: [number, number]): tf.Tensor4D {
-  return tf.engine().runKernel('AvgPool', { x }, { filterSize, strides: 1, pad: 'valid' }) as tf.Tensor4D;
+  return run<tf.Tensor4D>('AvgPool', { x }, { filterSize, strides: 1, pad: 'valid' });
 }
 
 /**
@@ -42,8 +82,8 @@ function avgPool(x: tf.Tensor4D, filterSize: [number, number]): tf.Tensor4D {
  */
 function columnSum(x: tf.Tensor2D): tf.Tensor1D {
   const [n, w] = x.shape;
-  const mean = avgPool(tf.reshape(x, [1, n, 1, w]) as tf.Tensor4D, [n, 1]);
-  return tf.mul(tf.reshape(mean, [w]), n);
+  const mean = avgPool(K.reshape(x, [1, n, 1, w]) as tf.Tensor4D, [n, 1]);
+  return K.mul(K.reshape(mean, [w]), n);
 }
 
 /**
@@ -54,8 +94,8 @@ function columnSum(x: tf.Tensor2D): tf.Tensor1D {
  * as a one-channel {@link bmm} (the same values), ≈1.3× faster at N ≈ 14k rows and 32 × 64–96.
  */
 function weightGrad(x: tf.Tensor2D, g: tf.Tensor2D): tf.Tensor2D {
-  if (g.shape[1] > x.shape[1]) return tf.transpose(tf.matMul(transpose2d(g), x)) as tf.Tensor2D;
-  return tf.matMul(transpose2d(x), g);
+  if (g.shape[1] > x.shape[1]) return K.transpose(K.matMul(transpose2d(g), x)) as tf.Tensor2D;
+  return K.matMul(transpose2d(x), g);
 }
 
 /**
@@ -74,7 +114,7 @@ function rowwise(op: 'add' | 'mul', x: tf.Tensor2D, v: tf.Tensor1D): tf.Tensor2D
   const data = v.dataSync() as Float32Array;
   const repeated = new Float32Array(k * w);
   for (let i = 0; i < k; i++) repeated.set(data, i * w);
-  return tf.reshape(fn(tf.reshape(x, [n / k, k * w]), tf.tensor1d(repeated)), [n, w]);
+  return K.reshape(fn(K.reshape(x, [n / k, k * w]), tf.tensor1d(repeated)), [n, w]);
 }
 
 /** A differentiable piece of the model: its value and the tensors its gradient reads. */
@@ -85,13 +125,13 @@ interface Saved<T extends tf.Tensor = tf.Tensor2D> {
 
 /** `x·W + b` (x: [N, in]); its gradient reads x and W. */
 function denseValue(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
-  return { value: rowwise('add', tf.matMul(x, w), b), saved: [x, w] };
+  return { value: rowwise('add', K.matMul(x, w), b), saved: [x, w] };
 }
 
 /** dX = dY·Wᵀ, dW = Xᵀ·dY, db = Σ dY from {@link denseValue}'s saved [x, W]. */
 function denseGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
   const [x, w] = saved as [tf.Tensor2D, tf.Tensor2D];
-  return [tf.matMul(dy, tf.transpose(w)), weightGrad(x, dy), columnSum(dy)];
+  return [K.matMul(dy, K.transpose(w)), weightGrad(x, dy), columnSum(dy)];
 }
 
 /**
@@ -107,12 +147,12 @@ export const dense = tf.customGrad((x, w, b, save) => {
 
 /** Rows of `x` [R, d] at `index` [N] (gatherND: the wasm backend's GatherV2 is ≈40× slower for whole rows). */
 function gatherValue(x: tf.Tensor2D, index: tf.Tensor1D): tf.Tensor2D {
-  return tf.gatherND(x, tf.reshape(index, [-1, 1])) as tf.Tensor2D;
+  return K.gatherND(x, K.reshape(index, [-1, 1])) as tf.Tensor2D;
 }
 
 /** The gradient of {@link gatherValue} for x of `rows` rows: each row's copies added back (scatterND sums duplicates). */
 function gatherGrad(index: tf.Tensor1D, dy: tf.Tensor2D, rows: number): tf.Tensor2D {
-  return tf.scatterND(tf.reshape(index, [-1, 1]), dy, [rows, dy.shape[1]]);
+  return K.scatterND(K.reshape(index, [-1, 1]), dy, [rows, dy.shape[1]]);
 }
 
 /**
@@ -124,13 +164,8 @@ function gatherGrad(index: tf.Tensor1D, dy: tf.Tensor2D, rows: number): tf.Tenso
 function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
   const [m, k, c] = a.shape;
   const n = b.shape[2];
-  const out = tf.depthwiseConv2d(
-    tf.reshape(a, [1, m, k, c]) as tf.Tensor4D,
-    tf.reshape(b, [1, k, c, n]) as tf.Tensor4D,
-    1,
-    'valid',
-  );
-  return tf.reshape(out, [m, c, n]);
+  const out = K.depthwiseConv2d(K.reshape(a, [1, m, k, c]) as tf.Tensor4D, K.reshape(b, [1, k, c, n]) as tf.Tensor4D);
+  return K.reshape(out, [m, c, n]);
 }
 
 /**
@@ -141,13 +176,8 @@ function bmm(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
 function bmmFirst(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
   const [k, m, c] = a.shape;
   const n = b.shape[2];
-  const out = tf.depthwiseConv2d(
-    tf.reshape(a, [1, k, m, c]) as tf.Tensor4D,
-    tf.reshape(b, [k, 1, c, n]) as tf.Tensor4D,
-    1,
-    'valid',
-  );
-  return tf.reshape(out, [m, c, n]);
+  const out = K.depthwiseConv2d(K.reshape(a, [1, k, m, c]) as tf.Tensor4D, K.reshape(b, [k, 1, c, n]) as tf.Tensor4D);
+  return K.reshape(out, [m, c, n]);
 }
 
 /**
@@ -165,7 +195,7 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
   const scale = 1 / Math.sqrt(dh);
   const [q3, k3, v3] = [0, 1, 2].map(
     (i) =>
-      tf.reshape(rowwise('add', tf.matMul(h, tf.slice(w, [0, i * d], [d, d])), tf.slice(b, [i * d], [d])), [
+      K.reshape(rowwise('add', K.matMul(h, K.slice(w, [0, i * d], [d, d])), K.slice(b, [i * d], [d])), [
         time,
         c,
         dh,
@@ -173,11 +203,11 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
   ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
   // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
   const scores = bmm(swapLast(q3), reverseAxes(k3));
-  const p = tf.softmax(tf.add(tf.mul(scores, scale), causal)) as tf.Tensor3D;
+  const p = K.softmax(K.add(K.mul(scores, scale), causal)) as tf.Tensor3D;
   // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
   const pT = swapLast(p);
   const out = bmm(pT, v3);
-  return { value: tf.reshape(out, [rows, d]), saved: [h, w, q3, k3, v3, p, pT, out] };
+  return { value: K.reshape(out, [rows, d]), saved: [h, w, q3, k3, v3, p, pT, out] };
 }
 
 /**
@@ -206,7 +236,7 @@ function attentionGrad(
   const c = (rows / time) * heads;
   const dh = d / heads;
   const scale = 1 / Math.sqrt(dh);
-  const dOut = tf.reshape(dy, [time, c, dh]) as tf.Tensor3D;
+  const dOut = K.reshape(dy, [time, c, dh]) as tf.Tensor3D;
   // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d]: a = P as [i, j, c] (the forward's swap), b = dO.
   const dV = bmmFirst(spT, dOut);
   // dP[i, c, j] = Σ_d dO[i, c, d] V[j, c, d].
@@ -215,7 +245,7 @@ function attentionGrad(
   // (O = P·V, the forward's output): two products over [T, C, dh] instead of over [T, C, T].
   // The 1/√dh of dQ and dK goes on what they become (dW's and db's columns, Wq and Wk for dh):
   // a few thousand products instead of two of [T·B, d].
-  const dS = tf.mul(tf.sub(dP, tf.sum(tf.mul(dOut, so), -1, true)), sp) as tf.Tensor3D;
+  const dS = K.mul(K.sub(dP, K.sum(K.mul(dOut, so), -1, true)), sp) as tf.Tensor3D;
   // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d] and dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d], both from dS as [i, j, c].
   const dST = swapLast(dS);
   const dQ = bmm(dST, sk);
@@ -224,15 +254,15 @@ function attentionGrad(
   // products Gᵢᵀ·h with h the packed operand of each: the wasm backend keeps the packing of a
   // matMul's right operand per tensor, so h is packed once (≈1 ms at 14k rows), and the three
   // [d, d] results are stacked, where a [3d, rows] stack of the gradients cost a 1.3M-float copy.
-  const grads = [dQ, dK, dV].map((g) => tf.reshape(g, [rows, d]) as tf.Tensor2D);
-  const columnScale = tf.concat([tf.fill([2 * d], scale), tf.ones([d])]);
-  const dW = tf.mul(
-    tf.transpose(tf.concat(grads.map((g) => tf.matMul(transpose2d(g), sh))) as tf.Tensor2D),
+  const grads = [dQ, dK, dV].map((g) => K.reshape(g, [rows, d]) as tf.Tensor2D);
+  const columnScale = K.concat([tf.fill([2 * d], scale), tf.ones([d])]);
+  const dW = K.mul(
+    K.transpose(K.concat(grads.map((g) => K.matMul(transpose2d(g), sh))) as tf.Tensor2D),
     columnScale,
   ) as tf.Tensor2D;
-  const db = tf.mul(tf.concat(grads.map(columnSum)), columnScale) as tf.Tensor1D;
-  const dH = tf.addN(
-    grads.map((g, i) => tf.matMul(g, tf.mul(tf.transpose(tf.slice(sw, [0, i * d], [d, d])), i < 2 ? scale : 1))),
+  const db = K.mul(K.concat(grads.map(columnSum)), columnScale) as tf.Tensor1D;
+  const dH = K.addN(
+    grads.map((g, i) => K.matMul(g, K.mul(K.transpose(K.slice(sw, [0, i * d], [d, d])), i < 2 ? scale : 1))),
   ) as tf.Tensor2D;
   return [dH, dW, db];
 }
@@ -240,9 +270,9 @@ function attentionGrad(
 /** LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε); its gradient reads x̂, σ and g. */
 function layerNormValue(x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D): Saved {
   // tf.moments's values without its float32 Cast copy of x and its second x − μ.
-  const centred = tf.sub(x, tf.mean(x, -1, true));
-  const std = tf.sqrt(tf.add(tf.mean(tf.square(centred), -1, true), LAYER_NORM_EPS));
-  const xhat = tf.div<tf.Tensor2D>(centred, std);
+  const centred = K.sub(x, K.mean(x, -1, true));
+  const std = K.sqrt(K.add(K.mean(K.square(centred), -1, true), LAYER_NORM_EPS));
+  const xhat = K.div<tf.Tensor2D>(centred, std);
   return { value: rowwise('add', rowwise('mul', xhat, g), b), saved: [xhat, std, g] };
 }
 
@@ -250,8 +280,8 @@ function layerNormValue(x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D): Saved {
 function layerNormGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D] {
   const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
   const dxhat = rowwise('mul', dy, gg);
-  const centred = tf.sub(tf.sub(dxhat, tf.mean(dxhat, -1, true)), tf.mul(xh, tf.mean(tf.mul(dxhat, xh), -1, true)));
-  return [tf.div(centred, sd), columnSum(tf.mul(dy, xh) as tf.Tensor2D), columnSum(dy)];
+  const centred = K.sub(K.sub(dxhat, K.mean(dxhat, -1, true)), K.mul(xh, K.mean(K.mul(dxhat, xh), -1, true)));
+  return [K.div(centred, sd), columnSum(K.mul(dy, xh) as tf.Tensor2D), columnSum(dy)];
 }
 
 /** The distinct rows of a token batch and, for each row, the index of its distinct row. */
@@ -304,18 +334,18 @@ function blockGrad(
   const [dF, dW2, db2] = denseGrad(blk.fc2.saved, dOut);
   setPair(grads, `l${l}.fc2.w`, dW2, `l${l}.fc2.b`, db2);
   // ReLU: the gradient passes where the pre-activation is > 0 (tfjs's own: dy · step(x)).
-  const [dH2, dW1, db1] = denseGrad(blk.fc1.saved, tf.mul(dF, tf.step(blk.fc1.value)));
+  const [dH2, dW1, db1] = denseGrad(blk.fc1.saved, K.mul(dF, K.step(blk.fc1.value)));
   setPair(grads, `l${l}.fc1.w`, dW1, `l${l}.fc1.b`, db1);
   const [dx2, dg2, dbeta2] = layerNormGrad(blk.ln2.saved, dH2);
   setPair(grads, `l${l}.ln2.g`, dg2, `l${l}.ln2.b`, dbeta2);
-  const dx = tf.add<tf.Tensor2D>(dOut, dx2);
+  const dx = K.add<tf.Tensor2D>(dOut, dx2);
   const [dMerged, dWp, dbp] = denseGrad(blk.proj.saved, dx);
   setPair(grads, `l${l}.proj.w`, dWp, `l${l}.proj.b`, dbp);
   const [dH, dWqkv, dbqkv] = attentionGrad(time, heads, blk.attn.saved, dMerged);
   setPair(grads, `l${l}.qkv.w`, dWqkv, `l${l}.qkv.b`, dbqkv);
   const [dx1, dg1, dbeta1] = layerNormGrad(blk.ln1.saved, dH);
   setPair(grads, `l${l}.ln1.g`, dg1, `l${l}.ln1.b`, dbeta1);
-  return tf.add<tf.Tensor2D>(dx, dx1);
+  return K.add<tf.Tensor2D>(dx, dx1);
 }
 
 /**
@@ -369,7 +399,7 @@ export class PolicyModel {
     const [batch, time] = tokens.shape;
     const every = Int32Array.from({ length: batch * time }, (_, i) => i);
     const logits = this.logitsAt(tokens.dataSync() as Int32Array, [batch, time], every);
-    return tf.reshape(logits, [batch, time, this.config.vocabSize]);
+    return K.reshape(logits, [batch, time, this.config.vocabSize]);
   }
 
   /**
@@ -427,17 +457,17 @@ export class PolicyModel {
     const w2 = (name: string) => this.w(name) as tf.Tensor2D;
     const w1 = (name: string) => this.w(name) as tf.Tensor1D;
     const { tokenIndex, table } = this.embeddingIndex(rowTokens, stride, time);
-    const pos = tf.reshape(tf.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
+    const pos = K.reshape(K.slice(this.w('pos_emb'), [0, 0], [time, d]), [time, 1, d]);
     // x = tok_emb[token] + pos_emb[t]: one lookup in the table of every sum [T·V, d] (row t·V +
     // token) when it has fewer rows than the batch, else a lookup and a broadcast add. Either way
     // each row is the same one addition.
     let x = (
       table
         ? gatherValue(
-            tf.reshape(tf.add(tf.reshape(w2('tok_emb'), [1, this.config.vocabSize, d]), pos), [-1, d]) as tf.Tensor2D,
+            K.reshape(K.add(K.reshape(w2('tok_emb'), [1, this.config.vocabSize, d]), pos), [-1, d]) as tf.Tensor2D,
             tokenIndex,
           )
-        : tf.reshape(tf.add(tf.reshape(gatherValue(w2('tok_emb'), tokenIndex), [time, stride, d]), pos), [rows, d])
+        : K.reshape(K.add(K.reshape(gatherValue(w2('tok_emb'), tokenIndex), [time, stride, d]), pos), [rows, d])
     ) as tf.Tensor2D;
     const causal = this.causalMask(time, stride * heads);
     const blocks: BlockForward[] = [];
@@ -445,11 +475,11 @@ export class PolicyModel {
       const ln1 = layerNormValue(x, w1(`l${l}.ln1.g`), w1(`l${l}.ln1.b`));
       const attn = attentionValue(time, heads, causal, ln1.value, w2(`l${l}.qkv.w`), w1(`l${l}.qkv.b`));
       const proj = denseValue(attn.value, w2(`l${l}.proj.w`), w1(`l${l}.proj.b`));
-      x = tf.add<tf.Tensor2D>(x, proj.value);
+      x = K.add<tf.Tensor2D>(x, proj.value);
       const ln2 = layerNormValue(x, w1(`l${l}.ln2.g`), w1(`l${l}.ln2.b`));
       const fc1 = denseValue(ln2.value, w2(`l${l}.fc1.w`), w1(`l${l}.fc1.b`));
-      const fc2 = denseValue(tf.relu(fc1.value), w2(`l${l}.fc2.w`), w1(`l${l}.fc2.b`));
-      x = tf.add<tf.Tensor2D>(x, fc2.value);
+      const fc2 = denseValue(K.relu(fc1.value), w2(`l${l}.fc2.w`), w1(`l${l}.fc2.b`));
+      x = K.add<tf.Tensor2D>(x, fc2.value);
       blocks.push({ ln1, attn, proj, ln2, fc1, fc2 });
     }
     // The final LayerNorm works row by row: it runs on the rows the head reads only (the same values).
@@ -459,7 +489,7 @@ export class PolicyModel {
     const select = columns ? this.columnSelect(columns) : null;
     const [headW, headB] = select ? this.headColumns(select) : [w2('head.w'), w1('head.b')];
     const head = denseValue(at, headW, headB);
-    const logits = (select ? head.value : tf.add(head.value, this.mask)) as tf.Tensor2D;
+    const logits = (select ? head.value : K.add(head.value, this.mask)) as tf.Tensor2D;
     return { stride, time, rows, tokenIndex, table, blocks, lnf, atIndex, select, head, logits };
   }
 
@@ -469,13 +499,13 @@ export class PolicyModel {
     const [dAt, dHeadW, dHeadB] = denseGrad(f.head.saved, dLogits);
     if (f.select) {
       // The columns' gradients back in place (exact: one 1 per column of the 0/1 selection).
-      const selectT = tf.transpose(f.select);
+      const selectT = K.transpose(f.select);
       setPair(
         grads,
         'head.w',
-        tf.matMul(dHeadW, selectT),
+        K.matMul(dHeadW, selectT),
         'head.b',
-        tf.reshape(tf.matMul(tf.reshape(dHeadB, [1, -1]), selectT), [this.config.vocabSize]),
+        K.reshape(K.matMul(K.reshape(dHeadB, [1, -1]), selectT), [this.config.vocabSize]),
       );
     } else setPair(grads, 'head.w', dHeadW, 'head.b', dHeadB);
     const [dxf, dgf, dbf] = layerNormGrad(f.lnf.saved, dAt);
@@ -498,11 +528,11 @@ export class PolicyModel {
     // pos gets the sum over each time step's rows (n × an average pool over them, as in
     // columnSum: tf.sum over the middle axis transposes first), padded to the context.
     const [per, n] = dTable ? [dTable, v] : [dx, f.stride];
-    const dPos = tf.mul(tf.reshape(avgPool(tf.reshape(per, [1, f.time, n, d]) as tf.Tensor4D, [1, n]), [f.time, d]), n);
+    const dPos = K.mul(K.reshape(avgPool(K.reshape(per, [1, f.time, n, d]) as tf.Tensor4D, [1, n]), [f.time, d]), n);
     grads.set(
       'pos_emb',
       f.time < contextLength
-        ? tf.pad(dPos, [
+        ? K.pad(dPos, [
             [0, contextLength - f.time],
             [0, 0],
           ])
@@ -510,9 +540,7 @@ export class PolicyModel {
     );
     grads.set(
       'tok_emb',
-      dTable
-        ? tf.reshape(columnSum(tf.reshape(dTable, [f.time, v * d]) as tf.Tensor2D), [v, d])
-        : gatherGrad(f.tokenIndex, dx, v),
+      dTable ? K.reshape(columnSum(K.reshape(dTable, [f.time, v * d]) as tf.Tensor2D), [v, d]) : gatherGrad(f.tokenIndex, dx, v),
     );
   }
 
@@ -542,7 +570,7 @@ export class PolicyModel {
     if (!mask) {
       mask = tf.keep(
         tf.tidy(() =>
-          tf.add(tf.zeros([time, channels, time]), tf.reshape(tf.slice(this.causal, [0, 0], [time, time]), [time, 1, time])),
+          K.add(tf.zeros([time, channels, time]), K.reshape(K.slice(this.causal, [0, 0], [time, time]), [time, 1, time])),
         ) as tf.Tensor3D,
       );
       if (this.causalMasks.size >= 4) {
@@ -603,10 +631,8 @@ export class PolicyModel {
   /** The head's weight and bias at the selected columns, picked by a 0/1 matMul (exact; its gradient puts them back in place). */
   private headColumns(select: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
     const v = this.config.vocabSize;
-    const w = tf.matMul(this.w('head.w') as tf.Tensor2D, select) as tf.Tensor2D;
-    const b = tf.reshape(tf.matMul(tf.reshape(this.w('head.b'), [1, v]) as tf.Tensor2D, select), [
-      select.shape[1],
-    ]) as tf.Tensor1D;
+    const w = K.matMul(this.w('head.w') as tf.Tensor2D, select) as tf.Tensor2D;
+    const b = K.reshape(K.matMul(K.reshape(this.w('head.b'), [1, v]) as tf.Tensor2D, select), [select.shape[1]]) as tf.Tensor1D;
     return [w, b];
   }
 
