@@ -73,4 +73,27 @@ describe('MicroBatcher', () => {
       expect(logits[2]).toBe(i);
     });
   });
+
+  it('settles submitted requests in submission order; one failing request leaves the others answered', async () => {
+    const calls: { batch: number; time: number }[] = [];
+    const batcher = new MicroBatcher({ policy: () => fakePolicy(calls), maxBatch: 64, maxWaitMs: 0, vocabSize: 3 });
+    const order: string[] = [];
+    const failures: unknown[] = [];
+    const request = (name: string, tokens: number[], throws = false) => ({
+      tokens,
+      settle(logits: Float32Array) {
+        order.push(`${name}:${logits[0]}`);
+        if (throws) throw new Error(`${name} failed`);
+      },
+      fail(error: unknown) {
+        failures.push(error);
+      },
+    });
+    for (const r of [request('a', [1]), request('b', [2], true), request('c', [1])]) batcher.submit(r);
+    const answered = batcher.next([3]);
+    expect((await answered)[0]).toBe(3);
+    expect(calls).toEqual([{ batch: 3, time: 1 }]);
+    expect(order).toEqual(['a:1', 'b:2', 'c:1']);
+    expect(failures.map((e) => (e as Error).message)).toEqual(['b failed']);
+  });
 });

@@ -1,3 +1,4 @@
+import { distinctRows, FNV_OFFSET_BASIS, fnv1a } from './distinct-rows.ts';
 import type { OnnxPolicy } from './onnx-policy.ts';
 
 /**
@@ -96,7 +97,7 @@ export class MicroBatcher {
     const started = performance.now();
     let time = 0;
     for (const p of batch) if (p.tokens.length > time) time = p.tokens.length;
-    const { slot, firsts } = distinctRows(batch, this.options.shareRows !== false);
+    const { slot, firsts } = rowsOf(batch, this.options.shareRows !== false);
     const count = firsts.length;
     const { tokens, rows } = packRows(firsts, time);
     const v = this.options.vocabSize;
@@ -135,49 +136,24 @@ export class MicroBatcher {
 
 /**
  * The rows of one forward pass for `batch`: each request's row (`slot`) and each row's tokens
- * (`firsts`). With `share`, requests with the same tokens (self-play over a small game repeats a
- * handful of prompts hundreds of times per batch) share one row: the same logits, computed once.
+ * (`firsts`). With `share`, requests with the same tokens share one row: the same logits, computed once.
  */
-function distinctRows(batch: readonly BatchRequest[], share: boolean): { slot: Int32Array; firsts: (readonly number[])[] } {
-  const slot = new Int32Array(batch.length);
-  const firsts: (readonly number[])[] = [];
-  // Rows found by a 32-bit hash of their tokens and compared token by token (no joined string
-  // per request); rows whose hash an earlier, different row holds are found by their text.
-  const byHash = new Map<number, number>();
-  let byText: Map<string, number> | undefined;
-  for (let b = 0; b < batch.length; b++) {
-    const t = (batch[b] as BatchRequest).tokens;
-    if (!share) {
-      slot[b] = firsts.length;
-      firsts.push(t);
-      continue;
-    }
-    const h = hashRow(t);
-    let u = byHash.get(h);
-    if (u === undefined) {
-      u = firsts.length;
-      firsts.push(t);
-      byHash.set(h, u);
-    } else if (!sameRow(firsts[u] as readonly number[], t)) {
-      byText ??= new Map();
-      const key = t.join(',');
-      u = byText.get(key);
-      if (u === undefined) {
-        u = firsts.length;
-        firsts.push(t);
-        byText.set(key, u);
-      }
-    }
-    slot[b] = u;
+function rowsOf(batch: readonly BatchRequest[], share: boolean): { slot: Int32Array; firsts: (readonly number[])[] } {
+  if (!share) {
+    const slot = new Int32Array(batch.length);
+    for (let b = 0; b < batch.length; b++) slot[b] = b;
+    return { slot, firsts: batch.map((request) => request.tokens) };
   }
-  return { slot, firsts };
-}
-
-/** FNV-1a over a row's tokens and its length. */
-function hashRow(tokens: readonly number[]): number {
-  let h = 2166136261 ^ tokens.length;
-  for (let i = 0; i < tokens.length; i++) h = Math.imul(h ^ (tokens[i] as number), 16777619);
-  return h;
+  // Rows found by a 32-bit hash of their tokens and length, compared token by token (no joined string per request).
+  const { slot, firsts } = distinctRows(
+    batch.length,
+    (b) => {
+      const tokens = (batch[b] as BatchRequest).tokens;
+      return fnv1a(tokens, 0, tokens.length, FNV_OFFSET_BASIS ^ tokens.length);
+    },
+    (a, b) => sameRow((batch[a] as BatchRequest).tokens, (batch[b] as BatchRequest).tokens),
+  );
+  return { slot, firsts: firsts.map((b) => (batch[b] as BatchRequest).tokens) };
 }
 
 function sameRow(a: readonly number[], b: readonly number[]): boolean {

@@ -87,4 +87,22 @@ describe('PolicyModelClient', () => {
     await client.updateWeights({ onnx: exportOnnx({ config, weights: initWeights({ ...config, seed: 9 }) }), version: 5 });
     expect((await client.complete({ model: 'policy', messages, sampling: {} })).policyVersion).toBe(5);
   });
+
+  it('rejects a call whose signal is aborted, before it joins a forward pass, without drawing from the sampling stream', async () => {
+    const client = await makeClient(5);
+    const reference = await makeClient(5);
+    const messages: Message[] = [{ role: 'user', content: 'act : [pass] [bet]' }];
+    const controller = new AbortController();
+    controller.abort(new Error('stopped by the caller'));
+    await expect(client.complete({ model: 'policy', messages, sampling: {} }, { signal: controller.signal })).rejects.toThrow(
+      'stopped by the caller',
+    );
+    expect(client.stats.batches).toBe(0);
+    const [next, expected] = await Promise.all([
+      client.complete({ model: 'policy', messages, sampling: {} }),
+      reference.complete({ model: 'policy', messages, sampling: {} }),
+    ]);
+    expect(next.completionTokenIds).toEqual(expected.completionTokenIds);
+    expect(next.completionLogprobs).toEqual(expected.completionLogprobs);
+  });
 });

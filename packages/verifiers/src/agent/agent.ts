@@ -587,6 +587,64 @@ export class Agent {
     return this.liveInteraction({ task, trace, options, prepared, session });
   }
 
+  /**
+   * Closes an open interaction: stops with `user_closed`, closes the harness session (best
+   * effort), releases the rollout session, then finalizes and scores (a seat with nothing to run
+   * is closed without awaiting) and stops a sandbox of the agent's own.
+   */
+  private async closeInteraction(
+    task: Task,
+    trace: Trace,
+    options: RunOptions,
+    prepared: PreparedRun,
+    session: HarnessSession,
+    agentStart: number,
+  ): Promise<Trace> {
+    const { sandbox, release } = prepared;
+    trace.stop('user_closed');
+    // Best effort, awaited in place (no `.catch` promise per seat).
+    try {
+      await session.close();
+    } catch {}
+    const releasing = release();
+    if (releasing) await releasing;
+    trace.timing.agent = (Date.now() - agentStart) / 1000;
+    try {
+      const scored = withPluggedScorers(task, this.plugged);
+      if (!hasStages(task, scored)) return this.closed(trace);
+      return await this.finalizeAndScore(task, scored, trace, sandbox, options);
+    } finally {
+      if (!options.sandbox) {
+        try {
+          await sandbox.stop();
+        } catch {}
+      }
+    }
+  }
+
+  /**
+   * A turn that failed: recorded on the trace (the provider error when a model call failed, else
+   * the error classified) as a terminated segment; `done` runs once the turn is over.
+   */
+  private failedTurn(
+    error: unknown,
+    trace: Trace,
+    providerError: unknown,
+    sandbox: Sandbox,
+    done: () => void,
+  ): Segment | Promise<Segment> {
+    const failed = (cause: unknown): Segment => {
+      done();
+      trace.recordError(cause, 'agent');
+      return { messages: [], terminated: true, lastReply: '' };
+    };
+    if (providerError) return failed(providerError);
+    return this.classify(error, sandbox).then(failed, (classifyError: unknown) => {
+      done();
+      throw classifyError;
+    });
+  }
+
   /** The caller's side of an open interaction: turns in strict alternation, then `close()`. */
   private liveInteraction(open: {
     task: Task;
@@ -596,7 +654,7 @@ export class Agent {
     session: HarnessSession;
   }): Interaction {
     const { task, trace, options, prepared, session } = open;
-    const { sandbox, release } = prepared;
+    const { sandbox } = prepared;
     const prompted = task.data.prompt !== null;
     let turns = 0;
     let terminated = false;
@@ -607,29 +665,10 @@ export class Agent {
     const agent = this;
     return {
       trace,
-      async close(): Promise<Trace> {
-        if (closed) return trace;
+      close(): Promise<Trace> {
+        if (closed) return Promise.resolve(trace);
         closed = true;
-        trace.stop('user_closed');
-        // Best effort, awaited in place (no `.catch` promise per seat).
-        try {
-          await session.close();
-        } catch {}
-        const releasing = release();
-        if (releasing) await releasing;
-        trace.timing.agent = (Date.now() - agentStart) / 1000;
-        try {
-          // Nothing to finalize or score (a game seat): closed here, with no promise to await.
-          const scored = withPluggedScorers(task, agent.plugged);
-          if (!hasStages(task, scored)) return agent.closed(trace);
-          return await agent.finalizeAndScore(task, scored, trace, sandbox, options);
-        } finally {
-          if (!options.sandbox) {
-            try {
-              await sandbox.stop();
-            } catch {}
-          }
-        }
+        return agent.closeInteraction(task, trace, options, prepared, session, agentStart);
       },
       turn(message?: string | Message[]): Promise<Segment> {
         // Not `async`: one reaction on the session's turn (no async frame per turn); refusals
@@ -637,15 +676,8 @@ export class Agent {
         let turning: Promise<{ messages: Message[]; terminated: boolean }>;
         let started = false;
         try {
-          if (closed) throw new ConfigError(`${agent.name}: turn() after close()`);
-          if (busy) throw new ConfigError(`${agent.name}: turn() while another turn is running (strict alternation)`);
-          if (terminated) throw new ConfigError(`${agent.name}: turn() after a terminated segment`);
-          if (turns === 0 && prompted && message !== undefined) {
-            throw new ConfigError(`${agent.name}: the task has a prompt, so the first turn() takes no message`);
-          }
-          if ((turns > 0 || !prompted) && message === undefined) {
-            throw new ConfigError(`${agent.name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
-          }
+          const refusal = turnRefusal(agent.name, closed, busy, terminated, turns, prompted, message);
+          if (refusal) throw refusal;
           turns++;
           busy = true;
           started = true;
@@ -664,16 +696,8 @@ export class Agent {
           },
           (error: unknown) => {
             terminated = true;
-            const failed = (cause: unknown): Segment => {
+            return agent.failedTurn(error, trace, prepared.session.providerError ?? null, sandbox, () => {
               busy = false;
-              trace.recordError(cause, 'agent');
-              return { messages: [], terminated: true, lastReply: '' };
-            };
-            const providerError = prepared.session.providerError;
-            if (providerError) return failed(providerError);
-            return agent.classify(error, sandbox).then(failed, (classifyError: unknown) => {
-              busy = false;
-              throw classifyError;
             });
           },
         );
@@ -744,6 +768,28 @@ class DirectEndpoint implements ModelEndpoint {
   get secret(): string {
     return this.session.secret;
   }
+}
+
+/** Why `turn(message)` is refused in an interaction's state (strict alternation), or null when it may run. */
+function turnRefusal(
+  name: string,
+  closed: boolean,
+  busy: boolean,
+  terminated: boolean,
+  turns: number,
+  prompted: boolean,
+  message: string | Message[] | undefined,
+): ConfigError | null {
+  if (closed) return new ConfigError(`${name}: turn() after close()`);
+  if (busy) return new ConfigError(`${name}: turn() while another turn is running (strict alternation)`);
+  if (terminated) return new ConfigError(`${name}: turn() after a terminated segment`);
+  if (turns === 0 && prompted && message !== undefined) {
+    return new ConfigError(`${name}: the task has a prompt, so the first turn() takes no message`);
+  }
+  if ((turns > 0 || !prompted) && message === undefined) {
+    return new ConfigError(`${name}: turn() needs a message${turns === 0 ? ' (the task has no prompt)' : ''}`);
+  }
+  return null;
 }
 
 /** Text of the last assistant message, trimmed ('' when there is none). */
