@@ -42,8 +42,6 @@ export interface Http1PoolOptions {
 export class Http1Call {
   /** Set when the call is over (replied, failed or cancelled): nothing more is told to the sink. */
   done = false;
-  /** Sent again after a reused connection closed without answering (at most once). */
-  retried = false;
   connection: Http1Connection | null = null;
   constructor(
     readonly data: string,
@@ -150,8 +148,6 @@ export class Http1Connection {
   private bodyBytes = 0;
   /** Whether any byte of the current reply arrived (a connection closed before that is a "hang up"). */
   private started = false;
-  /** Replies this connection delivered: a connection that did is a reused one. */
-  private replies = 0;
 
   constructor(private readonly pool: Http1Pool) {
     this.idleLimit = pool.idleMs;
@@ -179,26 +175,16 @@ export class Http1Connection {
 
   private onClose(error: Error | undefined): void {
     const call = this.call;
-    let again: Http1Call | null = null;
     if (call && !call.done) {
       if (this.state === 'close' && !error) this.finish();
-      else if (!this.started && this.replies > 0 && !call.retried) {
-        // A reused connection closed before any byte of the reply: the server ended its keep-alive
-        // as the request went out, and answered nothing. Once more, on a new connection.
-        this.call = null;
-        call.connection = null;
-        call.retried = true;
-        again = call;
-      } else {
-        this.failCall(this.started ? 'Connection error: reply body cut short' : 'Connection error: socket hang up', error);
-      }
+      // Not sent again, even on a reused connection that closed before any byte of the reply:
+      // the server may have read (and acted on) the request; the caller's retry policy decides.
+      else this.failCall(this.started ? 'Connection error: reply body cut short' : 'Connection error: socket hang up', error);
     }
-    if (!this.closed) {
-      this.closed = true;
-      this.socket.destroy();
-      this.pool.closed(this);
-    }
-    if (again) this.pool.send(again);
+    if (this.closed) return;
+    this.closed = true;
+    this.socket.destroy();
+    this.pool.closed(this);
   }
 
   private failCall(message: string, cause?: unknown): void {
@@ -367,7 +353,6 @@ export class Http1Connection {
     this.body = [];
     this.bodyBytes = 0;
     this.started = false;
-    this.replies++;
     if (call) call.connection = null;
     if (reusable && !this.closed) this.pool.release(this);
     else if (!this.closed) this.destroy();
