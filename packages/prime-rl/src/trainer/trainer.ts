@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
+import { K } from '../policy/kernels.ts';
 import { PolicyModel } from '../policy/model.ts';
 import {
   type StepOptions,
@@ -159,24 +160,25 @@ export class Trainer {
    */
   private applyAdamW(gradients: tf.Tensor[], lr: number, beta1: number | undefined): tf.Scalar {
     const cfg = this.config;
-    const flatten = (xs: tf.Tensor[]) => tf.concat(xs.map((x) => tf.reshape(x, [-1])));
+    // The kernels through the engine (K): the same values as tfjs's ops, without their wrappers.
+    const flatten = (xs: tf.Tensor[]) => K.concat<tf.Tensor1D>(xs.map((x) => K.reshape(x, [x.size])));
     const grad = flatten(gradients);
-    const gradNorm = tf.sqrt(tf.sum(tf.square(grad)));
-    const scale = tf.minimum(1, tf.div(cfg.maxGradNorm, tf.add(gradNorm, 1e-6)));
+    const gradNorm = K.sqrt(K.sum<tf.Scalar>(K.square(grad), 0, false));
+    const scale = K.minimum(1, K.div(cfg.maxGradNorm, K.add(gradNorm, 1e-6)));
     this.step++;
     const b2 = cfg.betas[1];
     const b1 = beta1 ?? cfg.betas[0];
     const c1 = 1 - b1 ** this.step;
     const c2 = 1 - b2 ** this.step;
-    const g = tf.mul(grad, scale);
-    this.m.assign(tf.add(tf.mul(this.m, b1), tf.mul(g, 1 - b1)));
-    this.v.assign(tf.add(tf.mul(this.v, b2), tf.mul(tf.square(g), 1 - b2)));
+    const g = K.mul(grad, scale);
+    this.m.assign(K.add(K.mul(this.m, b1), K.mul(g, 1 - b1)));
+    this.v.assign(K.add(K.mul(this.v, b2), K.mul(K.square(g), 1 - b2)));
     const weights = flatten(this.model.variables);
-    let update = tf.div(tf.div(this.m, c1), tf.add(tf.sqrt(tf.div(this.v, c2)), cfg.eps));
-    if (cfg.weightDecay > 0) update = tf.add(update, tf.mul(tf.mul(weights, cfg.weightDecay), this.decayMask));
+    let update = K.div(K.div(this.m, c1), K.add(K.sqrt(K.div(this.v, c2)), cfg.eps));
+    if (cfg.weightDecay > 0) update = K.add(update, K.mul(K.mul(weights, cfg.weightDecay), this.decayMask));
     // The new weights read back once and cut on the JavaScript side: the wasm backend's split
     // copies the whole vector out of its heap for each of its pieces.
-    const next = tf.sub(weights, tf.mul(update, lr)).dataSync() as Float32Array;
+    const next = K.sub(weights, K.mul(update, lr)).dataSync() as Float32Array;
     let at = 0;
     this.model.variables.forEach((w, i) => {
       const size = this.sizes[i] as number;
@@ -201,9 +203,13 @@ export class Trainer {
     const narrow = targets.every((t) => this.columnOf.has(t));
     const columns = narrow ? this.columns : undefined;
     const width = columns?.length ?? this.model.config.vocabSize;
-    const tInf = tf.tensor1d(infLp);
-    const tAdv = tf.tensor1d(adv);
-    const tTargets = tf.tensor1d(narrow ? targets.map((t) => this.columnOf.get(t) as number) : targets, 'int32');
+    // Typed arrays: tfjs flattens and converts a plain array element by element.
+    const tInf = tf.tensor1d(Float32Array.from(infLp));
+    const tAdv = tf.tensor1d(Float32Array.from(adv));
+    const tTargets = tf.tensor1d(
+      Int32Array.from(targets, (t) => (narrow ? (this.columnOf.get(t) as number) : t)),
+      'int32',
+    );
     const at = Int32Array.from(positions);
     // The model's forward pass and its explicit backward, and the loss's explicit gradient (no tape).
     const model = this.model.logitsWithBackward(tokens, [b, time], at, columns);
