@@ -17,12 +17,14 @@ const asTensor = (x: tf.Tensor | number) => (typeof x === 'number' ? tf.scalar(x
  */
 export const K = {
   add: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor | number) => run<T>('Add', { a, b: asTensor(b) }),
-  sub: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor | number) => run<T>('Sub', { a, b: asTensor(b) }),
+  sub: <T extends tf.Tensor>(a: tf.Tensor | number, b: tf.Tensor | number) => run<T>('Sub', { a: asTensor(a), b: asTensor(b) }),
   mul: <T extends tf.Tensor>(a: tf.Tensor, b: tf.Tensor | number) => run<T>('Multiply', { a, b: asTensor(b) }),
   div: <T extends tf.Tensor>(a: tf.Tensor | number, b: tf.Tensor | number) =>
     run<T>('RealDiv', { a: asTensor(a), b: asTensor(b) }),
   addN: <T extends tf.Tensor>(xs: T[]) => run<T>('AddN', xs as unknown as tf.NamedTensorMap),
   square: <T extends tf.Tensor>(x: T) => run<T>('Square', { x }),
+  exp: <T extends tf.Tensor>(x: T) => run<T>('Exp', { x }),
+  neg: <T extends tf.Tensor>(x: T) => run<T>('Neg', { x }),
   sqrt: <T extends tf.Tensor>(x: T) => run<T>('Sqrt', { x }),
   relu: <T extends tf.Tensor>(x: T) => run<T>('Relu', { x }),
   step: <T extends tf.Tensor>(x: T) => run<T>('Step', { x }, { alpha: 0 }),

@@ -294,40 +294,44 @@ export function policyLoss(head: tf.Tensor2D, inputs: PolicyLossInputs) {
   const tInf = inputs.inferenceLogprobs;
   const tAdv = inputs.advantages;
   const width = head.shape[1];
-  const lp = tf.logSoftmax(cfg.temperature === 1 ? head : tf.div(head, cfg.temperature));
-  const onehot = tf.oneHot(inputs.targets, width);
-  const logpi = tf.sum(tf.mul(lp, onehot), -1);
-  const logr = tf.sub(logpi, tInf);
-  const r = tf.exp(logr);
-  const dp = stopGradient(tf.sub(tf.exp(logpi), tf.exp(tInf)));
+  // K: the kernels without tfjs's op wrappers (the same values; tfjs's tape still records them).
+  const rowSum = (x: tf.Tensor, keepDims = false) => K.sum<tf.Tensor>(x, 1, keepDims);
+  const total = (x: tf.Tensor) => K.sum<tf.Scalar>(x, 0, false);
+  const lp = tf.logSoftmax(cfg.temperature === 1 ? head : K.div<tf.Tensor2D>(head, cfg.temperature));
+  // oneHot is int32: cast once (tfjs's ops cast it at each use; K's kernels take the dtypes as given).
+  const onehot = tf.cast(tf.oneHot(inputs.targets, width), 'float32');
+  const logpi = rowSum(K.mul(lp, onehot));
+  const logr = K.sub(logpi, tInf);
+  const r = K.exp(logr);
+  const dp = stopGradient(K.sub(K.exp(logpi), K.exp(tInf)));
   // step() has a zero gradient, unlike the comparison ops (which have none in tfjs).
-  const positive = tf.step(tAdv);
-  const masked = tf.add(
-    tf.mul(positive, tf.step(tf.sub(dp, cfg.dppoMaskHigh))),
-    tf.mul(tf.sub(1, positive), tf.step(tf.sub(-cfg.dppoMaskLow, dp))),
+  const positive = K.step(tAdv);
+  const masked = K.add(
+    K.mul(positive, K.step(K.sub(dp, cfg.dppoMaskHigh))),
+    K.mul(K.sub(1, positive), K.step(K.sub(-cfg.dppoMaskLow, dp))),
   );
-  const keep = tf.sub(1, masked);
-  const pull = tf.neg(tf.mul(keep, tf.mul(tAdv, cfg.advTau)));
-  const rlTok = tf.add(tf.mul(pull, r), tf.mul(tf.square(logr), cfg.klTau * 1));
-  const rlLoss = tf.div(tf.sum(rlTok), denom);
-  const p = tf.exp(lp);
-  const klTerms = tf.mul(p, tf.add(lp, logRefSize));
-  const klTok = tf.sum(allowed ? tf.mul(klTerms, allowed) : klTerms, -1);
-  const refKl = tf.div(tf.sum(klTok), denom);
-  const loss = (refKlTau > 0 ? tf.add(rlLoss, tf.mul(refKl, refKlTau)) : rlLoss) as tf.Scalar;
-  const entropy = tf.div(tf.sum(tf.neg(tf.sum(tf.mul(p, lp), -1))), denom);
-  const mismatch = tf.div(tf.sum(tf.sub(tf.sub(r, 1), logr)), denom);
-  const maskedFrac = tf.div(tf.sum(masked), denom);
-  const metrics = [rlLoss, refKl, entropy, mismatch, maskedFrac] as tf.Scalar[];
+  const keep = K.sub(1, masked);
+  const pull = K.neg(K.mul(keep, K.mul(tAdv, cfg.advTau)));
+  const rlTok = K.add(K.mul(pull, r), K.mul(K.square(logr), cfg.klTau * 1));
+  const rlLoss = K.div<tf.Scalar>(total(rlTok), denom);
+  const p = K.exp(lp);
+  const klTerms = K.mul(p, K.add(lp, logRefSize));
+  const klTok = rowSum(allowed ? K.mul(klTerms, allowed) : klTerms);
+  const refKl = K.div<tf.Scalar>(total(klTok), denom);
+  const loss = refKlTau > 0 ? K.add<tf.Scalar>(rlLoss, K.mul(refKl, refKlTau)) : rlLoss;
+  const entropy = K.div<tf.Scalar>(total(K.neg(rowSum(K.mul(p, lp)))), denom);
+  const mismatch = K.div<tf.Scalar>(total(K.sub(K.sub(r, 1), logr)), denom);
+  const maskedFrac = K.div<tf.Scalar>(total(masked), denom);
+  const metrics = [rlLoss, refKl, entropy, mismatch, maskedFrac];
   const grad = (): tf.Tensor2D => {
-    const dLogpi = tf.div(tf.add(tf.mul(pull, r), tf.mul(logr, 2 * cfg.klTau)), denom);
-    let dLp = tf.mul(onehot, tf.reshape(dLogpi, [-1, 1]));
+    const dLogpi = K.div(K.add(K.mul(pull, r), K.mul(logr, 2 * cfg.klTau)), denom);
+    let dLp = K.mul(onehot, K.reshape(dLogpi, [-1, 1]));
     if (refKlTau > 0) {
-      const kl = tf.mul(p, tf.add(lp, logRefSize + 1));
-      dLp = tf.add(dLp, tf.mul(allowed ? tf.mul(kl, allowed) : kl, refKlTau / denom));
+      const kl = K.mul(p, K.add(lp, logRefSize + 1));
+      dLp = K.add(dLp, K.mul(allowed ? K.mul(kl, allowed) : kl, refKlTau / denom));
     }
-    const dz = tf.sub(dLp, tf.mul(p, tf.sum(dLp, -1, true)));
-    return (cfg.temperature === 1 ? dz : tf.div(dz, cfg.temperature)) as tf.Tensor2D;
+    const dz = K.sub(dLp, K.mul(p, rowSum(dLp, true)));
+    return (cfg.temperature === 1 ? dz : K.div(dz, cfg.temperature)) as tf.Tensor2D;
   };
   return { loss, metrics, grad };
 }
