@@ -1,6 +1,11 @@
 // `pnpm bench:inference` runs it with `--max-semi-space-size=64`, as `pnpm trainer` runs the trainer:
 // 576 hands in flight allocate ≈30 MB per forward pass, and a larger young generation lets them die
 // young instead of being copied and promoted (≈110 → ≈50 µs CPU per decision, 2-core CI machine, 2026-12, idle).
+// And with `--no-allocation-site-pretenuring`, as `pnpm trainer` runs: hands outlive a scavenge, so V8 at
+// times decides to allocate their literals (trace arrays, nodes, records) straight in the old
+// generation; that garbage then keeps the young objects it points to alive until a full GC, and a
+// run turns bimodal (≈7 MB survive and ≈5 MB are promoted per scavenge instead of ≈3.5 / ≈1.2:
+// ratio 0.23–0.27 instead of 0.39–0.42 at load 5, same code, 2026-12-05).
 // Inference throughput: decisions per second of the full Kuhn self-play loop (Env, seats, interception
 // recording, micro-batched onnxruntime policy) against raw onnxruntime forward passes of the same
 // model over the same rows, in one run. Two loops take turns: one forward row per decision (the
