@@ -136,8 +136,9 @@ export class Http1Connection {
   idleLimit: number;
   private call: Http1Call | null = null;
   private closed = false;
-  /** Bytes received and not yet consumed by the parser. */
+  /** Bytes received; those from `offset` on are not consumed yet (no slice object per step). */
   private pending: Buffer | null = null;
+  private offset = 0;
   private state: ParseState = 'head';
   private status = 0;
   private headers: Record<string, string> = {};
@@ -202,7 +203,9 @@ export class Http1Connection {
       return;
     }
     this.started = true;
-    this.pending = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
+    const rest = this.pending === null ? 0 : this.pending.length - this.offset;
+    this.pending = rest > 0 ? Buffer.concat([(this.pending as Buffer).subarray(this.offset), chunk]) : chunk;
+    this.offset = 0;
     try {
       this.parse();
     } catch (error) {
@@ -215,76 +218,77 @@ export class Http1Connection {
   private parse(): void {
     for (;;) {
       const data = this.pending;
-      if (!data || (data.length === 0 && this.state !== 'length')) return;
+      const at = this.offset;
+      if (!data || (at === data.length && this.state !== 'length')) return;
       switch (this.state) {
         case 'head': {
-          const end = data.indexOf(HEAD_END);
+          const end = data.indexOf(HEAD_END, at);
           if (end === -1) {
-            if (data.length > MAX_HEAD_BYTES) throw new Error('reply head too large');
+            if (data.length - at > MAX_HEAD_BYTES) throw new Error('reply head too large');
             return;
           }
-          this.pending = data.subarray(end + 4);
-          this.readHead(data.toString('latin1', 0, end));
+          this.offset = end + 4;
+          this.readHead(data.toString('latin1', at, end));
           break;
         }
         case 'length': {
-          const take = Math.min(this.remaining, data.length);
-          if (take > 0) this.addBody(data.subarray(0, take));
+          const take = Math.min(this.remaining, data.length - at);
+          this.addBody(data, at, at + take);
           this.remaining -= take;
-          this.pending = data.subarray(take);
+          this.offset = at + take;
           if (this.remaining > 0) return;
           this.finish();
           return;
         }
         case 'close':
-          this.addBody(data);
-          this.pending = null;
+          this.addBody(data, at, data.length);
+          this.offset = data.length;
           return;
         default:
-          if (!this.chunkStep(data)) return;
+          if (!this.chunkStep(data, at)) return;
       }
     }
   }
 
   /** One step of a chunked body (`data` = the unconsumed bytes); false when it needs more bytes or the reply is done. */
-  private chunkStep(data: Buffer): boolean {
+  private chunkStep(data: Buffer, at: number): boolean {
     switch (this.state) {
       case 'chunk-size': {
-        const end = data.indexOf(CRLF);
+        const end = data.indexOf(CRLF, at);
         if (end === -1) {
-          if (data.length > 1024) throw new Error('chunk size line too long');
+          if (data.length - at > 1024) throw new Error('chunk size line too long');
           return false;
         }
-        const line = data.toString('latin1', 0, end);
+        const line = data.toString('latin1', at, end);
         const semicolon = line.indexOf(';');
         const digits = (semicolon === -1 ? line : line.slice(0, semicolon)).trim();
         if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new Error(`bad chunk size ${JSON.stringify(line)}`);
         const size = Number.parseInt(digits, 16);
-        this.pending = data.subarray(end + 2);
+        this.offset = end + 2;
         this.remaining = size;
         this.state = size === 0 ? 'trailers' : 'chunk-data';
         return true;
       }
       case 'chunk-data': {
-        const take = Math.min(this.remaining, data.length);
-        this.addBody(data.subarray(0, take));
+        const take = Math.min(this.remaining, data.length - at);
+        this.addBody(data, at, at + take);
         this.remaining -= take;
-        this.pending = data.subarray(take);
+        this.offset = at + take;
         if (this.remaining === 0) this.state = 'chunk-end';
         return true;
       }
       case 'chunk-end':
-        if (data.length < 2) return false;
-        if (data[0] !== 13 || data[1] !== 10) throw new Error('chunk not followed by CRLF');
-        this.pending = data.subarray(2);
+        if (data.length - at < 2) return false;
+        if (data[at] !== 13 || data[at + 1] !== 10) throw new Error('chunk not followed by CRLF');
+        this.offset = at + 2;
         this.state = 'chunk-size';
         return true;
       default: {
         // Trailer lines, ended by an empty line; their content is not used.
-        const end = data.indexOf(CRLF);
+        const end = data.indexOf(CRLF, at);
         if (end === -1) return false;
-        this.pending = data.subarray(end + 2);
-        if (end !== 0) return true;
+        this.offset = end + 2;
+        if (end !== at) return true;
         this.finish();
         return false;
       }
@@ -336,9 +340,10 @@ export class Http1Connection {
     }
   }
 
-  private addBody(piece: Buffer): void {
-    this.body.push(piece);
-    this.bodyBytes += piece.length;
+  private addBody(data: Buffer, start: number, end: number): void {
+    if (end <= start) return;
+    this.body.push(start === 0 && end === data.length ? data : data.subarray(start, end));
+    this.bodyBytes += end - start;
   }
 
   /** The reply is complete: tell the sink, then reuse or close the connection. */
@@ -346,9 +351,10 @@ export class Http1Connection {
     const call = this.call;
     const body = this.body.length === 1 ? (this.body[0] as Buffer) : Buffer.concat(this.body, this.bodyBytes);
     const reply: Http1Reply = { status: this.status, headers: this.headers, body };
-    const reusable = this.keepAlive && this.state !== 'close' && (this.pending === null || this.pending.length === 0);
+    const reusable = this.keepAlive && this.state !== 'close' && (this.pending === null || this.offset === this.pending.length);
     this.call = null;
     this.pending = null;
+    this.offset = 0;
     this.state = 'head';
     this.body = [];
     this.bodyBytes = 0;
