@@ -180,7 +180,11 @@ export class Http1Connection {
       if (this.state === 'close' && !error) this.finish();
       // Not sent again, even on a reused connection that closed before any byte of the reply:
       // the server may have read (and acted on) the request; the caller's retry policy decides.
-      else this.failCall(this.started ? 'Connection error: reply body cut short' : 'Connection error: socket hang up', error);
+      else
+        this.failCall(
+          this.started ? 'Connection error: reply body cut short' : `Connection error: ${error?.message ?? 'socket hang up'}`,
+          error,
+        );
     }
     if (this.closed) return;
     this.closed = true;

@@ -86,7 +86,9 @@ describe('postJson (the lean transport of OpenAICompatibleClient)', () => {
     server?.closeAllConnections();
     await new Promise<void>((resolve) => server?.close(() => resolve()));
     server = undefined;
-    await expect(postJson(url, '{}', options)).rejects.toBeInstanceOf(OpenAI.APIConnectionError);
+    const error = await postJson(url, '{}', options).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIConnectionError);
+    expect((error as Error).message).toMatch(/ECONNREFUSED/);
   });
 
   it('OpenAICompatibleClient: a timed-out attempt is retried, then fails as a ProviderError after the budget', async () => {
