@@ -1,5 +1,8 @@
 import type { Rng } from './rng.ts';
 
+/** The softmax terms of the last call (reused: sampling is synchronous, one call at a time). */
+let scratch = new Float64Array(64);
+
 /**
  * Samples one token from `logits` at `temperature` (0 = greedy). Returns the token and its
  * logprob under the distribution it was drawn from, softmax(logits / temperature) — the same
@@ -20,14 +23,21 @@ export function sampleToken(options: { logits: Float32Array; temperature: number
       argmax = i;
     }
   }
+  // Each term computed once (the sampling walk subtracts the same values the sum added).
+  if (scratch.length < logits.length) scratch = new Float64Array(logits.length);
+  const terms = scratch;
   let z = 0;
-  for (let i = 0; i < logits.length; i++) z += Math.exp(((logits[i] as number) - max) / t);
+  for (let i = 0; i < logits.length; i++) {
+    const e = Math.exp(((logits[i] as number) - max) / t);
+    terms[i] = e;
+    z += e;
+  }
   const logZ = Math.log(z);
   let token = argmax;
   if (options.temperature !== 0) {
     let u = rng.next() * z;
     for (let i = 0; i < logits.length; i++) {
-      u -= Math.exp(((logits[i] as number) - max) / t);
+      u -= terms[i] as number;
       if (u <= 0) {
         token = i;
         break;
