@@ -49,18 +49,31 @@ export function kuhnIsTerminal(history: readonly KuhnAction[]): boolean {
 
 /** The legal actions after `history` (empty when terminal); errors on a history that cannot happen. */
 export function kuhnLegalActions(history: readonly KuhnAction[]): KuhnAction[] {
+  return [...legalActionsOf(history)];
+}
+
+const OPENING: readonly KuhnAction[] = Object.freeze(['check', 'bet'] as const);
+const FACING_BET: readonly KuhnAction[] = Object.freeze(['fold', 'call'] as const);
+const NONE: readonly KuhnAction[] = Object.freeze([]);
+
+/**
+ * `kuhnLegalActions` as one of three shared frozen lists (the env asks at every decision, and
+ * only reads them).
+ * @internal
+ */
+export function legalActionsOf(history: readonly KuhnAction[]): readonly KuhnAction[] {
   const n = history.length;
   const [a, b] = history;
-  if (n === 0 || (n === 1 && a === 'check')) return ['check', 'bet'];
-  if ((n === 1 && a === 'bet') || (n === 2 && a === 'check' && b === 'bet')) return ['fold', 'call'];
-  if (kuhnIsTerminal(history)) return [];
+  if (n === 0 || (n === 1 && a === 'check')) return OPENING;
+  if ((n === 1 && a === 'bet') || (n === 2 && a === 'check' && b === 'bet')) return FACING_BET;
+  if (kuhnIsTerminal(history)) return NONE;
   throw new RangeError(`not a Kuhn poker history: ${JSON.stringify(history.join('-'))}`);
 }
 
 /** The player to act: `''` → 0, `check` → 1, `bet` → 1, `check-bet` → 0. */
 export function kuhnActingPlayer(history: readonly KuhnAction[]): 0 | 1 {
   if (kuhnIsTerminal(history)) throw new RangeError(`history ${history.join('-')} is terminal`);
-  kuhnLegalActions(history);
+  legalActionsOf(history);
   return (history.length % 2) as 0 | 1;
 }
 

@@ -1,5 +1,13 @@
 import type { Message } from '../../../model/messages.ts';
-import { KUHN_ACTIONS, KUHN_CARDS, type KuhnAction, type KuhnCard, kuhnIsTerminal, kuhnLegalActions } from './game.ts';
+import {
+  KUHN_ACTIONS,
+  KUHN_CARDS,
+  type KuhnAction,
+  type KuhnCard,
+  kuhnIsTerminal,
+  kuhnLegalActions,
+  legalActionsOf,
+} from './game.ts';
 
 /**
  * How the env words its messages. `rules` (default) states the rules, the seat and the legal
@@ -195,7 +203,7 @@ export function kuhnParseAction(
   history: readonly KuhnAction[],
   style: KuhnPromptStyle = 'rules',
 ): KuhnAction | null {
-  const legal = kuhnLegalActions(history) as [KuhnAction, KuhnAction];
+  const legal = legalActionsOf(history) as readonly [KuhnAction, KuhnAction];
   const text = reply.toLowerCase();
   // The distinct legal actions named, without sets: a second distinct one makes the reply ambiguous.
   let named: KuhnAction | null = null;
