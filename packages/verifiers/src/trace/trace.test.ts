@@ -152,6 +152,23 @@ describe('messageHash', () => {
     expect(restored.addMessage({ role: 'assistant', content: 'x ' }, second)).toBe(plain);
   });
 
+  it('keys long plain texts by role and text, as new objects and as one edited object', () => {
+    const trace = makeTrace();
+    const system = 'You are careful. '.repeat(40);
+    const other = `${system.slice(0, -1)}!`;
+    const first = trace.addPrompt([{ role: 'system', content: system }]);
+    expect(trace.addPrompt([{ role: 'system', content: `${system}`.slice(0) }])).toBe(first);
+    expect(trace.addPrompt([{ role: 'system', content: other }])).not.toBe(first);
+    const asUser = trace.addPrompt([{ role: 'user', content: system }]);
+    expect(asUser).not.toBe(first);
+    expect(trace.addPrompt([{ role: 'user', content: system }])).toBe(asUser);
+    const edited: Message = { role: 'system', content: system };
+    expect(trace.addPrompt([edited])).toBe(first);
+    edited.content = other;
+    expect(trace.addPrompt([edited])).toBe(trace.addPrompt([{ role: 'system', content: other }]));
+    expect(trace.addPrompt([edited])).not.toBe(first);
+  });
+
   it('indexes several children per parent, a sampled node taking over its content key, also after fromJSON', () => {
     const trace = makeTrace();
     const root = trace.addPrompt([{ role: 'user', content: 'q' }]) as number;

@@ -402,33 +402,27 @@ export function messageHash(message: Message): string {
  * The key of the graph's child index: two messages get the same key exactly when they have the
  * same `messageHash`. Short messages are keyed by their canonical JSON itself (no digest to
  * compute); longer ones by the hash, so the index never holds a second copy of a long text.
- * Programs re-send the whole conversation on every call, so the key of a message object seen
- * before (with the same text) is remembered instead of recomputed.
+ * Programs re-send the whole conversation on every call, as new message objects parsed from each
+ * request: the key of a plain text (system, user, assistant without tool calls) is remembered by
+ * role and text, and that of a tool message per message object.
  */
 function messageKey(message: Message): string {
   const content = message.content;
-  if (typeof content === 'string' && content.length <= MAX_SHORT_TEXT && message.role !== 'tool') {
-    if (message.role !== 'assistant' || !message.toolCalls?.length) return shortTextKey(message.role, content);
+  if (typeof content === 'string' && message.role !== 'tool') {
+    if (message.role !== 'assistant' || !message.toolCalls?.length) return textKey(message.role, content);
   }
   const cached = keyCache.get(message);
   if (
     cached !== undefined &&
-    cached.role === message.role &&
     cached.content === message.content &&
-    (message.role === 'tool'
-      ? cached.toolCallId === message.toolCallId
-      : message.role !== 'assistant' || !message.toolCalls?.length)
+    message.role === 'tool' &&
+    cached.toolCallId === message.toolCallId
   ) {
     return cached.key;
   }
   const key = keyOf(canonicalMessage(message));
-  if (typeof content === 'string' && (message.role !== 'assistant' || !message.toolCalls?.length)) {
-    keyCache.set(message, {
-      role: message.role,
-      content,
-      toolCallId: message.role === 'tool' ? message.toolCallId : undefined,
-      key,
-    });
+  if (typeof content === 'string' && message.role === 'tool') {
+    keyCache.set(message, { content, toolCallId: message.toolCallId, key });
   }
   return key;
 }
@@ -441,37 +435,42 @@ function keyOf(canonical: string): string {
 const MAX_INLINE_KEY = 256;
 
 /**
- * Keys of short plain texts (system, user, assistant without tool calls), per role, by text: a
- * game or user simulator sends the same few texts as new message objects every turn, and the
- * key of such a message depends on its role and text alone. Cleared when it holds
- * {@link SHORT_TEXT_KEYS} entries; longer texts are remembered per message object instead.
+ * Keys of plain texts (system, user, assistant without tool calls), per role, by text: a game, a
+ * user simulator or a program sends the same texts (a long system prompt) as new message objects
+ * every turn, and the key of such a message depends on its role and text alone. A hit costs a
+ * string hash and comparison instead of the canonical JSON and its SHA-256. Cleared when it holds
+ * {@link TEXT_KEYS} entries or {@link TEXT_KEY_CHARS} characters of text.
  */
-const shortTextKeys = new Map<string, Map<string, string>>();
-let shortTextCount = 0;
-const MAX_SHORT_TEXT = 256;
-const SHORT_TEXT_KEYS = 4096;
+const textKeys = new Map<string, Map<string, string>>();
+let textKeyCount = 0;
+let textKeyChars = 0;
+const TEXT_KEYS = 4096;
+const TEXT_KEY_CHARS = 1 << 22;
 
-function shortTextKey(role: 'system' | 'user' | 'assistant', content: string): string {
-  let keys = shortTextKeys.get(role);
+function textKey(role: 'system' | 'user' | 'assistant', content: string): string {
+  let keys = textKeys.get(role);
   const cached = keys?.get(content);
   if (cached !== undefined) return cached;
   const key = keyOf(canonicalMessage({ role, content } as Message));
-  if (shortTextCount >= SHORT_TEXT_KEYS) {
-    shortTextKeys.clear();
-    shortTextCount = 0;
+  if (content.length > TEXT_KEY_CHARS) return key;
+  if (textKeyCount >= TEXT_KEYS || textKeyChars + content.length > TEXT_KEY_CHARS) {
+    textKeys.clear();
+    textKeyCount = 0;
+    textKeyChars = 0;
     keys = undefined;
   }
   if (keys === undefined) {
     keys = new Map();
-    shortTextKeys.set(role, keys);
+    textKeys.set(role, keys);
   }
   keys.set(content, key);
-  shortTextCount++;
+  textKeyCount++;
+  textKeyChars += content.length;
   return key;
 }
 
-/** Keys of messages with plain-text content and no tool calls, checked against the fields they were computed from. */
-const keyCache = new WeakMap<Message, { role: string; content: string | null; toolCallId: string | undefined; key: string }>();
+/** Keys of tool messages with plain-text content, checked against the fields they were computed from. */
+const keyCache = new WeakMap<Message, { content: string | null; toolCallId: string | undefined; key: string }>();
 
 /** The canonical JSON (sorted keys, no nulls) that `messageHash` hashes; plain-text messages skip the generic walk. */
 function canonicalMessage(message: Message): string {
