@@ -94,8 +94,17 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
     return;
   }
   const text = JSON.stringify(body);
-  const head: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
-  if (headers) Object.assign(head, headers);
+  // Headers as one flat [name, value, …] list: Node stores them without an object walk.
+  const head = ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(text))];
+  if (headers) {
+    for (const name in headers) {
+      const value = headers[name] as string;
+      // Same keys as an object spread over the defaults: `content-type` / `content-length` replace them.
+      if (name === 'content-type') head[1] = value;
+      else if (name === 'content-length') head[3] = value;
+      else head.push(name, value);
+    }
+  }
   res.writeHead(status, head);
   res.end(text);
 }
