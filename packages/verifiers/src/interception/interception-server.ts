@@ -173,8 +173,10 @@ export class InterceptionServer {
     try {
       const raw = await readBody(req, this.maxBodyBytes);
       // Requests land in bursts (a thousand programs call at once): parsing and starting each
-      // call waits for a later event-loop turn once this turn has had its share (see TurnBudget).
-      await turnBudget.pass();
+      // call waits for a later event-loop turn once this turn has had its share (see TurnBudget);
+      // with budget left it goes on at once (no await of undefined, one microtask hop less).
+      const turn = turnBudget.pass();
+      if (turn) await turn;
       body = parseJsonBody(raw);
       if (route.kind === 'count-tokens') {
         const b = (body ?? {}) as Record<string, unknown>;
@@ -194,7 +196,8 @@ export class InterceptionServer {
         return this.fail(res, dialect, wireErrorOf(error));
       }
       // Replies land in bursts too (the model answers a burst of calls together).
-      await turnBudget.pass();
+      const turn = turnBudget.pass();
+      if (turn) await turn;
       return sendJson(res, 200, dialect.renderResponse(response, parsed));
     }
     await this.stream(res, dialect, parsed, session.handle(parsed.request, meta));
@@ -229,7 +232,8 @@ export class InterceptionServer {
       return;
     }
     if (timer) clearInterval(timer);
-    await turnBudget.pass();
+    const turn = turnBudget.pass();
+    if (turn) await turn;
     if (res.destroyed) return;
     if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
     res.end(dialect.renderStream(response, parsed).join(''));
