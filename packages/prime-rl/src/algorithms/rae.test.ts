@@ -38,6 +38,35 @@ describe('Rae', () => {
     expect(rae.baseline({ env: 'a', role: 'p' })).toBeCloseTo(0.05, 15);
   });
 
+  it('matches a per-(env, role) reference over one group mixing two envs and three roles', () => {
+    const roles = ['a', 'b', 'c', 'b', 'a', 'c', 'c', 'a'];
+    const envs = ['x', 'x', 'y', 'x', 'y', 'y', 'x', 'x'];
+    const rewards = [1, 0.25, -1, 0.5, 2, 0, 1, -0.5];
+    const episodes = roles.map((role, i) =>
+      makeEpisode({ env: envs[i]!, traces: [makeTrace({ role, reward: rewards[i]! }), makeTrace({ role: 'b', reward: i })] }),
+    );
+    const rae = new Rae({ type: 'rae', decay: 0.75 });
+    rae.scoreGroup(episodes);
+    const reference = new Map<string, number>();
+    const expected: number[] = [];
+    episodes.forEach((episode, i) => {
+      for (const [role, reward] of [
+        [roles[i]!, rewards[i]!],
+        ['b', i],
+      ] as const) {
+        const key = `${envs[i]}/${role}`;
+        const before = reference.get(key) ?? 0;
+        expected.push(reward - before);
+        reference.set(key, 0.75 * before + 0.25 * reward);
+      }
+    });
+    expect(episodes.flatMap((episode) => episode.traces.map(advantageOf))).toEqual(expected);
+    for (const [key, value] of reference) {
+      const [env, role] = key.split('/') as [string, string];
+      expect(rae.baseline({ env, role })).toBe(value);
+    }
+  });
+
   it('never lets errored or untrainable traces touch the baseline', () => {
     const rae = new Rae({ type: 'rae', decay: 0.5 });
     const skipped = [makeTrace({ role: 'p', reward: 5, ok: false }), makeTrace({ role: 'p', reward: 5, trainable: false })];

@@ -84,30 +84,63 @@ export class Rae implements Algorithm {
 
   scoreGroup(episodes: readonly Episode[]): void {
     const decay = this.decay;
+    // The last env's baselines and the last two names' cells: a group is one env and a few roles,
+    // so most traces skip both Map lookups (the cells are the same ones the Maps hold).
+    let env: string | undefined;
+    let baselines: Map<string, { value: number }> | undefined;
+    let name0: string | undefined;
+    let cell0: { value: number } | undefined;
+    let name1: string | undefined;
+    let cell1: { value: number } | undefined;
     for (let e = 0; e < episodes.length; e++) {
       const episode = episodes[e]!;
-      let baselines = this.baselines.get(episode.env.id);
       const traces = episode.traces;
       for (let t = 0; t < traces.length; t++) {
         const trace = traces[t]!;
         if (!isTrainableTrace(trace)) continue;
-        if (baselines === undefined) {
-          baselines = new Map();
-          this.baselines.set(episode.env.id, baselines);
+        if (baselines === undefined || episode.env.id !== env) {
+          env = episode.env.id;
+          baselines = this.baselinesOf(env);
+          name0 = name1 = undefined;
         }
         const name = this.baselineName(trace);
-        const reward = traceReward(trace);
-        let baseline = baselines.get(name);
-        if (baseline === undefined) {
-          baseline = { value: 0 };
-          baselines.set(name, baseline);
+        let baseline: { value: number };
+        if (name === name0) baseline = cell0!;
+        else if (name === name1) baseline = cell1!;
+        else {
+          baseline = this.cellOf(baselines, name);
+          name1 = name0;
+          cell1 = cell0;
+          name0 = name;
+          cell0 = baseline;
         }
+        const reward = traceReward(trace);
         const before = baseline.value;
         // A fresh array per node: values against a running baseline do not repeat.
         assignScalarAdvantage(trace, reward - before, false);
         baseline.value = decay * before + (1 - decay) * reward;
       }
     }
+  }
+
+  /** The baselines of an env, created empty on its first trainable trace. */
+  private baselinesOf(env: string): Map<string, { value: number }> {
+    let baselines = this.baselines.get(env);
+    if (baselines === undefined) {
+      baselines = new Map();
+      this.baselines.set(env, baselines);
+    }
+    return baselines;
+  }
+
+  /** The baseline cell of a name, created at 0. */
+  private cellOf(baselines: Map<string, { value: number }>, name: string): { value: number } {
+    let baseline = baselines.get(name);
+    if (baseline === undefined) {
+      baseline = { value: 0 };
+      baselines.set(name, baseline);
+    }
+    return baseline;
   }
 
   /** Current baseline of a role in an env (0 before its first trace); with `key`, of the role at that key's `value`. */
