@@ -16,7 +16,10 @@
  * other node shares (RAE's, against a running baseline) is one new array each trace keeps alive.
  * V8 pretenures that allocation site, so the arrays (≈56 bytes each) grow the old generation
  * into freshly mapped pages: ≈15 minor page faults per 1,000 traces, where the algorithms that
- * share their arrays take ≈1. The JSON's `pageFaultsPerKTrace` reports it per algorithm.
+ * share their arrays take ≈1. The JSON's `pageFaultsPerKTrace` reports it per algorithm, and
+ * `pageFaultMs` what those faults cost: the bench measures the CPU one fault takes in this
+ * process (`pageFaultUs`, from touching 64 MB of fresh memory), which on a virtual machine can be
+ * tens of times a bare-metal fault's.
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -102,6 +105,24 @@ function cpuMs(): number {
 /** Minor page faults of this process so far: fresh memory the heap maps in. */
 function pageFaults(): number {
   return process.resourceUsage().minorPageFault;
+}
+
+/**
+ * What one minor page fault costs this process, in µs: the CPU time to touch one byte per 4 KB of
+ * 64 MB of fresh memory, per fault taken (median of three). A virtual machine's faults can cost
+ * tens of times a bare-metal one; RAE's old-generation growth pays it once per new page.
+ */
+function pageFaultCostUs(): number {
+  const costs: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    const faultsStart = pageFaults();
+    const cpuStart = cpuMs();
+    const fresh = Buffer.allocUnsafeSlow(64 * 1024 * 1024);
+    for (let i = 0; i < fresh.length; i += 4096) fresh[i] = 1;
+    const faults = pageFaults() - faultsStart;
+    costs.push(faults > 0 ? ((cpuMs() - cpuStart) * 1000) / faults : 0);
+  }
+  return median(costs);
 }
 
 function median(values: number[]): number {
@@ -223,6 +244,9 @@ for (const [name, runs] of runsOf) {
     droppedSamples: runs[0]!.droppedSamples,
   };
 }
+const faultUs = pageFaultCostUs();
+/** CPU the median run of an algorithm spent taking its page faults, at {@link faultUs} each (ms). */
+const faultMsOf = (r: Result) => (((r.pageFaultsPerKTrace * NUM_TRACES) / 1000) * faultUs) / 1000;
 let packMs = 0;
 let microBatches = 0;
 // Packing, timed on its own: grpo's samples from one more (untimed) run that keeps them. Kept
@@ -267,6 +291,11 @@ for (const [name, r] of Object.entries(results)) {
 }
 lines.push(
   '',
+  `page faults: ${faultUs.toFixed(1)} µs of CPU each (64 MB of fresh memory touched); per algorithm, faults × that cost: ${Object.entries(
+    results,
+  )
+    .map(([name, r]) => `${name} ${faultMsOf(r).toFixed(0)} ms`)
+    .join(', ')}`,
   results.grpo
     ? `FFD packing of grpo's ${results.grpo.samples} samples into 2048-token micro-batches: ${packMs.toFixed(0)} ms (${microBatches} micro-batches)`
     : '',
@@ -291,6 +320,7 @@ console.log(
     nodeFlags: process.execArgv.filter((flag) => flag.startsWith('--max-')),
     repeats: REPEATS,
     load: { start: round(loadStart), end: round(loadavg()[0]!) },
+    pageFaultUs: round(faultUs),
     buildMs: round(buildMs, 1),
     packMs: round(packMs, 1),
     algorithms: Object.fromEntries(
@@ -303,6 +333,7 @@ console.log(
           cpuRatio: round(r.cpuRatio),
           nsPerTrace: round(r.nsPerTrace, 1),
           pageFaultsPerKTrace: round(r.pageFaultsPerKTrace, 1),
+          pageFaultMs: round(faultMsOf(r), 1),
           samples: r.samples,
         },
       ]),
