@@ -13,7 +13,8 @@
 // one forward row, against raw passes over the same distinct rows. Raw passes run at each loop's
 // mean rows per pass and mean padded length (from a warm-up in the same chunks), interleaved with the
 // loops' chunks. Last line: JSON.
-// Options: --hands=8192 --concurrent=576 --profile=<file.cpuprofile> (the timed window only).
+// Options: --hands=8192 --warm=4608 (hands per loop before the clock starts) --concurrent=576
+// --profile=<file.cpuprofile> (the timed window only).
 
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -29,6 +30,10 @@ const loadStart = loadavg()[0] as number;
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const hands = Number(args.get('hands') ?? 8192);
 const concurrent = Number(args.get('concurrent') ?? 576);
+const warmHands = Number(args.get('warm') ?? 4608);
+if (!Number.isInteger(warmHands) || warmHands < concurrent) {
+  throw new Error(`--warm: expected a whole number of hands ≥ --concurrent (${concurrent}), got ${args.get('warm')}`);
+}
 registerRuntime('game', () => new GameRuntime());
 // The default training run's shape: prompt style, reply length, model, re-asks.
 const run = {
@@ -125,13 +130,17 @@ function shapeOf(was: Stats, now: Stats) {
   };
 }
 
-// Warm-up (JIT, onnxruntime arenas) off the clock, in the timed run's chunks: it also gives the
-// shapes (rows per pass, padded length) the raw passes reproduce. A short one left the timed
-// window mostly warm-up.
+// Warm-up (JIT, onnxruntime arenas, the young generation growing to its size) off the clock, in the
+// timed run's chunks: it also gives the shapes (rows per pass, padded length) the raw passes
+// reproduce. A short one left the timed window mostly warm-up: with 1,152 hands per loop, the first
+// 2–4 timed chunks still cost 2–4× the later ones (unshared 95 and 82 µs CPU per decision in the
+// first two, 22–35 later; 2-core CI machine, 2026-12-05), so the figure was the tail of the warm-up
+// rather than the loop a training run plays for minutes. 4,608 hands per loop (8 chunks) reach the
+// steady state.
 const warm = { shared: { ...shared.client.stats }, unshared: { ...unshared.client.stats } };
-for (let start = 0; start < 1152; start += concurrent) {
-  await shared.play(10_000_000 + start, Math.min(concurrent, 1152 - start), false);
-  await unshared.play(10_000_000 + start, Math.min(concurrent, 1152 - start), false);
+for (let start = 0; start < warmHands; start += concurrent) {
+  await shared.play(10_000_000 + start, Math.min(concurrent, warmHands - start), false);
+  await unshared.play(10_000_000 + start, Math.min(concurrent, warmHands - start), false);
 }
 const warmShapes = {
   shared: shapeOf(warm.shared, shared.client.stats),
@@ -232,6 +241,7 @@ console.log(
     cpu_us_per_decision: f.unshared.cpu_us_per_decision,
     shared: f.shared,
     hands,
+    warm_hands: warmHands,
     goal: 0.5,
     load: { start: Number(loadStart.toFixed(2)), end: Number(loadEnd.toFixed(2)) },
   }),
