@@ -5,6 +5,7 @@ import type { OnnxPolicy } from './onnx-policy.ts';
  * One request of a forward pass, given to `MicroBatcher.submit`: its tokens, and what to call with
  * its row's logits (`settle`) or with the pass's error (`fail`). Called in submission order, in the
  * macrotask that ends the pass; a request may submit itself again from `settle` (its next token).
+ * Requests that share a forward row get the same view of the pass's output: read it, never write it.
  */
 export interface BatchRequest {
   readonly tokens: readonly number[];
@@ -106,12 +107,19 @@ export class MicroBatcher {
       .logits({ tokens, batch: count, time, rows })
       .then(
         (logits) => {
+          // One view per forward row, shared by the requests of that row (the same memory either way).
+          const views: (Float32Array | undefined)[] = new Array(count);
           for (let b = 0; b < batch.length; b++) {
             const u = slot[b] as number;
             const request = batch[b] as BatchRequest;
             // One request's failure (its sampling, its next step) is its own: the rest still settle.
             try {
-              request.settle(logits.subarray(u * v, (u + 1) * v));
+              let view = views[u];
+              if (view === undefined) {
+                view = logits.subarray(u * v, (u + 1) * v);
+                views[u] = view;
+              }
+              request.settle(view);
             } catch (error) {
               request.fail(error);
             }

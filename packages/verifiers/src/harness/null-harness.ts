@@ -1,7 +1,8 @@
 import type { Message } from '../model/messages.ts';
+import type { ModelResponse } from '../model/model-client.ts';
 import { connectMcpServers, type McpConnection } from '../tools/mcp-client.ts';
 import type { Harness, HarnessCapabilities, HarnessLaunchContext, HarnessResult, HarnessSession } from './harness.ts';
-import { callLoopModel, type LoopTool, runToolLoop } from './tool-loop.ts';
+import { isInterceptionStop, type LoopTool, loopRequest, runToolLoop } from './tool-loop.ts';
 
 /**
  * Our own loop with tools: `null` offers none (chat only, one model call per turn); `bash`
@@ -76,30 +77,36 @@ class LoopSession implements HarnessSession {
   ) {
     this.messages = [...context.messages];
     this.callOptions = { signal: context.signal };
-    // Assigned here, not as a class field: under tsx (esbuild `keepNames`) a field's arrow is
+    // Assigned here, not as class fields: under tsx (esbuild `keepNames`) a field's arrow is
     // named with a defineProperty per session, which also turns the function into dictionary mode.
-    this.replied = (reply) => {
-      if (reply === null) {
-        this.terminated = true;
-        return { messages: [], terminated: true };
-      }
+    this.replied = (response) => {
+      const reply = response.message;
       this.messages.push(reply);
       return { messages: [reply], terminated: false };
     };
+    this.refused = (error) => {
+      if (!isInterceptionStop(error)) throw error;
+      this.terminated = true;
+      return { messages: [], terminated: true };
+    };
   }
 
-  /** A chat-only turn's reply: appended to the conversation, or null when interception refused the call. */
-  private readonly replied: (reply: Message | null) => { messages: Message[]; terminated: boolean };
+  /** A chat-only turn's answer: its reply appended to the conversation. */
+  private readonly replied: (response: ModelResponse) => { messages: Message[]; terminated: boolean };
+  /** A chat-only turn's failure: interception's refusal ends the session (a terminated segment); other errors reject. */
+  private readonly refused: (error: unknown) => { messages: Message[]; terminated: boolean };
 
   turn(incoming?: Message[]): Promise<{ messages: Message[]; terminated: boolean }> {
     if (this.terminated) return Promise.resolve({ messages: [], terminated: true });
     const { messages } = this;
     if (incoming) messages.push(...incoming);
     if (this.tools.length > 0) return this.loopTurn();
-    // Chat only: one model call and one reaction on it (no async frame per turn).
+    // Chat only: one model call and one reaction on the endpoint's promise (what `callLoopModel`
+    // does, without its own reaction in between: no async frame and one promise per turn).
     try {
       this.context.signal.throwIfAborted();
-      return callLoopModel(this.context.endpoint, messages, this.tools, this.callOptions).then(this.replied);
+      const { endpoint } = this.context;
+      return endpoint.direct(loopRequest(endpoint, messages, this.tools), this.callOptions).then(this.replied, this.refused);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,5 +1,6 @@
 import { LimitError, RolloutConcludedError } from '../errors/troupe-error.ts';
 import type { Message, ToolCall, ToolDefinition } from '../model/messages.ts';
+import type { ModelRequest } from '../model/model-client.ts';
 import type { ModelEndpoint } from './harness.ts';
 
 /** A tool our own loops offer to the model. */
@@ -72,19 +73,32 @@ export function callLoopModel(
   tools: readonly LoopTool[],
   options: { signal: AbortSignal },
 ): Promise<Message | null> {
-  const request = tools.length
+  return endpoint.direct(loopRequest(endpoint, messages, tools), options).then(replyOf, stoppedByInterception);
+}
+
+/**
+ * The request of one model call of a loop: `messages` copied (the loop appends to its own list),
+ * the tools' definitions when it offers any, no sampling of its own (interception imposes the run's).
+ * @internal
+ */
+export function loopRequest(endpoint: ModelEndpoint, messages: readonly Message[], tools: readonly LoopTool[]): ModelRequest {
+  return tools.length
     ? { model: endpoint.model, messages: [...messages], tools: tools.map((t) => t.definition), sampling: {} }
     : { model: endpoint.model, messages: [...messages], sampling: {} };
-  return endpoint.direct(request, options).then(replyOf, stoppedByInterception);
 }
 
 function replyOf(response: { message: Message }): Message {
   return response.message;
 }
 
-/** null for interception's refusals (a limit reached, the rollout concluded); rethrows the rest. */
+/** Whether `error` is one of interception's refusals (a limit reached, the rollout concluded). @internal */
+export function isInterceptionStop(error: unknown): boolean {
+  return LimitError.is(error) || RolloutConcludedError.is(error);
+}
+
+/** null for interception's refusals (see {@link isInterceptionStop}); rethrows the rest. */
 function stoppedByInterception(error: unknown): null {
-  if (LimitError.is(error) || RolloutConcludedError.is(error)) return null;
+  if (isInterceptionStop(error)) return null;
   throw error;
 }
 

@@ -259,23 +259,40 @@ export class Task<D extends TaskData = TaskData> {
    * it, e.g. when the trace is written out; a training step that writes no traces hashes nothing.
    */
   get record(): { key: string; hash: string; data: Record<string, unknown> } {
-    // One shared getter, defined property by property: an object literal with a getter made a
-    // dictionary-mode object and a closure per record (≈0.6 µs; a two-seat game made three per episode).
-    const record = { key: this.key } as { key: string; hash: string; data: Record<string, unknown> };
-    Object.defineProperty(record, 'hash', RECORD_HASH);
-    record.data = { ...this.data };
-    Object.defineProperty(record, RECORD_TASK, { value: this });
-    return record;
+    return new TaskRecord(this);
   }
 }
 
-/** The task a record stamps (a non-enumerable key: not in JSON, spreads or `Object.keys`). */
-const RECORD_TASK = Symbol('task');
+/**
+ * A task's stamp (see {@link Task.record}): `key`, `hash` (an own enumerable getter reading the
+ * task's lazily computed hash) and a copy of `data`, in that order. The task it stamps is a private
+ * field (not in JSON, spreads or `Object.keys`): a two-seat game makes three records per hand, and a
+ * symbol-keyed link cost a second `defineProperty` and its descriptor per record.
+ */
+class TaskRecord {
+  // Declared, not defined: the constructor sets them in the serialized order, `hash` between.
+  declare key: string;
+  declare hash: string;
+  declare data: Record<string, unknown>;
+  readonly #task: Task;
 
-/** The records' `hash`: an own enumerable getter reading the task's (lazily computed) hash. */
+  constructor(task: Task) {
+    this.key = task.key;
+    Object.defineProperty(this, 'hash', RECORD_HASH);
+    this.data = { ...task.data };
+    this.#task = task;
+  }
+
+  /** The hash of the task `record` stamps. */
+  static hashOf(record: TaskRecord): string {
+    return record.#task.hash;
+  }
+}
+
+/** The records' `hash`: one shared accessor, defined on each record (own and enumerable). */
 const RECORD_HASH: PropertyDescriptor = {
-  get(this: { [RECORD_TASK]: Task }): string {
-    return this[RECORD_TASK].hash;
+  get(this: TaskRecord): string {
+    return TaskRecord.hashOf(this);
   },
   enumerable: true,
   configurable: true,
