@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../../../util/random.ts';
 import {
   allDeals,
   KUHN_INFO_SETS,
@@ -30,6 +31,17 @@ describe('Kuhn poker game', () => {
     for (const count of seen.values()) expect(count).toBeGreaterThan(850);
   });
 
+  it('deals what the pool-and-splice reference deals from the same seed', () => {
+    // The first implementation: card one drawn from the three, card two from the two left, in order.
+    const reference = (seed: number) => {
+      const random = seededRandom(seed);
+      const pool = ['J', 'Q', 'K'];
+      const first = pool.splice(Math.floor(random() * 3), 1)[0];
+      return [first, pool[Math.floor(random() * 2)]];
+    };
+    for (let seed = 0; seed < 20_000; seed++) expect(kuhnDeal(seed)).toEqual(reference(seed));
+  });
+
   it('gives the legal actions and the acting player of every history', () => {
     expect(kuhnLegalActions([])).toEqual(['check', 'bet']);
     expect(kuhnLegalActions(['check'])).toEqual(['check', 'bet']);
@@ -50,6 +62,8 @@ describe('Kuhn poker game', () => {
     expect(kuhnPayoff(['Q', 'J'], ['bet', 'call'])).toBe(2);
     expect(kuhnPayoff(['Q', 'K'], ['check', 'bet', 'call'])).toBe(-2);
     expect(() => kuhnPayoff(['Q', 'K'], ['check'])).toThrow(/not terminal/);
+    expect(() => kuhnPayoff(['Q', 'K'], ['check', 'bet'])).toThrow(/"check-bet" is not terminal/);
+    expect(() => kuhnPayoff(['Q', 'K'], [])).toThrow(/"" is not terminal/);
   });
 
   it('names information sets by card then p/b letters', () => {

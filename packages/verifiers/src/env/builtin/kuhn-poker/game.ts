@@ -1,4 +1,4 @@
-import { seededRandom } from '../../../util/random.ts';
+import { Rng } from '../../../util/random.ts';
 
 /** The three cards, weakest first. */
 export const KUHN_CARDS = ['J', 'Q', 'K'] as const;
@@ -32,11 +32,12 @@ const RANK: Record<KuhnCard, number> = { J: 0, Q: 1, K: 2 };
  * the project's seeded PRNG (`seededRandom`).
  */
 export function kuhnDeal(seed: number): KuhnDeal {
-  const random = seededRandom(seed);
-  const pool: KuhnCard[] = [...KUHN_CARDS];
-  const first = pool.splice(Math.floor(random() * 3), 1)[0] as KuhnCard;
-  const second = pool[Math.floor(random() * 2)] as KuhnCard;
-  return [first, second];
+  // The same two draws as `seededRandom(seed)`, without a pool to splice (the env deals every hand).
+  const rng = new Rng(seed);
+  const first = Math.floor(rng.next() * 3);
+  // The second card among the two left, in order: the cards below `first`, then those above it.
+  const rest = Math.floor(rng.next() * 2);
+  return [KUHN_CARDS[first] as KuhnCard, KUHN_CARDS[rest < first ? rest : rest + 1] as KuhnCard];
 }
 
 /** True when the betting is over. */
@@ -82,21 +83,13 @@ export function kuhnActingPlayer(history: readonly KuhnAction[]): 0 | 1 {
  * showdown, bet-fold +1, check-bet-fold −1, bet-call and check-bet-call ±2 at showdown.
  */
 export function kuhnPayoff(deal: KuhnDeal, history: readonly KuhnAction[]): number {
-  const h = history.join('-');
+  if (!kuhnIsTerminal(history)) throw new RangeError(`history ${JSON.stringify(history.join('-'))} is not terminal`);
+  // Read action by action (no joined string per hand): a terminal history ends in check, fold or call.
   const showdown = RANK[deal[0]] > RANK[deal[1]] ? 1 : -1;
-  switch (h) {
-    case 'check-check':
-      return showdown;
-    case 'bet-fold':
-      return 1;
-    case 'check-bet-fold':
-      return -1;
-    case 'bet-call':
-    case 'check-bet-call':
-      return 2 * showdown;
-    default:
-      throw new RangeError(`history ${JSON.stringify(h)} is not terminal`);
-  }
+  const last = history[history.length - 1];
+  if (last === 'check') return showdown;
+  if (last === 'fold') return history.length === 2 ? 1 : -1;
+  return 2 * showdown;
 }
 
 /** The information-set key of the acting player: card, then `p` for check/fold and `b` for bet/call. */
