@@ -81,7 +81,8 @@ async function selfPlay(shareRows: boolean) {
       sampling: { temperature: run.sampling.temperature, maxTokens: run.sampling.maxTokens },
     },
   });
-  const totals = { decisions: 0, promptTokens: 0, seconds: 0, cpuMs: 0 };
+  /** Timed totals, and each timed chunk's CPU µs per decision (shows whether the warm-up reached the steady state). */
+  const totals = { decisions: 0, promptTokens: 0, seconds: 0, cpuMs: 0, chunkCpuUs: [] as number[] };
   /** Plays `count` hands from task `from`, `concurrent` at a time; adds to `totals` when `timed`. */
   const play = async (from: number, count: number, timed: boolean) => {
     const t0 = performance.now();
@@ -93,12 +94,14 @@ async function selfPlay(shareRows: boolean) {
     const cpu = process.cpuUsage(cpu0);
     totals.seconds += (performance.now() - t0) / 1000;
     totals.cpuMs += (cpu.user + cpu.system) / 1000;
+    const decisionsBefore = totals.decisions;
     for (const e of episodes)
       for (const t of e.traces)
         for (const c of t.calls) {
           totals.decisions++;
           totals.promptTokens += c.usage?.promptTokens ?? 0;
         }
+    totals.chunkCpuUs.push((cpu.user + cpu.system) / (totals.decisions - decisionsBefore));
   };
   return { client, play, totals };
 }
@@ -217,6 +220,7 @@ const figures = (which: Which) => {
     requests_per_pass: Math.round(shape.requestsPerPass),
     forward_rows_per_pass: shape.forwardRowsPerPass,
     time: shape.time,
+    chunk_cpu_us: loop.chunkCpuUs.map((us) => Math.round(us)),
   };
 };
 const f = { shared: figures('shared'), unshared: figures('unshared') };
@@ -225,6 +229,8 @@ for (const which of ['unshared', 'shared'] as const) {
   console.log(
     `${which.padEnd(8)} ${x.decisions} decisions in ${x.seconds.toFixed(2)} s (${x.value.toFixed(0)}/s, ${x.cpu_us_per_decision.toFixed(0)} µs CPU each); ${x.forward_passes} passes of ${x.requests_per_pass} requests over ${x.forward_rows_per_pass} forward rows × ${x.time} tokens; raw onnxruntime over those rows: ${x.baseline.toFixed(0)} decisions/s → ratio ${x.ratio.toFixed(3)}`,
   );
+  // Steady state or still warming up: the first timed chunks should cost what the later ones do.
+  console.log(`${''.padEnd(8)} CPU µs per decision, timed chunk by chunk: ${x.chunk_cpu_us.join(' ')}`);
 }
 const loadEnd = loadavg()[0] as number;
 // The headline compares one forward row per decision with raw passes of the same rows (the goal's
