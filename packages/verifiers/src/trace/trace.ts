@@ -408,23 +408,16 @@ export function messageHash(message: Message): string {
  */
 function messageKey(message: Message): string {
   const content = message.content;
-  if (typeof content === 'string' && message.role !== 'tool') {
-    if (message.role !== 'assistant' || !message.toolCalls?.length) return textKey(message.role, content);
-  }
-  const cached = keyCache.get(message);
-  if (
-    cached !== undefined &&
-    cached.content === message.content &&
-    message.role === 'tool' &&
-    cached.toolCallId === message.toolCallId
-  ) {
-    return cached.key;
-  }
-  const key = keyOf(canonicalMessage(message));
-  if (typeof content === 'string' && message.role === 'tool') {
+  if (typeof content !== 'string') return keyOf(canonicalMessage(message));
+  if (message.role === 'tool') {
+    const cached = keyCache.get(message);
+    if (cached !== undefined && cached.content === content && cached.toolCallId === message.toolCallId) return cached.key;
+    const key = keyOf(canonicalMessage(message));
     keyCache.set(message, { content, toolCallId: message.toolCallId, key });
+    return key;
   }
-  return key;
+  if (message.role !== 'assistant' || !message.toolCalls?.length) return textKey(message.role, content);
+  return keyOf(canonicalMessage(message));
 }
 
 /** Canonical JSON starts with `{`, a hex digest never does: the two kinds of key cannot collide. */
@@ -470,7 +463,7 @@ function textKey(role: 'system' | 'user' | 'assistant', content: string): string
 }
 
 /** Keys of tool messages with plain-text content, checked against the fields they were computed from. */
-const keyCache = new WeakMap<Message, { content: string | null; toolCallId: string | undefined; key: string }>();
+const keyCache = new WeakMap<Message, { content: string; toolCallId: string | undefined; key: string }>();
 
 /** The canonical JSON (sorted keys, no nulls) that `messageHash` hashes; plain-text messages skip the generic walk. */
 function canonicalMessage(message: Message): string {
