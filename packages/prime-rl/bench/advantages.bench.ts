@@ -12,14 +12,17 @@
  * `pnpm bench:advantages` runs node with `--max-semi-space-size=64`, as `pnpm trainer` runs the
  * process that scores groups and builds batches; the JSON's `nodeFlags` says which flags the run
  * had. The traces are built before timing, so they are in the old generation when scored, as a
- * trainer's are (hands stay in flight across several young collections): an advantage value no
- * other node shares (RAE's, against a running baseline) is one new array each trace keeps alive.
- * V8 pretenures that allocation site, so the arrays (≈56 bytes each) grow the old generation
- * into freshly mapped pages: ≈15 minor page faults per 1,000 traces, where the algorithms that
- * share their arrays take ≈1. The JSON's `pageFaultsPerKTrace` reports it per algorithm, and
- * `pageFaultMs` what those faults cost: the bench measures the CPU one fault takes in this
- * process (`pageFaultUs`, from touching 64 MB of fresh memory), which on a virtual machine can be
- * tens of times a bare-metal fault's.
+ * trainer's are (hands stay in flight across several young collections). Anything scoring keeps
+ * alive per trace grows the old generation into freshly mapped pages: until the nodes' scalar
+ * `advantage`, RAE's values (against a running baseline, never repeated) were one new array per
+ * trace, ≈14 minor page faults per 1,000 traces. The JSON's `pageFaultsPerKTrace` reports the
+ * faults per algorithm, and `pageFaultMs` what they cost: the bench measures the CPU one fault
+ * takes in this process (`pageFaultUs`, from touching 64 MB of fresh memory), which on a virtual
+ * machine can be tens of times a bare-metal fault's.
+ *
+ * The timed runs re-score nodes scored before (by the warm-up). The warm-up runs are reported
+ * apart (`warmUpMs`): the first algorithm's warm-up scores nodes that never had an advantage, and
+ * pays for adding the field to a million objects (with `--only NAME`, that algorithm's).
  */
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -219,8 +222,10 @@ interface Result {
 floor(data.flat); // warm-up
 const floorRuns: ReturnType<typeof floor>[] = [];
 const runsOf = new Map<string, Run[]>();
+/** Each algorithm's warm-up run: the first scoring of nodes that had never been scored (untimed in the ratio; reported). */
+const firstOf = new Map<string, Run>();
 for (const { name, config, groups } of algorithms) {
-  scoreAndSample(createAlgorithm(config), groups, false); // warm-up
+  firstOf.set(name, scoreAndSample(createAlgorithm(config), groups, false)); // warm-up
   const runs: Run[] = [];
   for (let r = 0; r < REPEATS; r++) {
     floorRuns.push(floor(data.flat));
@@ -296,6 +301,11 @@ lines.push(
   )
     .map(([name, r]) => `${name} ${faultMsOf(r).toFixed(0)} ms`)
     .join(', ')}`,
+  `warm-up runs (untimed; the first algorithm's scores nodes never scored before, which adds the field): ${[...firstOf]
+    .map(
+      ([name, run]) => `${name} ${run.ms.toFixed(0)} ms, ${((run.pageFaults * 1000) / NUM_TRACES).toFixed(1)} faults/1k traces`,
+    )
+    .join('; ')}`,
   results.grpo
     ? `FFD packing of grpo's ${results.grpo.samples} samples into 2048-token micro-batches: ${packMs.toFixed(0)} ms (${microBatches} micro-batches)`
     : '',
@@ -334,6 +344,8 @@ console.log(
           nsPerTrace: round(r.nsPerTrace, 1),
           pageFaultsPerKTrace: round(r.pageFaultsPerKTrace, 1),
           pageFaultMs: round(faultMsOf(r), 1),
+          warmUpMs: round(firstOf.get(name)!.ms),
+          warmUpPageFaultsPerKTrace: round((firstOf.get(name)!.pageFaults * 1000) / NUM_TRACES, 1),
           samples: r.samples,
         },
       ]),

@@ -3,19 +3,21 @@ import { assignScalarAdvantage } from './scalar-advantage.ts';
 import { maskedCount, sampledTokenCount } from './trainable-traces.ts';
 
 /**
- * Writes advantages onto the sampled nodes of a trace (`node.advantages`, one value per sampled
- * token of the node, i.e. per `true` in its mask).
+ * Writes advantages onto the sampled nodes of a trace (the nodes with a `true` in their mask).
  *
- * - a number is broadcast to every sampled token;
+ * - a number goes to every sampled token: each sampled node's `advantage` (one number per node);
  * - a list must hold exactly one value per sampled token of the trace, in graph order (nodes by
  *   id, tokens in order), else a `RangeError` naming both counts is thrown and nothing is written.
+ *   Each sampled node gets its share as `advantages` (one value per sampled token).
  *
+ * Either way a node keeps one of the two forms; `sampledAdvantage` (from `@troupe/verifiers`)
+ * reads a token's value from whichever it has.
  * Unsampled tokens get no advantage here; they become 0 when the trace is turned into samples.
  */
 export function assignAdvantages(trace: Trace, advantages: number | readonly number[]): void {
   const nodes = trace.nodes;
   if (typeof advantages === 'number') {
-    assignScalarAdvantage(trace, advantages, true);
+    assignScalarAdvantage(trace, advantages);
     return;
   }
   const expected = sampledTokenCount(trace);
@@ -36,13 +38,15 @@ export function assignAdvantages(trace: Trace, advantages: number | readonly num
     const count = maskedCount(node.mask);
     if (count === 0) continue;
     node.advantages = advantages.slice(offset, offset + count);
+    if (node.advantage !== undefined) delete node.advantage;
     offset += count;
   }
 }
 
-/** Removes any advantages from the trace's nodes. */
+/** Removes any advantages (either form) from the trace's nodes. */
 export function clearAdvantages(trace: Trace): void {
-  for (const node of trace.nodes) delete node.advantages;
+  for (const node of trace.nodes) {
+    delete node.advantage;
+    delete node.advantages;
+  }
 }
-
-/** `count` copies of `value`, built as a double array from the start (no elements-kind transition). */

@@ -116,8 +116,7 @@ export class Rae implements Algorithm {
         }
         const reward = traceReward(trace);
         const before = baseline.value;
-        // A fresh array per node: values against a running baseline do not repeat.
-        assignScalarAdvantage(trace, reward - before, false);
+        assignScalarAdvantage(trace, reward - before);
         baseline.value = decay * before + (1 - decay) * reward;
       }
     }

@@ -41,7 +41,7 @@ describe('createAlgorithm', () => {
     expect(AlgorithmConfigSchema.parse({ type: 'rae' })).toEqual({ type: 'rae', decay: 0.95 });
   });
 
-  it('builds a user-registered algorithm that writes per-token advantages', () => {
+  it('builds a user-registered algorithm that writes advantages', () => {
     registerAlgorithm({
       type: 'constant',
       schema: z.strictObject({ type: z.literal('constant'), value: z.number() }),
@@ -55,7 +55,7 @@ describe('createAlgorithm', () => {
     expect(algorithmTypes()).toContain('constant');
     const trace = makeTrace({ reward: 1 });
     createAlgorithm({ type: 'constant', value: 2 }).scoreGroup([makeEpisode({ traces: [trace] })]);
-    expect(trace.nodes[0]!.advantages).toEqual([2]);
+    expect(trace.nodes[0]!.advantage).toBe(2);
     expect(() => createAlgorithm({ type: 'constant', value: 'x' })).toThrow(/algorithm\.value/);
     expect(() => registerAlgorithm({ type: 'grpo', schema: z.any(), create: () => new Grpo() })).toThrow(/already/);
   });

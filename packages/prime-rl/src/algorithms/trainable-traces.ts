@@ -16,14 +16,17 @@ export function sampledTokenCount(trace: Trace): number {
   return count;
 }
 
+/** True when one node's mask has a bit set (the node has a sampled token). */
+export function hasSampledToken(mask: Trace['nodes'][number]['mask']): boolean {
+  if (mask === undefined) return false;
+  for (let j = 0; j < mask.length; j++) if (mask[j]) return true;
+  return false;
+}
+
 /** True when at least one token of the trace was sampled by the model (a mask bit is set). */
 export function hasSampledTokens(trace: Trace): boolean {
   const nodes = trace.nodes;
-  for (let i = 0; i < nodes.length; i++) {
-    const mask = nodes[i]!.mask;
-    if (mask === undefined) continue;
-    for (let j = 0; j < mask.length; j++) if (mask[j]) return true;
-  }
+  for (let i = 0; i < nodes.length; i++) if (hasSampledToken(nodes[i]!.mask)) return true;
   return false;
 }
 

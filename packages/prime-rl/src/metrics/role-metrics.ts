@@ -1,5 +1,5 @@
 import type { Episode, Trace } from '@troupe/verifiers';
-import { isTrainableTrace, traceReward } from '../algorithms/trainable-traces.ts';
+import { isTrainableTrace, maskedCount, traceReward } from '../algorithms/trainable-traces.ts';
 
 /** Mean, min and max of a set of numbers; all null when the set is empty. */
 export interface Summary {
@@ -104,11 +104,18 @@ class Accumulator {
       const mask = node.mask;
       if (mask) for (let i = 0; i < mask.length; i++) if (mask[i]) this.sampledTokens++;
       const advantages = node.advantages;
-      if (!advantages) continue;
-      for (let i = 0; i < advantages.length; i++) {
-        count++;
-        sum += advantages[i]!;
-        if (advantages[i] !== 0) allZero = false;
+      if (advantages !== undefined) {
+        for (let i = 0; i < advantages.length; i++) {
+          count++;
+          sum += advantages[i]!;
+          if (advantages[i] !== 0) allZero = false;
+        }
+      } else if (node.advantage !== undefined && mask !== undefined) {
+        // One value for every sampled token of the node.
+        const sampled = maskedCount(mask);
+        count += sampled;
+        sum += node.advantage * sampled;
+        if (node.advantage !== 0 && sampled > 0) allZero = false;
       }
     }
     if (count === 0) return;

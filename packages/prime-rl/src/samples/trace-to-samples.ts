@@ -1,4 +1,4 @@
-import type { Episode, MessageNode, Trace } from '@troupe/verifiers';
+import { type Episode, type MessageNode, sampledAdvantage, type Trace } from '@troupe/verifiers';
 import { isTrainableTrace } from '../algorithms/trainable-traces.ts';
 import type { TrainingSample } from './training-sample.ts';
 
@@ -167,13 +167,14 @@ function appendSingleNodeSample(
   const nodeMask = node.mask;
   const nodeLogprobs = node.logprobs;
   const nodeAdvantages = node.advantages;
+  const nodeAdvantage = node.advantage;
   // One pass over the mask: sampled tokens, their zero advantages, and whether the advantages exist.
   let sampled = 0;
   let zeros = 0;
   if (nodeMask !== undefined) {
     for (let t = 0; t < length; t++) {
       if (nodeMask[t] !== true) continue;
-      const advantage = nodeAdvantages?.[sampled];
+      const advantage = nodeAdvantages !== undefined ? nodeAdvantages[sampled] : nodeAdvantage;
       if (advantage === undefined) throw sampledAdvantageError(trace, node);
       if (advantage === 0) zeros++;
       sampled++;
@@ -196,9 +197,9 @@ function appendSingleNodeSample(
   let logprobs: number[];
   let advantages: number[];
   if (sampled > 0 && sampled === length && mask === nodeMask && isNumbers(nodeLogprobs, length)) {
-    // Every token sampled: the node's logprobs and advantages are the sample's, token for token.
+    // Every token sampled: the node's logprobs (and per-token advantages) are the sample's, token for token.
     logprobs = nodeLogprobs!;
-    advantages = nodeAdvantages!.length === length ? nodeAdvantages! : nodeAdvantages!.slice(0, length);
+    advantages = allSampledAdvantages(nodeAdvantages, nodeAdvantage!, length);
   } else {
     logprobs = new Array<number>(length);
     advantages = new Array<number>(length);
@@ -206,7 +207,7 @@ function appendSingleNodeSample(
     let sampledIndex = 0;
     for (let t = 0; t < length; t++) {
       if (nodeMask !== undefined && nodeMask[t] === true) {
-        const advantage = nodeAdvantages![sampledIndex]!;
+        const advantage = nodeAdvantages !== undefined ? nodeAdvantages[sampledIndex]! : nodeAdvantage!;
         if (own) mask[t] = !(filterZero && advantage === 0);
         logprobs[t] = nodeLogprobs?.[sampledIndex] ?? 0;
         advantages[t] = advantage;
@@ -219,6 +220,18 @@ function appendSingleNodeSample(
     }
   }
   out.push({ tokenIds: ids, mask, logprobs, advantages, env, role: trace.agent.name, traceId: trace.id, episodeId, branch: 0 });
+}
+
+/**
+ * A sample's advantages when every one of its `length` tokens is sampled: the node's per-token
+ * `advantages` (cut to `length`), or `length` copies of its one `advantage`.
+ */
+function allSampledAdvantages(perToken: number[] | undefined, value: number, length: number): number[] {
+  if (perToken !== undefined) return perToken.length === length ? perToken : perToken.slice(0, length);
+  if (length === 1) return [value];
+  const values = [value, value];
+  for (let j = 2; j < length; j++) values.push(value);
+  return values;
 }
 
 /** True when `values` holds `length` numbers (a logprob the sample would read as 0 must not be missing). */
@@ -256,19 +269,13 @@ function buildSample(
     const nodeMask = node.mask;
     const alreadyTrained = trained !== null && trained[node.id] === 1;
     const nodeLogprobs = node.logprobs;
-    const nodeAdvantages = node.advantages;
     let sampledIndex = 0;
     for (let t = 0; t < ids.length; t++, position++) {
       tokenIds[position] = ids[t]!;
       const sampled = nodeMask !== undefined && nodeMask[t] === true;
       if (sampled && !alreadyTrained) {
-        const advantage = nodeAdvantages?.[sampledIndex];
-        if (advantage === undefined) {
-          throw new RangeError(
-            `trace ${trace.id} (role '${trace.agent.name}'): node ${node.id} has sampled tokens ` +
-              'without advantages; score the group with an algorithm before building samples',
-          );
-        }
+        const advantage = sampledAdvantage(node, sampledIndex);
+        if (advantage === undefined) throw sampledAdvantageError(trace, node);
         mask[position] = true;
         logprobs[position] = nodeLogprobs?.[sampledIndex] ?? 0;
         advantages[position] = advantage;

@@ -50,11 +50,27 @@ export const MessageNodeSchema = z.object({
    * does not extend an earlier sampled node's prompt+completion (a new branch starts here).
    */
   tokenParent: z.number().int().nonnegative().nullable().optional(),
-  /** Set by a training algorithm: one advantage per sampled token. */
+  /**
+   * Set by a training algorithm that gives every sampled token of this node one value (every
+   * built-in algorithm does): that value. A node carries this or `advantages`, not both; read
+   * either with {@link sampledAdvantage}.
+   */
+  advantage: z.number().optional(),
+  /** Set by a training algorithm that gives the sampled tokens of this node different values: one per sampled token. */
   advantages: z.array(z.number()).optional(),
 });
 /** One node of a trace's message graph; see {@link MessageNodeSchema}. */
 export type MessageNode = z.infer<typeof MessageNodeSchema>;
+
+/**
+ * The advantage of a node's `index`-th sampled token (counting only tokens whose mask bit is set):
+ * `advantages[index]` when the node has per-token values, otherwise its one `advantage`; undefined
+ * when the node was not scored.
+ */
+export function sampledAdvantage(node: MessageNode, index: number): number | undefined {
+  const advantages = node.advantages;
+  return advantages !== undefined ? advantages[index] : node.advantage;
+}
 
 /** One model call of the agent, as interception saw it: succeeded (with `node`) or failed (with `error`). */
 export const ModelCallSchema = z.object({

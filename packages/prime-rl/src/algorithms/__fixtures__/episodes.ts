@@ -65,6 +65,9 @@ export function makeEpisode(options: {
 
 /** Scalar advantage of a trace (its first sampled token's), or undefined when it has none. */
 export function advantageOf(trace: Trace): number | undefined {
-  for (const node of trace.nodes) if (node.advantages?.length) return node.advantages[0];
+  for (const node of trace.nodes) {
+    if (node.advantages?.length) return node.advantages[0];
+    if (node.advantage !== undefined) return node.advantage;
+  }
   return undefined;
 }

@@ -63,9 +63,13 @@ export function tokenEpisode(): Episode {
     },
     { dialect: 'openai-chat', startedAt: START + 200, durationMs: 80 },
   );
+  // Both forms an algorithm writes: the first reply one `advantage` for all its tokens (as the
+  // built-in algorithms do), the second one value per sampled token.
+  let form = 0;
   for (const node of trace.nodes) {
     if (!node.sampled || !node.mask) continue;
-    node.advantages = node.mask.filter(Boolean).map(() => TOKEN_ADVANTAGE);
+    if (form++ === 0) node.advantage = TOKEN_ADVANTAGE;
+    else node.advantages = node.mask.filter(Boolean).map(() => TOKEN_ADVANTAGE);
   }
   trace.stop('agent_completed');
   trace.isCompleted = true;

@@ -44,6 +44,7 @@ export function callResponse(call: ModelCall, node: MessageNode | undefined): Re
     response.mask = node.mask;
     response.logprobs = node.logprobs;
     if (node.advantages) response.advantages = node.advantages;
+    else if (node.advantage !== undefined) response.advantage = node.advantage;
   }
   return response;
 }

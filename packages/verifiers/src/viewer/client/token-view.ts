@@ -26,7 +26,7 @@ export function nodeTokens(node: MessageNode): TokenInfo[] {
   for (let position = 0; position < ids.length; position++) {
     const sampled = node.mask ? node.mask[position] === true : true;
     const logprob = sampled ? (node.logprobs?.[sampledIndex] ?? null) : null;
-    const advantage = sampled ? (node.advantages?.[sampledIndex] ?? null) : null;
+    const advantage = sampled ? ((node.advantages !== undefined ? node.advantages[sampledIndex] : node.advantage) ?? null) : null;
     if (sampled) sampledIndex++;
     out.push({ position, id: ids[position]!, sampled, logprob, advantage });
   }
@@ -158,7 +158,7 @@ export function tokenDetails(node: MessageNode, version: string | null): HTMLEle
     'details',
     { class: 'tokens', 'data-testid': 'tokens' },
     h('summary', {
-      text: `Tokens · ${fmt.int(sampled)} sampled of ${fmt.int(tokens.length)}${node.advantages ? ' · advantages' : ''}`,
+      text: `Tokens · ${fmt.int(sampled)} sampled of ${fmt.int(tokens.length)}${node.advantages || node.advantage !== undefined ? ' · advantages' : ''}`,
     }),
     body,
   );
