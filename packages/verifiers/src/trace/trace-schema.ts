@@ -25,40 +25,45 @@ export type TraceError = z.infer<typeof TraceErrorSchema>;
  * One message in the trace's message graph. Nodes are de-duplicated by content under the same
  * parent, so a divergence (compaction, a sub-agent) forms a new branch.
  */
-export const MessageNodeSchema = z.object({
-  /** The node's index in `nodes` (0-based). */
-  id: z.number().int().nonnegative(),
-  /** The id of the message before it in the conversation; null for a first message. */
-  parent: z.number().int().nonnegative().nullable(),
-  /** The message. */
-  message: MessageSchema,
-  /** True when the model sampled this message (an assistant reply recorded from a call). */
-  sampled: z.boolean(),
-  /** When the node was added (Unix epoch, milliseconds). */
-  timestamp: z.number(),
-  /**
-   * Tokens this node adds, on sampled nodes when the server returned token ids: the prompt
-   * tokens since the end of `tokenParent` (the scaffold), then the sampled completion tokens.
-   */
-  tokenIds: z.array(z.number().int()).optional(),
-  /** Same length as `tokenIds`; true on sampled completion tokens. */
-  mask: z.array(z.boolean()).optional(),
-  /** One inference logprob per sampled token (per `true` in `mask`). */
-  logprobs: z.array(z.number()).optional(),
-  /**
-   * The sampled node whose token sequence this node continues; null when this node's prompt
-   * does not extend an earlier sampled node's prompt+completion (a new branch starts here).
-   */
-  tokenParent: z.number().int().nonnegative().nullable().optional(),
-  /**
-   * Set by a training algorithm that gives every sampled token of this node one value (every
-   * built-in algorithm does): that value. A node carries this or `advantages`, not both; read
-   * either with {@link sampledAdvantage}.
-   */
-  advantage: z.number().optional(),
-  /** Set by a training algorithm that gives the sampled tokens of this node different values: one per sampled token. */
-  advantages: z.array(z.number()).optional(),
-});
+export const MessageNodeSchema = z
+  .object({
+    /** The node's index in `nodes` (0-based). */
+    id: z.number().int().nonnegative(),
+    /** The id of the message before it in the conversation; null for a first message. */
+    parent: z.number().int().nonnegative().nullable(),
+    /** The message. */
+    message: MessageSchema,
+    /** True when the model sampled this message (an assistant reply recorded from a call). */
+    sampled: z.boolean(),
+    /** When the node was added (Unix epoch, milliseconds). */
+    timestamp: z.number(),
+    /**
+     * Tokens this node adds, on sampled nodes when the server returned token ids: the prompt
+     * tokens since the end of `tokenParent` (the scaffold), then the sampled completion tokens.
+     */
+    tokenIds: z.array(z.number().int()).optional(),
+    /** Same length as `tokenIds`; true on sampled completion tokens. */
+    mask: z.array(z.boolean()).optional(),
+    /** One inference logprob per sampled token (per `true` in `mask`). */
+    logprobs: z.array(z.number()).optional(),
+    /**
+     * The sampled node whose token sequence this node continues; null when this node's prompt
+     * does not extend an earlier sampled node's prompt+completion (a new branch starts here).
+     */
+    tokenParent: z.number().int().nonnegative().nullable().optional(),
+    /**
+     * Set by a training algorithm that gives every sampled token of this node one value (every
+     * built-in algorithm does): that value. A node carries this or `advantages`, not both; read
+     * either with {@link sampledAdvantage}.
+     */
+    advantage: z.number().optional(),
+    /** Set by a training algorithm that gives the sampled tokens of this node different values: one per sampled token. */
+    advantages: z.array(z.number()).optional(),
+  })
+  .refine((node) => node.advantage === undefined || node.advantages === undefined, {
+    message: 'a node has one advantage (`advantage`) or per-token `advantages`, not both',
+    path: ['advantages'],
+  });
 /** One node of a trace's message graph; see {@link MessageNodeSchema}. */
 export type MessageNode = z.infer<typeof MessageNodeSchema>;
 

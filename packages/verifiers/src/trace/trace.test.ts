@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../model/messages.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
 import { messageHash, Trace } from './trace.ts';
+import { MessageNodeSchema, sampledAdvantage } from './trace-schema.ts';
 
 const makeTrace = () =>
   new Trace({ task: { key: 'k', hash: 'h', data: { prompt: 'hi' } }, agent: { name: 'solver', trainable: true } });
@@ -109,6 +110,22 @@ describe('Trace', () => {
     const record = makeTrace().toJSON() as unknown as Record<string, unknown>;
     record.nodes = [{ id: -1 }];
     expect(() => Trace.fromJSON(record)).toThrow(/nodes/);
+  });
+});
+
+describe("a node's advantages", () => {
+  const node = { id: 0, parent: null, message: { role: 'assistant' as const, content: 'x' }, sampled: true, timestamp: 0 };
+  it("reads a sampled token's value from the node's one advantage or its per-token list", () => {
+    expect(sampledAdvantage({ ...node, advantage: 0.5 }, 3)).toBe(0.5);
+    expect(sampledAdvantage({ ...node, advantages: [1, 2] }, 1)).toBe(2);
+    expect(sampledAdvantage({ ...node, advantages: [1, 2] }, 2)).toBeUndefined();
+    expect(sampledAdvantage(node, 0)).toBeUndefined();
+  });
+  it('refuses a saved node with both forms, naming the field', () => {
+    expect(MessageNodeSchema.parse({ ...node, advantage: -0.25 }).advantage).toBe(-0.25);
+    const both = MessageNodeSchema.safeParse({ ...node, advantage: 1, advantages: [1] });
+    expect(both.success).toBe(false);
+    expect(both.error?.issues[0]).toMatchObject({ path: ['advantages'], message: expect.stringMatching(/not both/) });
   });
 });
 
