@@ -97,6 +97,25 @@ function denseGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor
 }
 
 /**
+ * `act(x·W + b)` in one kernel (the wasm backend's fused matMul: XNNPACK's fully-connected
+ * operator with the bias in its packed weights and ReLU as its output clamp), where `x·W` and a
+ * {@link rowwise} add of b are two passes over the output. The bias starts each sum instead of
+ * ending it: the same values up to float rounding.
+ */
+function fusedDense(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, activation: 'linear' | 'relu' = 'linear'): tf.Tensor2D {
+  const [n, din] = x.shape;
+  const out = w.shape[1];
+  const attrs = { transposeA: false, transposeB: false, activation };
+  const y = run('_FusedMatMul', { a: K.reshape(x, [1, n, din]), b: K.reshape(w, [1, din, out]), bias: b }, attrs);
+  return K.reshape(y, [n, out]);
+}
+
+/** `relu(x·W + b)` ({@link fusedDense}); its gradient ({@link denseGrad} of dY·step(y)) reads x and W. */
+function denseReluValue(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
+  return { value: fusedDense(x, w, b, 'relu'), saved: [x, w] };
+}
+
+/**
  * A dense layer `x·W + b` (x: [N, in]) with an explicit gradient: dX = dY·Wᵀ, dW = Xᵀ·dY,
  * db = Σ dY. Every product runs on the wasm backend's XNNPACK paths (a 2-D matMul without
  * transpose flags, {@link weightGrad}, {@link columnSum}): ≈2.8× tfjs's own matMul gradient.
@@ -146,7 +165,8 @@ function bmmFirst(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
  * Causal multi-head self-attention over time-major rows, from the block's normalised input h
  * [T·B, d] (row t·B + b) and the fused projection W [d, 3d], b [3d] to the merged heads [T·B, d]
  * (before the output projection): q, k, v = h·W + b (three matMuls on W's column blocks), then
- * softmax(Q·Kᵀ/√dh + causal)·V per head. q, k and v are read as [T, C, dh] with C = B·H
+ * softmax(Q·Kᵀ + causal)·V per head, with the 1/√dh of the scores already in q's columns of W and
+ * b ({@link foldNorm}: a few thousand products instead of one per score). q, k and v are read as [T, C, dh] with C = B·H
  * (batch × head) channels; forward and gradient are five {@link bmm} products. Its gradient reads
  * h, W, q, k, v, P [T, C, T], P with its last two axes swapped, and the output O [T, C, dh].
  */
@@ -154,18 +174,12 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
   const [rows, d] = h.shape;
   const c = (rows / time) * heads;
   const dh = d / heads;
-  const scale = 1 / Math.sqrt(dh);
   const [q3, k3, v3] = [0, 1, 2].map(
-    (i) =>
-      K.reshape(rowwise('add', K.matMul(h, K.slice(w, [0, i * d], [d, d])), K.slice(b, [i * d], [d])), [
-        time,
-        c,
-        dh,
-      ]) as tf.Tensor3D,
+    (i) => K.reshape(fusedDense(h, K.slice(w, [0, i * d], [d, d]), K.slice(b, [i * d], [d])), [time, c, dh]) as tf.Tensor3D,
   ) as [tf.Tensor3D, tf.Tensor3D, tf.Tensor3D];
   // S[i, c, j] = Σ_d Q[i, c, d] K[j, c, d]: a = Q as [i, d, c], b = K as [d, c, j].
   const scores = bmm(swapLast(q3), reverseAxes(k3));
-  const p = K.softmax(K.add(K.mul(scores, scale), causal)) as tf.Tensor3D;
+  const p = K.softmax(K.add(scores, causal)) as tf.Tensor3D;
   // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
   const pT = swapLast(p);
   const out = bmm(pT, v3);
@@ -197,7 +211,6 @@ function attentionGrad(
   const [rows, d] = sh.shape;
   const c = (rows / time) * heads;
   const dh = d / heads;
-  const scale = 1 / Math.sqrt(dh);
   const dOut = K.reshape(dy, [time, c, dh]) as tf.Tensor3D;
   // dV[j, c, d] = Σ_i P[i, c, j] dO[i, c, d]: a = P as [i, j, c] (the forward's swap), b = dO.
   const dV = bmmFirst(spT, dOut);
@@ -205,8 +218,8 @@ function attentionGrad(
   const dP = bmm(swapLast(dOut), reverseAxes(sv));
   // Softmax: dS = (dP − Σ_j dP·P)·P, where Σ_j dP[i, c, j]·P[i, c, j] = Σ_d dO[i, c, d]·O[i, c, d]
   // (O = P·V, the forward's output): two products over [T, C, dh] instead of over [T, C, T].
-  // The 1/√dh of dQ and dK goes on what they become (dW's and db's columns, Wq and Wk for dh):
-  // a few thousand products instead of two of [T·B, d].
+  // q holds the scores' 1/√dh (its columns of W and b): dK reads the scaled q, and dQ becomes
+  // the gradient of the scaled columns (unfolded with the LayerNorm, see {@link unfoldGrad}).
   const dS = K.mul(K.sub(dP, K.sum(K.mul(dOut, so), -1, true)), sp) as tf.Tensor3D;
   // dQ[i, c, d] = Σ_j dS[i, c, j] K[j, c, d] and dK[j, c, d] = Σ_i dS[i, c, j] Q[i, c, d], both from dS as [i, j, c].
   const dST = swapLast(dS);
@@ -217,33 +230,74 @@ function attentionGrad(
   // matMul's right operand per tensor, so h is packed once (≈1 ms at 14k rows), and the three
   // [d, d] results are stacked, where a [3d, rows] stack of the gradients cost a 1.3M-float copy.
   const grads = [dQ, dK, dV].map((g) => K.reshape(g, [rows, d]) as tf.Tensor2D);
-  const columnScale = K.concat([tf.fill([2 * d], scale), tf.ones([d])]);
-  const dW = K.mul(
-    K.transpose(K.concat(grads.map((g) => K.matMul(transpose2d(g), sh))) as tf.Tensor2D),
-    columnScale,
-  ) as tf.Tensor2D;
-  const db = K.mul(K.concat(grads.map(columnSum)), columnScale) as tf.Tensor1D;
-  const dH = K.addN(
-    grads.map((g, i) => K.matMul(g, K.mul(K.transpose(K.slice(sw, [0, i * d], [d, d])), i < 2 ? scale : 1))),
-  ) as tf.Tensor2D;
+  const dW = K.transpose(K.concat(grads.map((g) => K.matMul(transpose2d(g), sh))) as tf.Tensor2D) as tf.Tensor2D;
+  const db = K.concat(grads.map(columnSum)) as tf.Tensor1D;
+  const dH = K.addN(grads.map((g, i) => K.matMul(g, K.transpose(K.slice(sw, [0, i * d], [d, d]))))) as tf.Tensor2D;
   return [dH, dW, db];
+}
+
+/** LayerNorm's normalised rows x̂ = (x − μ)/σ with σ = √(var + ε), without gain and bias: [x̂, σ]. */
+function normalize(x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor2D] {
+  // tf.moments's values without its float32 Cast copy of x and its second x − μ.
+  const centred = K.sub(x, K.mean(x, -1, true));
+  const std = K.sqrt(K.add(K.mean(K.square(centred), -1, true), LAYER_NORM_EPS)) as tf.Tensor2D;
+  return [K.div<tf.Tensor2D>(centred, std), std];
+}
+
+/** dL/dx from dL/dx̂ through {@link normalize}: (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/σ. */
+function normalizeGrad(xhat: tf.Tensor2D, std: tf.Tensor2D, dxhat: tf.Tensor2D): tf.Tensor2D {
+  const centred = K.sub(K.sub(dxhat, K.mean(dxhat, -1, true)), K.mul(xhat, K.mean(K.mul(dxhat, xhat), -1, true)));
+  return K.div(centred, std);
 }
 
 /** LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε); its gradient reads x̂, σ and g. */
 function layerNormValue(x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D): Saved {
-  // tf.moments's values without its float32 Cast copy of x and its second x − μ.
-  const centred = K.sub(x, K.mean(x, -1, true));
-  const std = K.sqrt(K.add(K.mean(K.square(centred), -1, true), LAYER_NORM_EPS));
-  const xhat = K.div<tf.Tensor2D>(centred, std);
+  const [xhat, std] = normalize(x);
   return { value: rowwise('add', rowwise('mul', xhat, g), b), saved: [xhat, std, g] };
 }
 
 /** dx = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))/σ for ĝ = dy·g, dg = Σ_rows dy·x̂, db = Σ_rows dy. */
 function layerNormGrad(saved: tf.Tensor[], dy: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D] {
   const [xh, sd, gg] = saved as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
-  const dxhat = rowwise('mul', dy, gg);
-  const centred = K.sub(K.sub(dxhat, K.mean(dxhat, -1, true)), K.mul(xh, K.mean(K.mul(dxhat, xh), -1, true)));
-  return [K.div(centred, sd), columnSum(K.mul(dy, xh) as tf.Tensor2D), columnSum(dy)];
+  return [normalizeGrad(xh, sd, rowwise('mul', dy, gg)), columnSum(K.mul(dy, xh) as tf.Tensor2D), columnSum(dy)];
+}
+
+/**
+ * A LayerNorm's gain g and bias β folded into the dense layer that reads it (W [d, out], c [out]):
+ * (x̂·g + β)·W + c = x̂·W′ + c′ with W′ = g·W (row i times gᵢ) and c′ = β·W + c, a few thousand
+ * products instead of the LayerNorm's scaling and shift of every activation row (and, in the
+ * backward pass, of every gradient row: see {@link unfoldGrad}). `scale` multiplies W′'s and c′'s
+ * columns too (attention's 1/√dh on q's columns). The same values up to float rounding.
+ */
+function foldNorm(g: tf.Tensor1D, beta: tf.Tensor1D, w: tf.Tensor2D, c: tf.Tensor1D, scale: tf.Tensor1D | null = null): Folded {
+  const [d, out] = w.shape;
+  const wf = K.mul<tf.Tensor2D>(w, K.reshape(g, [d, 1]));
+  const bf = K.add<tf.Tensor1D>(K.reshape(K.matMul(K.reshape(beta, [1, d]), w), [out]), c);
+  return scale ? { g, beta, w, scale, wf: K.mul(wf, scale), bf: K.mul(bf, scale) } : { g, beta, w, scale, wf, bf };
+}
+
+/** A dense layer's weights with a LayerNorm folded in ({@link foldNorm}), and the unfolded ones its gradient reads. */
+interface Folded {
+  g: tf.Tensor1D;
+  beta: tf.Tensor1D;
+  w: tf.Tensor2D;
+  scale: tf.Tensor1D | null;
+  wf: tf.Tensor2D;
+  bf: tf.Tensor1D;
+}
+
+/**
+ * [dg, dβ, dW, dc] from the folded layer's gradients (of its scaled W′ and c′): with the column
+ * scale s undone (dW′ = s·dW″, dc = dc′ = s·dc″), dW = g·dW′ + β⊗dc′ (W′ = g·W and c′ = β·W + c
+ * both read W), dg = Σ_out dW′·W, dβ = W·dc′ — products over [d, out] instead of sums over the rows.
+ */
+function unfoldGrad(f: Folded, dWs: tf.Tensor2D, dbs: tf.Tensor1D): [tf.Tensor1D, tf.Tensor1D, tf.Tensor2D, tf.Tensor1D] {
+  const [d, out] = f.w.shape;
+  const [dWf, dbf] = f.scale ? [K.mul<tf.Tensor2D>(dWs, f.scale), K.mul<tf.Tensor1D>(dbs, f.scale)] : [dWs, dbs];
+  const dW = K.add<tf.Tensor2D>(K.mul(dWf, K.reshape(f.g, [d, 1])), K.mul(K.reshape(f.beta, [d, 1]), K.reshape(dbf, [1, out])));
+  const dg = K.sum<tf.Tensor1D>(K.mul(dWf, f.w), 1, false);
+  const dbeta = K.reshape<tf.Tensor1D>(K.matMul(f.w, K.reshape(dbf, [out, 1])), [d]);
+  return [dg, dbeta, dW, dbf];
 }
 
 /** The distinct rows of a token batch and, for each row, the index of its distinct row. */
@@ -255,10 +309,14 @@ interface DistinctRows {
 
 /** What one transformer block's forward pass keeps for {@link blockGrad}. */
 interface BlockForward {
-  ln1: Saved;
+  /** x̂ and σ of the block's first LayerNorm, whose gain and bias fold into the qkv projection. */
+  norm1: [tf.Tensor2D, tf.Tensor2D];
+  qkv: Folded;
   attn: Saved;
   proj: Saved;
-  ln2: Saved;
+  /** x̂ and σ of the second LayerNorm, folded into fc1. */
+  norm2: [tf.Tensor2D, tf.Tensor2D];
+  fc1Fold: Folded;
   fc1: Saved;
   fc2: Saved;
 }
@@ -295,19 +353,22 @@ function blockGrad(
 ): tf.Tensor2D {
   const [dF, dW2, db2] = denseGrad(blk.fc2.saved, dOut);
   setPair(grads, `l${l}.fc2.w`, dW2, `l${l}.fc2.b`, db2);
-  // ReLU: the gradient passes where the pre-activation is > 0 (tfjs's own: dy · step(x)).
-  const [dH2, dW1, db1] = denseGrad(blk.fc1.saved, K.mul(dF, K.step(blk.fc1.value)));
+  // ReLU: the gradient passes where the pre-activation is > 0, i.e. where fc1's output (after
+  // its ReLU) is > 0 (tfjs's own: dy · step(x)).
+  // fc1 and qkv read x̂ with the LayerNorm folded in: their dX is dL/dx̂ and their weight
+  // gradients are those of W′ and c′, unfolded into W's, g's and β's.
+  const [dXhat2, dW1f, db1] = denseGrad(blk.fc1.saved, K.mul(dF, K.step(blk.fc1.value)));
+  const [dg2, dbeta2, dW1] = unfoldGrad(blk.fc1Fold, dW1f, db1);
   setPair(grads, `l${l}.fc1.w`, dW1, `l${l}.fc1.b`, db1);
-  const [dx2, dg2, dbeta2] = layerNormGrad(blk.ln2.saved, dH2);
   setPair(grads, `l${l}.ln2.g`, dg2, `l${l}.ln2.b`, dbeta2);
-  const dx = K.add<tf.Tensor2D>(dOut, dx2);
+  const dx = K.add<tf.Tensor2D>(dOut, normalizeGrad(...blk.norm2, dXhat2));
   const [dMerged, dWp, dbp] = denseGrad(blk.proj.saved, dx);
   setPair(grads, `l${l}.proj.w`, dWp, `l${l}.proj.b`, dbp);
-  const [dH, dWqkv, dbqkv] = attentionGrad(time, heads, blk.attn.saved, dMerged);
+  const [dXhat1, dWqkvs, dbqkvs] = attentionGrad(time, heads, blk.attn.saved, dMerged);
+  const [dg1, dbeta1, dWqkv, dbqkv] = unfoldGrad(blk.qkv, dWqkvs, dbqkvs);
   setPair(grads, `l${l}.qkv.w`, dWqkv, `l${l}.qkv.b`, dbqkv);
-  const [dx1, dg1, dbeta1] = layerNormGrad(blk.ln1.saved, dH);
   setPair(grads, `l${l}.ln1.g`, dg1, `l${l}.ln1.b`, dbeta1);
-  return K.add<tf.Tensor2D>(dx, dx1);
+  return K.add<tf.Tensor2D>(dx, normalizeGrad(...blk.norm1, dXhat1));
 }
 
 /**
@@ -432,17 +493,23 @@ export class PolicyModel {
         : K.reshape(K.add(K.reshape(gatherValue(w2('tok_emb'), tokenIndex), [time, stride, d]), pos), [rows, d])
     ) as tf.Tensor2D;
     const causal = this.causalMask(time, stride * heads);
+    // Attention's 1/√dh on q's columns of the qkv projection (see attentionValue).
+    const qScale = tf.tensor1d(Float32Array.from({ length: 3 * d }, (_, j) => (j < d ? 1 / Math.sqrt(d / heads) : 1)));
     const blocks: BlockForward[] = [];
     for (let l = 0; l < layers; l++) {
-      const ln1 = layerNormValue(x, w1(`l${l}.ln1.g`), w1(`l${l}.ln1.b`));
-      const attn = attentionValue(time, heads, causal, ln1.value, w2(`l${l}.qkv.w`), w1(`l${l}.qkv.b`));
+      const fold = (ln: string, dense: string, scale: tf.Tensor1D | null = null) =>
+        foldNorm(w1(`${ln}.g`), w1(`${ln}.b`), w2(`${dense}.w`), w1(`${dense}.b`), scale);
+      const norm1 = normalize(x);
+      const qkv = fold(`l${l}.ln1`, `l${l}.qkv`, qScale);
+      const attn = attentionValue(time, heads, causal, norm1[0], qkv.wf, qkv.bf);
       const proj = denseValue(attn.value, w2(`l${l}.proj.w`), w1(`l${l}.proj.b`));
       x = K.add<tf.Tensor2D>(x, proj.value);
-      const ln2 = layerNormValue(x, w1(`l${l}.ln2.g`), w1(`l${l}.ln2.b`));
-      const fc1 = denseValue(ln2.value, w2(`l${l}.fc1.w`), w1(`l${l}.fc1.b`));
-      const fc2 = denseValue(K.relu(fc1.value), w2(`l${l}.fc2.w`), w1(`l${l}.fc2.b`));
+      const norm2 = normalize(x);
+      const fc1Fold = fold(`l${l}.ln2`, `l${l}.fc1`);
+      const fc1 = denseReluValue(norm2[0], fc1Fold.wf, fc1Fold.bf);
+      const fc2 = denseValue(fc1.value, w2(`l${l}.fc2.w`), w1(`l${l}.fc2.b`));
       x = K.add<tf.Tensor2D>(x, fc2.value);
-      blocks.push({ ln1, attn, proj, ln2, fc1, fc2 });
+      blocks.push({ norm1, qkv, attn, proj, norm2, fc1Fold, fc1, fc2 });
     }
     // The final LayerNorm works row by row: it runs on the rows the head reads only (the same values).
     const atIndex = tf.tensor1d(index, 'int32');
