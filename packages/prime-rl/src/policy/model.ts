@@ -110,9 +110,9 @@ function fusedDense(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, activation: 
   return K.reshape(y, [n, out]);
 }
 
-/** `relu(x·W + b)` ({@link fusedDense}); its gradient ({@link denseGrad} of dY·step(y)) reads x and W. */
-function denseReluValue(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
-  return { value: fusedDense(x, w, b, 'relu'), saved: [x, w] };
+/** `relu(x·W + b)` ({@link fusedDense}); its gradient ({@link denseGrad} of dY·step(y)) reads x and `wBack` (W, or W centred over its rows). */
+function denseReluValue(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, wBack = w): Saved {
+  return { value: fusedDense(x, w, b, 'relu'), saved: [x, wBack] };
 }
 
 /**
@@ -168,9 +168,16 @@ function bmmFirst(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
  * softmax(Q·Kᵀ + causal)·V per head, with the 1/√dh of the scores already in q's columns of W and
  * b ({@link foldNorm}: a few thousand products instead of one per score). q, k and v are read as [T, C, dh] with C = B·H
  * (batch × head) channels; forward and gradient are five {@link bmm} products. Its gradient reads
- * h, W, q, k, v, P [T, C, T], P with its last two axes swapped, and the output O [T, C, dh].
+ * h, `wBack` (W, or W centred over its rows: see {@link foldNorm}), q, k, v, P [T, C, T], P with
+ * its last two axes swapped, and the output O [T, C, dh].
  */
-function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): Saved {
+function attentionValue(
+  time: number,
+  heads: number,
+  causal: tf.Tensor3D,
+  h: tf.Tensor2D,
+  [w, b, wBack]: [tf.Tensor2D, tf.Tensor1D, tf.Tensor2D],
+): Saved {
   const [rows, d] = h.shape;
   const c = (rows / time) * heads;
   const dh = d / heads;
@@ -183,7 +190,7 @@ function attentionValue(time: number, heads: number, causal: tf.Tensor3D, h: tf.
   // O[i, c, d] = Σ_j P[i, c, j] V[j, c, d]: a = P as [i, j, c], b = V.
   const pT = swapLast(p);
   const out = bmm(pT, v3);
-  return { value: K.reshape(out, [rows, d]), saved: [h, w, q3, k3, v3, p, pT, out] };
+  return { value: K.reshape(out, [rows, d]), saved: [h, wBack, q3, k3, v3, p, pT, out] };
 }
 
 /**
@@ -244,10 +251,14 @@ function normalize(x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor2D] {
   return [K.div<tf.Tensor2D>(centred, std), std];
 }
 
-/** dL/dx from dL/dx̂ through {@link normalize}: (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/σ. */
-function normalizeGrad(xhat: tf.Tensor2D, std: tf.Tensor2D, dxhat: tf.Tensor2D): tf.Tensor2D {
-  const centred = K.sub(K.sub(dxhat, K.mean(dxhat, -1, true)), K.mul(xhat, K.mean(K.mul(dxhat, xhat), -1, true)));
-  return K.div(centred, std);
+/**
+ * dL/dx from dL/dx̂ through {@link normalize}: (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/σ. A `centred` dx̂
+ * (mean 0 up to rounding: a folded layer's product with W′ centred, see {@link foldNorm}) skips
+ * the mean and its subtraction.
+ */
+function normalizeGrad(xhat: tf.Tensor2D, std: tf.Tensor2D, dxhat: tf.Tensor2D, centred = false): tf.Tensor2D {
+  const dc = centred ? dxhat : K.sub(dxhat, K.mean(dxhat, -1, true));
+  return K.div(K.sub(dc, K.mul(xhat, K.mean(K.mul(dxhat, xhat), -1, true))), std);
 }
 
 /** LayerNorm over the last axis, y = (x − μ)/σ · g + b with σ = √(var + ε); its gradient reads x̂, σ and g. */
@@ -273,7 +284,9 @@ function foldNorm(g: tf.Tensor1D, beta: tf.Tensor1D, w: tf.Tensor2D, c: tf.Tenso
   const [d, out] = w.shape;
   const wf = K.mul<tf.Tensor2D>(w, K.reshape(g, [d, 1]));
   const bf = K.add<tf.Tensor1D>(K.reshape(K.matMul(K.reshape(beta, [1, d]), w), [out]), c);
-  return scale ? { g, beta, w, scale, wf: K.mul(wf, scale), bf: K.mul(bf, scale) } : { g, beta, w, scale, wf, bf };
+  const [ws, bs] = scale ? [K.mul<tf.Tensor2D>(wf, scale), K.mul<tf.Tensor1D>(bf, scale)] : [wf, bf];
+  // For the backward product dx̂ = dY·W′ᵀ: W′ centred over its rows gives dx̂ centred (row mean 0).
+  return { g, beta, w, scale, wf: ws, bf: bs, wc: K.sub(ws, K.mean(ws, 0, true)) };
 }
 
 /** A dense layer's weights with a LayerNorm folded in ({@link foldNorm}), and the unfolded ones its gradient reads. */
@@ -284,6 +297,8 @@ interface Folded {
   scale: tf.Tensor1D | null;
   wf: tf.Tensor2D;
   bf: tf.Tensor1D;
+  /** wf centred over its rows, for the gradient's dx̂ = dY·W′ᵀ. */
+  wc: tf.Tensor2D;
 }
 
 /**
@@ -361,14 +376,14 @@ function blockGrad(
   const [dg2, dbeta2, dW1] = unfoldGrad(blk.fc1Fold, dW1f, db1);
   setPair(grads, `l${l}.fc1.w`, dW1, `l${l}.fc1.b`, db1);
   setPair(grads, `l${l}.ln2.g`, dg2, `l${l}.ln2.b`, dbeta2);
-  const dx = K.add<tf.Tensor2D>(dOut, normalizeGrad(...blk.norm2, dXhat2));
+  const dx = K.add<tf.Tensor2D>(dOut, normalizeGrad(...blk.norm2, dXhat2, true));
   const [dMerged, dWp, dbp] = denseGrad(blk.proj.saved, dx);
   setPair(grads, `l${l}.proj.w`, dWp, `l${l}.proj.b`, dbp);
   const [dXhat1, dWqkvs, dbqkvs] = attentionGrad(time, heads, blk.attn.saved, dMerged);
   const [dg1, dbeta1, dWqkv, dbqkv] = unfoldGrad(blk.qkv, dWqkvs, dbqkvs);
   setPair(grads, `l${l}.qkv.w`, dWqkv, `l${l}.qkv.b`, dbqkv);
   setPair(grads, `l${l}.ln1.g`, dg1, `l${l}.ln1.b`, dbeta1);
-  return K.add<tf.Tensor2D>(dx, normalizeGrad(...blk.norm1, dXhat1));
+  return K.add<tf.Tensor2D>(dx, normalizeGrad(...blk.norm1, dXhat1, true));
 }
 
 /**
@@ -501,12 +516,12 @@ export class PolicyModel {
         foldNorm(w1(`${ln}.g`), w1(`${ln}.b`), w2(`${dense}.w`), w1(`${dense}.b`), scale);
       const norm1 = normalize(x);
       const qkv = fold(`l${l}.ln1`, `l${l}.qkv`, qScale);
-      const attn = attentionValue(time, heads, causal, norm1[0], qkv.wf, qkv.bf);
+      const attn = attentionValue(time, heads, causal, norm1[0], [qkv.wf, qkv.bf, qkv.wc]);
       const proj = denseValue(attn.value, w2(`l${l}.proj.w`), w1(`l${l}.proj.b`));
       x = K.add<tf.Tensor2D>(x, proj.value);
       const norm2 = normalize(x);
       const fc1Fold = fold(`l${l}.ln2`, `l${l}.fc1`);
-      const fc1 = denseReluValue(norm2[0], fc1Fold.wf, fc1Fold.bf);
+      const fc1 = denseReluValue(norm2[0], fc1Fold.wf, fc1Fold.bf, fc1Fold.wc);
       const fc2 = denseValue(fc1.value, w2(`l${l}.fc2.w`), w1(`l${l}.fc2.b`));
       x = K.add<tf.Tensor2D>(x, fc2.value);
       blocks.push({ norm1, qkv, attn, proj, norm2, fc1Fold, fc1, fc2 });
