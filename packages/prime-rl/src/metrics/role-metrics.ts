@@ -101,8 +101,8 @@ class Accumulator {
     let allZero = true;
     for (const node of trace.nodes) {
       this.totalTokens += node.tokenIds?.length ?? 0;
-      const mask = node.mask;
-      if (mask) for (let i = 0; i < mask.length; i++) if (mask[i]) this.sampledTokens++;
+      const sampled = maskedCount(node.mask);
+      this.sampledTokens += sampled;
       const advantages = node.advantages;
       if (advantages !== undefined) {
         for (let i = 0; i < advantages.length; i++) {
@@ -110,9 +110,8 @@ class Accumulator {
           sum += advantages[i]!;
           if (advantages[i] !== 0) allZero = false;
         }
-      } else if (node.advantage !== undefined && mask !== undefined) {
+      } else if (node.advantage !== undefined) {
         // One value for every sampled token of the node.
-        const sampled = maskedCount(mask);
         count += sampled;
         sum += node.advantage * sampled;
         if (node.advantage !== 0 && sampled > 0) allZero = false;

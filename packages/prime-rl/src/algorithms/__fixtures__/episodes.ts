@@ -1,4 +1,4 @@
-import { Episode, Trace } from '@troupe/verifiers';
+import { Episode, sampledAdvantage, Trace } from '@troupe/verifiers';
 
 /** One model turn of a fixture trace: prompt (scaffold) tokens then sampled completion tokens. */
 export interface FixtureTurn {
@@ -66,8 +66,8 @@ export function makeEpisode(options: {
 /** Scalar advantage of a trace (its first sampled token's), or undefined when it has none. */
 export function advantageOf(trace: Trace): number | undefined {
   for (const node of trace.nodes) {
-    if (node.advantages?.length) return node.advantages[0];
-    if (node.advantage !== undefined) return node.advantage;
+    const advantage = sampledAdvantage(node, 0);
+    if (advantage !== undefined) return advantage;
   }
   return undefined;
 }
