@@ -174,7 +174,7 @@ function appendSingleNodeSample(
   if (nodeMask !== undefined) {
     for (let t = 0; t < length; t++) {
       if (nodeMask[t] !== true) continue;
-      const advantage = nodeAdvantages !== undefined ? nodeAdvantages[sampled] : nodeAdvantage;
+      const advantage = sampledAdvantage(node, sampled);
       if (advantage === undefined) throw sampledAdvantageError(trace, node);
       if (advantage === 0) zeros++;
       sampled++;
@@ -207,7 +207,7 @@ function appendSingleNodeSample(
     let sampledIndex = 0;
     for (let t = 0; t < length; t++) {
       if (nodeMask !== undefined && nodeMask[t] === true) {
-        const advantage = nodeAdvantages !== undefined ? nodeAdvantages[sampledIndex]! : nodeAdvantage!;
+        const advantage = sampledAdvantage(node, sampledIndex)!;
         if (own) mask[t] = !(filterZero && advantage === 0);
         logprobs[t] = nodeLogprobs?.[sampledIndex] ?? 0;
         advantages[t] = advantage;
