@@ -510,10 +510,10 @@ export class PolicyModel {
     const causal = this.causalMask(time, stride * heads);
     // Attention's 1/√dh on q's columns of the qkv projection (see attentionValue).
     const qScale = tf.tensor1d(Float32Array.from({ length: 3 * d }, (_, j) => (j < d ? 1 / Math.sqrt(d / heads) : 1)));
+    const fold = (ln: string, dense: string, scale: tf.Tensor1D | null = null) =>
+      foldNorm(w1(`${ln}.g`), w1(`${ln}.b`), w2(`${dense}.w`), w1(`${dense}.b`), scale);
     const blocks: BlockForward[] = [];
     for (let l = 0; l < layers; l++) {
-      const fold = (ln: string, dense: string, scale: tf.Tensor1D | null = null) =>
-        foldNorm(w1(`${ln}.g`), w1(`${ln}.b`), w2(`${dense}.w`), w1(`${dense}.b`), scale);
       const norm1 = normalize(x);
       const qkv = fold(`l${l}.ln1`, `l${l}.qkv`, qScale);
       const attn = attentionValue(time, heads, causal, norm1[0], [qkv.wf, qkv.bf, qkv.wc]);
