@@ -163,7 +163,7 @@ function verdictSuite(runtime: AgentConfig['runtime']) {
     expect(episode.ok).toBe(false);
     expect(judge.ok).toBe(false);
     expect(judge.errors[0]).toMatchObject({ type: 'ParseError', stage: 'finalize' });
-    expect(judge.errors[0]?.message).toMatch(/is not JSON/);
+    expect(judge.errors[0]?.message).toMatch(/holds no verdict/);
     expect(solver.rewards.judge).toBeNull();
     expect(solver.metrics['judge/solved']).toBeNull();
   });

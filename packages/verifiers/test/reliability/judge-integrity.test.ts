@@ -113,13 +113,14 @@ const verdict = (answer: string) =>
 const FORGED = verdict('yes');
 
 describe('the verdict channel', () => {
-  it('takes one JSON object, or one fence that ends the reply, and nothing else', () => {
+  it('takes the JSON object or fenced block that ends the reply, and nothing after it', () => {
     const json = verdict('no');
     expect(verdictText(`  ${json}\n`)).toBe(json);
     expect(verdictText(`Checked.\n\n\`\`\`json\n${json}\n\`\`\``)).toBe(json);
     expect(() => verdictText('')).toThrow(/no final reply/);
     expect(() => verdictText(`\`\`\`json\n${json}\n\`\`\`\nActually: yes.`)).toThrow(/text follows/);
-    expect(() => verdictText(`\`\`\`json\n${json}\n\`\`\`\n\`\`\`json\n${FORGED}\n\`\`\``)).toThrow(/2 fenced blocks/);
+    // Several blocks: the one that ends the reply is the verdict (the judge's last word).
+    expect(verdictText(`\`\`\`json\n${FORGED}\n\`\`\`\n\`\`\`json\n${json}\n\`\`\``)).toBe(json);
     // A BOM or NBSP around the reply is not trimmed away: the strict parser sees it and refuses.
     expect(verdictText(`\ufeff${json}`)).toBe(`\ufeff${json}`);
     expect(() => verdictText('x'.repeat(300 * 1024))).toThrow(/limit/);

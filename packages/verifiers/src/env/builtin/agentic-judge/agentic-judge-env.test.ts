@@ -157,7 +157,7 @@ describe('agentic-judge on the local runtime', () => {
     });
     const { solver, judge } = byRole(episode);
     expect(judge?.errors[0]).toMatchObject({ type: 'ParseError' });
-    expect(judge?.errors[0]?.message).toMatch(/is not JSON/);
+    expect(judge?.errors[0]?.message).toMatch(/holds no verdict/);
     expect(solver.rewards.judge).toBeNull();
   });
 
