@@ -118,8 +118,8 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
       for (let step = 1; step <= steps; step++) {
         expect((await lstat(join(outputDir, 'broadcasts', `step_${step}`, 'model.safetensors'))).isFIFO()).toBe(true);
       }
-      // The checkpoint holds the orchestrator's state and the broadcast step, no tensors.
-      expect(await readdir(join(out, 'checkpoint'))).toEqual(['orchestrator.json']);
+      // The checkpoint holds the orchestrator's state and the broadcast step (and its manifest), no tensors.
+      expect((await readdir(join(out, 'checkpoint'))).sort()).toEqual(['manifest.json', 'orchestrator.json']);
       const checkpoint = JSON.parse(await readFile(join(out, 'checkpoint', 'orchestrator.json'), 'utf8'));
       expect(checkpoint.broadcast).toEqual({ step: 4, dir: join(outputDir, 'broadcasts', 'step_4') });
       expect(checkpoint.state.orchestrator.cursors).toEqual({ 'say-color': 12 });

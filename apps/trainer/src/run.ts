@@ -18,6 +18,7 @@ import {
   type TrainSource,
   type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
+import { findRunCheckpoint } from '@troupe/prime-rl/trainer';
 import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
@@ -173,12 +174,18 @@ async function buildSource(options: {
 export async function train(options: TrainOptions): Promise<TrainResult> {
   registerGameRuntime();
   const log = options.log ?? (() => {});
-  const checkpointDir = join(options.out, 'checkpoint');
-  if (options.resume && existsSync(join(checkpointDir, EXTERNAL_CHECKPOINT_FILE)))
+  // --resume never starts fresh: no checkpoint is an error (findRunCheckpoint also finds one a crash left unnamed).
+  const checkpointDir = options.resume ? await findRunCheckpoint({ out: options.out }) : null;
+  if (options.resume && !checkpointDir)
+    throw new RunConfigError(
+      `--resume: no checkpoint in ${options.out} (no ${join(options.out, 'checkpoint')}); run without --resume to start this run fresh`,
+    );
+  if (checkpointDir && existsSync(join(checkpointDir, EXTERNAL_CHECKPOINT_FILE)))
     throw new RunConfigError(
       `--resume: ${options.out} was trained with policy.engine = "external"; resume is not supported there yet (prime-rl's trainer resumes from its own checkpoints)`,
     );
-  const restored = options.resume ? await loadEmbeddedCheckpoint(checkpointDir) : null;
+  const restored = checkpointDir ? await loadEmbeddedCheckpoint(checkpointDir) : null;
+  if (checkpointDir && !restored) throw new RunConfigError(`--resume: ${checkpointDir} holds no meta.json`);
   const resumed = restored?.checkpoint ?? null;
   const requested = parseRunConfig(options.config);
   const runState = restored?.run as { config: RunConfig } | undefined;

@@ -5,7 +5,7 @@ import { exportOnnx } from '../inference/onnx-export.ts';
 import type { PolicyModelClient } from '../inference/policy-model-client.ts';
 import { type NamedWeight, type PolicyConfig, PolicyConfigSchema } from '../policy/config.ts';
 import { WordTokenizer } from '../policy/tokenizer.ts';
-import { type Checkpoint, loadCheckpoint } from '../trainer/checkpoint.ts';
+import { type Checkpoint, loadCheckpoint, resolveCheckpointDir } from '../trainer/checkpoint.ts';
 import type { TrainerConfigInput } from '../trainer/config.ts';
 import type { TrainerHandle } from '../trainer/handle.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
@@ -247,10 +247,15 @@ export interface EmbeddedRunCheckpoint {
   run: Record<string, unknown>;
 }
 
-/** Loads `<dir>/meta.json` written by the orchestrator for the embedded engines; null when absent. */
+/**
+ * Loads the checkpoint the orchestrator wrote for the embedded engines at `dir` (a checkpoint
+ * directory or a run's `<out>/checkpoint` pointer); null when there is none (no directory, or one
+ * without `meta.json`). A corrupt one throws a `CheckpointError` naming the file.
+ */
 export async function loadEmbeddedCheckpoint(dir: string): Promise<EmbeddedRunCheckpoint | null> {
-  if (!existsSync(join(dir, 'meta.json'))) return null;
-  const checkpoint = await loadCheckpoint({ dir });
+  const resolved = await resolveCheckpointDir(dir);
+  if (!resolved || !existsSync(join(resolved, 'meta.json'))) return null;
+  const checkpoint = await loadCheckpoint({ dir: resolved });
   const run = (checkpoint.state.run ?? {}) as { tokenizer?: unknown; policy?: unknown };
   return {
     checkpoint,

@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Episode } from '@troupe/verifiers';
 import type { JsonValue } from '../algorithms/algorithm.ts';
@@ -6,9 +6,10 @@ import { GroupScorer } from '../algorithms/group-scorer.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
-import { saveCheckpoint } from '../trainer/checkpoint.ts';
+import { commitCheckpoint, writeCheckpointFiles } from '../trainer/checkpoint.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
 import { type EvalSource, runEvalSources, runEvaluators } from './evaluation.ts';
+import { keepMetricsThrough } from './metrics-file.ts';
 import { withPoolDraws } from './opponent-pool.ts';
 import { type PoolDraw, PoolSnapshots, poolMetrics } from './pool-snapshots.ts';
 import { RolloutDispatcher } from './rollout-dispatcher.ts';
@@ -92,9 +93,11 @@ export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   /** Continue from this checkpoint (loaded with `loadCheckpoint`); the trainer and inference must already hold its weights. */
   resume?: OrchestratorCheckpoint<W, O>;
   /**
-   * Writes a checkpoint directory (default: `saveCheckpoint`, the embedded engines' tensors). With
-   * an external trainer it holds this orchestrator's state and the broadcast step; the weights and
-   * optimizer live in that trainer's own checkpoints.
+   * Writes a checkpoint's files into `dir`, a fresh directory the orchestrator then commits
+   * (`commitCheckpoint`: manifest, fsync, `<out>/checkpoint` swapped to it). Default:
+   * `writeCheckpointFiles`, the embedded engines' tensors. With an external trainer it holds this
+   * orchestrator's state and the broadcast step; the weights and optimizer live in that trainer's
+   * own checkpoints.
    */
   writeCheckpoint?: (options: { dir: string } & OrchestratorCheckpoint<W, O>) => Promise<void>;
   onStep?: (metrics: StepMetrics) => void;
@@ -418,9 +421,11 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       inference: [...versions.entries()].sort((a, b) => a[0] - b[0]).map(([version, w]) => ({ version, weights: w })),
     };
     const write =
-      this.options.writeCheckpoint ?? (saveCheckpoint as unknown as NonNullable<OrchestratorOptions<W, O>['writeCheckpoint']>);
-    if (due) await write({ dir: join(out, 'checkpoint'), ...checkpoint });
-    if (keep) await write({ dir: join(out, `checkpoint-step-${n}`), ...checkpoint });
+      this.options.writeCheckpoint ??
+      (writeCheckpointFiles as unknown as NonNullable<OrchestratorOptions<W, O>['writeCheckpoint']>);
+    // One version directory, named by `checkpoint` when due and by `checkpoint-step-<n>` when kept.
+    const pointers = [...(due ? ['checkpoint'] : []), ...(keep ? [`checkpoint-step-${n}`] : [])];
+    await commitCheckpoint({ out, step: n, pointers, write: (dir) => write({ dir, ...checkpoint }) });
   }
 
   /** One rollout at one policy version: every source's share of the step's groups, scored. */
@@ -490,17 +495,4 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     });
     return dispatched;
   }
-}
-
-/** Keeps the lines of the metrics file at `path` (if any) of steps up to `step`; unparsable lines are dropped. */
-async function keepMetricsThrough(path: string, step: number): Promise<void> {
-  const lines = (await readFile(path, 'utf8').catch(() => '')).split('\n');
-  const kept = lines.filter((line) => {
-    try {
-      return line.trim() !== '' && (JSON.parse(line) as { step: number }).step <= step;
-    } catch {
-      return false;
-    }
-  });
-  await writeFile(path, kept.map((line) => `${line}\n`).join(''));
 }

@@ -1,0 +1,71 @@
+import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from './default-config.ts';
+import { readMetrics, train } from './run.ts';
+import { applySet, readRunConfigFile } from './run-config.ts';
+
+const dirs: string[] = [];
+const tempDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'troupe-resume-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+async function tinyKuhn(overrides: string[] = []): Promise<Record<string, unknown>> {
+  const config = await readRunConfigFile(DEFAULT_CONFIG);
+  for (const set of [
+    'max_steps=2',
+    'groups_per_step=2',
+    'checkpoint_every=1',
+    'train.source.0.group_size=2',
+    'trainer.worker_thread=false',
+    'policy.d_model=8',
+    'policy.heads=2',
+    'policy.ffn_mult=1',
+    ...overrides,
+  ])
+    applySet(config, set);
+  return config;
+}
+
+describe('train --resume (crash-safe checkpoints)', () => {
+  it('refuses to start fresh when there is no checkpoint, and leaves metrics.jsonl as it was', async () => {
+    const out = await tempDir();
+    const metrics = `${JSON.stringify({ step: 1 })}\n${JSON.stringify({ step: 2 })}\n`;
+    await writeFile(join(out, 'metrics.jsonl'), metrics);
+    await expect(train({ config: await tinyKuhn(), out, resume: true })).rejects.toThrow(
+      /--resume: no checkpoint in .*run without --resume to start this run fresh/,
+    );
+    expect(await readFile(join(out, 'metrics.jsonl'), 'utf8')).toBe(metrics);
+  });
+
+  it('resumes from the complete checkpoint a crash left without a pointer, keeping the metrics up to its step', async () => {
+    const out = await tempDir();
+    await train({ config: await tinyKuhn(), out });
+    expect(await readlink(join(out, 'checkpoint'))).toBe('checkpoints/step-2');
+    // As if killed while a legacy checkpoint directory was moved aside: no pointer, complete versions on disk.
+    await rm(join(out, 'checkpoint'));
+    const resumed = await train({ config: await tinyKuhn(['max_steps=3']), out, resume: true });
+    expect(resumed.steps).toBe(3);
+    expect((await readMetrics(out)).map((m) => m.step)).toEqual([1, 2, 3]);
+  });
+
+  it('refuses a checkpoint whose weights were overwritten, naming tensors.bin, and changes nothing', async () => {
+    const out = await tempDir();
+    await train({ config: await tinyKuhn(), out });
+    const tensors = join(out, 'checkpoints/step-2/tensors.bin');
+    const bytes = await readFile(tensors);
+    bytes[0] = (bytes[0] ?? 0) ^ 0xff;
+    await writeFile(tensors, bytes);
+    const before = await readFile(join(out, 'metrics.jsonl'), 'utf8');
+    await expect(train({ config: await tinyKuhn(['max_steps=3']), out, resume: true })).rejects.toThrow(
+      /checkpoints\/step-2\/tensors\.bin: sha256 .* does not match the manifest/,
+    );
+    expect(await readFile(join(out, 'metrics.jsonl'), 'utf8')).toBe(before);
+  });
+});
