@@ -265,7 +265,11 @@ export class Agent {
       trace.stop('agent_completed');
       const releasing = release();
       if (releasing) await releasing;
-      return await this.close(task, trace, sandbox, options);
+      try {
+        return await this.close(task, trace, sandbox, options);
+      } finally {
+        prepared.unregister();
+      }
     } finally {
       if (!options.sandbox) await sandbox.stop().catch((error) => this.log(`sandbox stop failed: ${(error as Error).message}`));
     }
@@ -347,11 +351,14 @@ export class Agent {
       context,
       release() {
         if (trace.errors.length) Agent.redactErrors(trace, session.secret); // none: no secret made
+        // The session ends with its program: calls in flight are cut off, later ones refused.
+        const closing = session.close(trace.stopCondition ?? 'agent_completed');
         // Nothing in flight and no MCP servers (a game seat): nothing to wait for, no promise.
-        if (session.inFlight || mcp !== NO_MCP_SERVERS) return releaseLater(trace, session, host, mcp);
-        session.conclude(trace.stopCondition ?? 'agent_completed');
-        host?.unregister(session);
+        if (closing || mcp !== NO_MCP_SERVERS) return releaseLater(closing, mcp);
         return undefined;
+      },
+      unregister() {
+        host?.unregister(session);
       },
     };
   }
@@ -581,6 +588,7 @@ export class Agent {
       const releasing = release();
       if (releasing) await releasing;
       await this.close(task, trace, sandbox, options);
+      prepared.unregister();
       if (!options.sandbox) await sandbox.stop().catch(ignore);
       throw error;
     }
@@ -614,6 +622,7 @@ export class Agent {
       if (!hasStages(task, scored)) return this.closed(trace);
       return await this.finalizeAndScore(task, scored, trace, sandbox, options);
     } finally {
+      prepared.unregister();
       if (!options.sandbox) {
         try {
           await sandbox.stop();
@@ -712,8 +721,16 @@ interface PreparedRun {
   sandbox: Sandbox;
   context: Omit<HarnessLaunchContext, 'signal'>;
   session: RolloutSession;
-  /** Concludes the session and unregisters it; a promise only when something must be waited for. */
+  /**
+   * Closes the session (its program exited: calls in flight cut off, later ones refused) and the
+   * MCP servers; a promise only when something must be waited for.
+   */
   release: () => Promise<void> | undefined;
+  /**
+   * Unregisters the session from the interception server, once the trace is finalized and scored:
+   * until then a call that arrives is refused and counted on the trace (after, it gets 409 only).
+   */
+  unregister: () => void;
 }
 
 /** The sandbox spec of `task`: its image and workdir when set. */
@@ -724,16 +741,9 @@ function sandboxSpec(task: Task | undefined): { image?: string; workdir?: string
   return spec;
 }
 
-/** `release` when a call is still in flight or MCP servers must be closed. */
-async function releaseLater(
-  trace: Trace,
-  session: RolloutSession,
-  host: InterceptionHost | undefined,
-  mcp: { close: () => Promise<void> },
-): Promise<void> {
-  if (session.inFlight) await session.drain();
-  session.conclude(trace.stopCondition ?? 'agent_completed');
-  host?.unregister(session);
+/** `release` when a call in flight is being cut off or MCP servers must be closed. */
+async function releaseLater(closing: Promise<void> | undefined, mcp: { close: () => Promise<void> }): Promise<void> {
+  if (closing) await closing;
   if (mcp !== NO_MCP_SERVERS) await mcp.close();
 }
 

@@ -161,6 +161,8 @@ export class InterceptionServer {
       return this.fail(res, dialect, { status: 401, message: 'unknown or missing rollout secret' });
     }
     if (session === 'ended' || session.concluded) {
+      // A call after the rollout ended (its program exited): refused and put on its trace.
+      if (session !== 'ended') session.refused(dialect.name);
       req.resume();
       return this.fail(res, dialect, { status: 409, message: 'this rollout has ended' });
     }

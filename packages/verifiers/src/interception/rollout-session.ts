@@ -66,6 +66,14 @@ export class RolloutSession {
   /** Calls in flight, and who waits for there to be none (draining before the trace is closed). */
   private pending = 0;
   private idleWaiters: (() => void)[] | null = null;
+  /** Why the session was closed (its program exited), or null while it is open; see `close`. */
+  private closedReason: string | null = null;
+  /** Aborts the calls in flight when the session closes (made on the first call that can be cut). */
+  private ending: AbortController | undefined;
+  /** Set once `close` stopped waiting: a call that settles later is not recorded at all. */
+  private sealed = false;
+  /** Refused calls recorded on the trace (the rest are only counted in `calls/refused`). */
+  private refusedRecorded = 0;
 
   constructor(options: RolloutSessionOptions) {
     this.trace = options.trace;
@@ -106,6 +114,73 @@ export class RolloutSession {
   /** Ends the rollout: later requests get 409. */
   conclude(reason = 'concluded'): void {
     if (this.concludedReason === null) this.concludedReason = reason;
+  }
+
+  /**
+   * Ends the session with its program: later calls are refused (409, and counted on the trace by
+   * `refused`), calls in flight are aborted and recorded as `cut_off` — a reply that still arrives
+   * is dropped, so nothing the model says after the program's exit reaches the trace. Waits for the
+   * aborted calls to settle, at most `graceMs` (default 2 s); one that settles later is not
+   * recorded at all. Returns undefined when no call was in flight (nothing to wait for).
+   */
+  close(reason = 'program_exited', graceMs = CUT_OFF_GRACE_MS): Promise<void> | undefined {
+    this.conclude(reason);
+    if (this.closedReason !== null) return undefined;
+    this.closedReason = reason;
+    if (this.pending === 0) {
+      this.sealed = true;
+      return undefined;
+    }
+    this.ending?.abort(this.cutOffError());
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, graceMs);
+      this.drain().then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }).then(() => {
+      this.sealed = true;
+    });
+  }
+
+  /** Whether `close` ended the session (its program exited). */
+  get closed(): boolean {
+    return this.closedReason !== null;
+  }
+
+  /**
+   * Records a call that arrived after the session closed (the interception server answers it 409
+   * without reading its body): on the trace as an `ended: 'refused'` call, the first
+   * {@link MAX_REFUSED_RECORDED} of them, and every one counted in the `calls/refused` metric.
+   */
+  refused(dialect: string): void {
+    this.trace.metrics['calls/refused'] = (this.trace.metrics['calls/refused'] ?? 0) + 1;
+    if (this.refusedRecorded >= MAX_REFUSED_RECORDED) return;
+    this.refusedRecorded++;
+    const error = new RolloutConcludedError(`refused: rollout ${this.trace.id} had ended (${this.concludedReason ?? 'ended'})`, {
+      statusCode: 409,
+    });
+    this.trace.recordEndedCall({ ended: 'refused', model: this.model, dialect, startedAt: Date.now(), error });
+  }
+
+  /** The error a call cut off by `close` ends with (answered 409 when its connection is still open). */
+  private cutOffError(): RolloutConcludedError {
+    return new RolloutConcludedError(
+      `cut off: rollout ${this.trace.id} ended (${this.closedReason ?? 'closed'}) while this call was in flight`,
+      { statusCode: 409 },
+    );
+  }
+
+  /**
+   * A call that settled after `close`: recorded as `cut_off` (without its reply or prompt) unless
+   * the session is sealed; the program gets the cut-off error.
+   */
+  private cutOff(request: ModelRequest, meta: HandleMeta, startedAt: number): never {
+    const error = this.cutOffError();
+    if (!this.sealed) {
+      this.trace.recordEndedCall({ ended: 'cut_off', model: request.model, dialect: meta.dialect, startedAt, error });
+    }
+    throw error;
   }
 
   /** Waits until no call is in flight (each one recorded, answered or failed). */
@@ -180,6 +255,13 @@ export class RolloutSession {
 
   /** Records a call that `response` answered. */
   private answered(request: ModelRequest, meta: HandleMeta, startedAt: number, response: ModelResponse): ModelResponse {
+    if (this.closedReason !== null) {
+      try {
+        return this.cutOff(request, meta, startedAt);
+      } finally {
+        this.settled();
+      }
+    }
     try {
       const durationMs = Date.now() - startedAt;
       this.trace.recordCall(request, response, { dialect: meta.dialect, startedAt, durationMs });
@@ -195,6 +277,13 @@ export class RolloutSession {
 
   /** Records a failed call and throws the provider error it becomes. */
   private failed(request: ModelRequest, meta: HandleMeta, startedAt: number, error: unknown, counted = false): never {
+    if (this.closedReason !== null) {
+      try {
+        return this.cutOff(request, meta, startedAt);
+      } finally {
+        if (!counted) this.settled();
+      }
+    }
     try {
       this.trace.recordFailedCall(request, error, { dialect: meta.dialect, startedAt, durationMs: Date.now() - startedAt });
       const status = statusOf(error);
@@ -221,12 +310,18 @@ export class RolloutSession {
 
   /** The client's options for a call with `signal`: one object while the signal stays the same. */
   private callOptions(signal: AbortSignal | undefined): ModelCallOptions {
-    if (!signal) return NO_CALL_OPTIONS;
-    if (this.lastCallOptions?.signal !== signal) this.lastCallOptions = { signal };
+    // Every call can be cut off by `close`: the session's own signal, joined with the caller's
+    // (one joined signal while the caller's stays the same — a server passes one to every call).
+    this.ending ??= new AbortController();
+    if (this.lastSignal !== signal || !this.lastCallOptions) {
+      this.lastSignal = signal;
+      this.lastCallOptions = { signal: signal ? AbortSignal.any([signal, this.ending.signal]) : this.ending.signal };
+    }
     return this.lastCallOptions;
   }
 
   private lastCallOptions: ModelCallOptions | undefined;
+  private lastSignal: AbortSignal | undefined;
 
   private limitReached(request: ModelRequest): StopCondition | null {
     const { maxTurns, maxInputTokens, maxOutputTokens, maxTotalTokens } = this.limits;
@@ -247,8 +342,11 @@ export class RolloutSession {
   }
 }
 
-/** The client's options of a call without a signal (frozen: shared by every such call). */
-const NO_CALL_OPTIONS: ModelCallOptions = Object.freeze({});
+/** How long `close` waits for the calls it cut off to settle (and be recorded as such). */
+const CUT_OFF_GRACE_MS = 2000;
+
+/** Refused calls recorded per trace; later ones are only counted (a thief may call in a loop). */
+export const MAX_REFUSED_RECORDED = 32;
 
 /** Secret bytes are cut from a pool refilled by one `randomBytes` call per 256 sessions (a syscall each otherwise). */
 const SECRET_BYTES = 24;

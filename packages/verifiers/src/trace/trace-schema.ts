@@ -103,6 +103,17 @@ export const ModelCallSchema = z.object({
   numTools: z.number().int().nonnegative().optional(),
   /** Version of the policy weights that served the call (set by a trainer's inference; absent otherwise). */
   policyVersion: z.number().int().nonnegative().optional(),
+  /**
+   * True for a side call: its request does not extend the program's own conversation (the chain
+   * of calls each of whose prompt passes through the previous one's), so its reply is never the
+   * trace's final reply. A title or sub-agent request, or a call by code the program ran.
+   */
+  side: z.literal(true).optional(),
+  /**
+   * Set when the rollout had ended: `cut_off`, the call was in flight when the program exited (its
+   * reply, if one came, was dropped); `refused`, it arrived after (answered 409, its body unread).
+   */
+  ended: z.enum(['cut_off', 'refused']).optional(),
 });
 /** One model call of a trace; see {@link ModelCallSchema}. */
 export type ModelCall = z.infer<typeof ModelCallSchema>;

@@ -60,6 +60,11 @@ export class Trace {
    * and its id at `2·slot + 1` of one array (one backing store per trace, not two); more go to a Map.
    */
   private readonly firstChild: (string | number | undefined)[] = [];
+  /**
+   * The program's own conversation: the last prompt node and the reply node of its latest call.
+   * Undefined until a call succeeds; the first successful call starts it (see `recordCall`).
+   */
+  private conversation: { prompt: number | null; reply: number } | undefined;
   private moreChildren: (Map<string, number> | undefined)[] | undefined;
 
   constructor(init: TraceInit) {
@@ -84,8 +89,16 @@ export class Trace {
     return n;
   }
 
-  /** Text of the last sampled assistant message, trimmed ('' when there is none). */
+  /**
+   * Text of the final reply, trimmed ('' when there is none): the reply of the last call of the
+   * program's own conversation — never a side call's (see `recordCall`); without calls, the
+   * last sampled assistant message.
+   */
   get lastReply(): string {
+    if (this.conversation) {
+      const reply = this.node(this.conversation.reply).message;
+      return reply.role === 'assistant' ? contentText(reply.content).trim() : '';
+    }
     for (let i = this.nodes.length - 1; i >= 0; i--) {
       const node = this.nodes[i];
       if (node?.sampled && node.message.role === 'assistant') return contentText(node.message.content).trim();
@@ -100,10 +113,27 @@ export class Trace {
     return this.nodes.filter((n) => !hasChild.has(n.id)).map((leaf) => this.path(leaf.id));
   }
 
-  /** Messages of the last branch (the one holding the most recent node). */
+  /**
+   * Messages of the last branch (the one holding the most recent node), when it continues the
+   * program's own conversation; else (a side call, or a failed call's prompt, was recorded last)
+   * the conversation's branch, up to its final reply.
+   */
   get messages(): Message[] {
     const last = this.nodes[this.nodes.length - 1];
-    return last ? this.path(last.id).map((id) => this.node(id).message) : [];
+    if (!last) return [];
+    const conversation = this.conversation;
+    const leaf = conversation && !this.passesThrough(last.id, conversation.reply) ? conversation.reply : last.id;
+    return this.path(leaf).map((id) => this.node(id).message);
+  }
+
+  /** Whether the path from the root to node `from` passes through node `target` (null: the root, always). */
+  private passesThrough(from: number | null, target: number | null): boolean {
+    if (target === null) return true;
+    for (let current = from; current !== null; current = this.node(current).parent) {
+      if (current === target) return true;
+      if (current < target) return false;
+    }
+    return false;
   }
 
   /** Usage summed over calls and extra usage (judge calls). */
@@ -232,8 +262,38 @@ export class Trace {
     };
     // Set after the literal (still the last key): no spread of a temporary object per call.
     if (response.policyVersion !== undefined) call.policyVersion = response.policyVersion;
+    // The program's own conversation is the chain of calls whose prompt passes through the
+    // previous one's (a next turn, or the same turn asked again); any other call is a side call.
+    if (this.conversation === undefined || this.passesThrough(promptNode, this.conversation.prompt)) {
+      this.conversation = { prompt: promptNode, reply: nodeId };
+    } else {
+      call.side = true;
+    }
     this.calls.push(call);
     return node;
+  }
+
+  /**
+   * Records a call the rollout's end stopped: `cut_off` (in flight when its program exited) or
+   * `refused` (arrived after). Nothing enters the message graph: such a call can never be part of
+   * a conversation or a reply.
+   */
+  recordEndedCall(options: {
+    ended: 'cut_off' | 'refused';
+    model: string;
+    dialect: string;
+    startedAt: number;
+    error: unknown;
+  }): void {
+    this.calls.push({
+      model: options.model,
+      dialect: options.dialect,
+      sampling: {},
+      startedAt: options.startedAt,
+      durationMs: Date.now() - options.startedAt,
+      error: errorRecord(options.error),
+      ended: options.ended,
+    });
   }
 
   /** Records a failed model call (the prompt still lands in the graph). */
@@ -366,6 +426,12 @@ export class Trace {
       trace.indexChild(node.parent === null ? 0 : node.parent + 1, messageKey(node.message), node.id, node.sampled);
     }
     trace.calls.push(...record.calls);
+    for (let i = record.calls.length - 1; i >= 0; i--) {
+      const call = record.calls[i];
+      if (call?.node === undefined || call.side) continue;
+      trace.conversation = { prompt: call.promptNode ?? null, reply: call.node };
+      break;
+    }
     trace.rewards = record.rewards;
     trace.metrics = record.metrics;
     trace.info = record.info;
