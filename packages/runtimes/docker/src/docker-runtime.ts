@@ -82,7 +82,14 @@ const BLOCK_REFUSED =
  * leftovers of dead processes are swept by label.
  */
 export class DockerRuntime implements Runtime {
-  readonly id = 'docker';
+  /**
+   * The runtime id: names the options in errors (`<id>.<field>`), prefixes sandbox ids and is each
+   * sandbox's `runtime`. A subclass for another engine speaking the Docker API (podman) overrides it.
+   */
+  static readonly runtimeId: string = 'docker';
+  /** The engine socket used when neither `socketPath` nor a `docker` client is given. */
+  static readonly defaultSocketPath: string = '/var/run/docker.sock';
+  readonly id: string;
   readonly capabilities: RuntimeCapabilities = { container: true, networkIsolation: true };
   /** Value of the `troupe.run` label on this runtime's containers. */
   readonly runId = randomBytes(6).toString('hex');
@@ -96,18 +103,21 @@ export class DockerRuntime implements Runtime {
 
   constructor(options: DockerRuntimeOptions & { docker?: Docker; logger?: RuntimeLogger } = {}) {
     const { docker, logger, ...rest } = options;
+    const engine = new.target as typeof DockerRuntime;
+    this.id = engine.runtimeId;
     const egress: unknown = (rest as { egress?: unknown }).egress;
-    if (egress && typeof egress === 'object' && 'block' in egress) throw new ConfigError(`docker.egress.block: ${BLOCK_REFUSED}`);
-    this.options = parseRuntimeOptions({ schema: DockerRuntimeOptionsSchema, value: rest, what: 'docker' });
-    this.docker = docker ?? new Docker({ socketPath: this.options.socketPath ?? '/var/run/docker.sock' });
+    if (egress && typeof egress === 'object' && 'block' in egress)
+      throw new ConfigError(`${this.id}.egress.block: ${BLOCK_REFUSED}`);
+    this.options = parseRuntimeOptions({ schema: DockerRuntimeOptionsSchema, value: rest, what: this.id });
+    this.docker = docker ?? new Docker({ socketPath: this.options.socketPath ?? engine.defaultSocketPath });
     this.limiter = new CreationLimiter(this.options, this.id);
     this.logger = logger;
     if (this.options.egress) {
-      if (this.options.network) throw new ConfigError('docker.egress: an allow list replaces network: true; set one of them');
+      if (this.options.network) throw new ConfigError(`${this.id}.egress: an allow list replaces network: true; set one of them`);
       try {
         this.egress = egressRoutes(this.options.egress);
       } catch (error) {
-        throw new ConfigError(`docker.${(error as Error).message}`);
+        throw new ConfigError(`${this.id}.${(error as Error).message}`);
       }
     }
   }
@@ -121,17 +131,17 @@ export class DockerRuntime implements Runtime {
     const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
     if (this.options.sweep !== false) {
       this.swept ??= this.sweepLeftovers().catch((error: unknown) => {
-        this.logger?.warn(`docker runtime could not sweep leftovers: ${(error as Error).message}`);
+        this.logger?.warn(`${this.id} runtime could not sweep leftovers: ${(error as Error).message}`);
       });
       await this.swept;
     }
     const slot = await this.limiter.acquire();
-    const id = `docker-${randomBytes(6).toString('hex')}`;
+    const id = `${this.id}-${randomBytes(6).toString('hex')}`;
     const image = sandboxOptions.image ?? this.options.image ?? 'troupe-debian:bookworm';
     const workdir = sandboxOptions.workdir ?? this.options.workdir ?? '/work';
     const network = sandboxOptions.network ?? this.options.network ?? false;
     if (network && this.egress)
-      throw new ConfigError('sandbox.network: this docker runtime has an egress allow list; network: true would bypass it');
+      throw new ConfigError(`sandbox.network: this ${this.id} runtime has an egress allow list; network: true would bypass it`);
     const cpu = sandboxOptions.cpu ?? this.options.cpu;
     const memoryMb = sandboxOptions.memoryMb ?? this.options.memoryMb;
     const env = { ...withoutSecrets(this.options.env), ...withoutSecrets(sandboxOptions.env) };
@@ -175,6 +185,7 @@ export class DockerRuntime implements Runtime {
         docker: this.docker,
         container,
         id,
+        runtime: this.id,
         workdir,
         hostNetwork: network,
         maxOutputBytes: this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
@@ -193,7 +204,7 @@ export class DockerRuntime implements Runtime {
       slot.release();
       await container?.remove({ force: true }).catch(() => undefined);
       if (SandboxError.isInstance(error) || ConfigError.isInstance(error)) throw error;
-      throw new SandboxError(`docker sandbox could not be created from image ${image}: ${(error as Error).message}`, {
+      throw new SandboxError(`${this.id} sandbox could not be created from image ${image}: ${(error as Error).message}`, {
         cause: error,
       });
     }
@@ -205,7 +216,7 @@ export class DockerRuntime implements Runtime {
     } catch (error) {
       const missingImage = (error as { statusCode?: number }).statusCode === 404 && /image/i.test((error as Error).message);
       if (!missingImage || this.options.pull === false) throw error;
-      this.logger?.warn(`docker runtime: pulling missing image ${spec.Image}`);
+      this.logger?.warn(`${this.id} runtime: pulling missing image ${spec.Image}`);
       const stream = await this.docker.pull(spec.Image as string);
       await new Promise<void>((resolve, reject) =>
         this.docker.modem.followProgress(stream, (pullError: Error | null) => (pullError ? reject(pullError) : resolve())),

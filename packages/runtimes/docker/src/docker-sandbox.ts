@@ -13,6 +13,8 @@ export interface DockerSandboxInit {
   docker: Docker;
   container: Docker.Container;
   id: string;
+  /** The runtime's id (`docker`, or `podman` for the engine behind @troupe/runtime-podman); default `docker`. */
+  runtime?: string;
   workdir: string;
   /** Host network (`network: true`): host loopback URLs work unchanged. */
   hostNetwork: boolean;
@@ -33,7 +35,7 @@ function isNotFound(error: unknown): boolean {
 
 /** A container kept alive by a sleeping shell; commands are `docker exec`s, files go through the archive API. */
 export class DockerSandbox implements Sandbox {
-  readonly runtime = 'docker';
+  readonly runtime: string;
   readonly id: string;
   readonly workdir: string;
   private readonly docker: Docker;
@@ -49,6 +51,7 @@ export class DockerSandbox implements Sandbox {
     this.docker = init.docker;
     this.container = init.container;
     this.id = init.id;
+    this.runtime = init.runtime ?? 'docker';
     this.workdir = init.workdir;
   }
 
@@ -77,7 +80,7 @@ export class DockerSandbox implements Sandbox {
       const alive = await this.alive();
       const message = (error as Error).message ?? String(error);
       throw new SandboxError(
-        `${operation} failed in docker sandbox ${this.id}${alive ? '' : ' (container is not running)'}: ${message}`,
+        `${operation} failed in ${this.runtime} sandbox ${this.id}${alive ? '' : ' (container is not running)'}: ${message}`,
         { cause: error },
       );
     }
