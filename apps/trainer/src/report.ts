@@ -1,125 +1,343 @@
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { constants } from 'node:fs';
+import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import { CHART_CSS, type ChartSeries, escapeHtml, renderChart, seriesStyle } from './report-chart.ts';
+import { renderSettings, renderTiles } from './report-header.ts';
+import {
+  evaluatorGroups,
+  frozenRoles,
+  type MetricGroup,
+  type MetricsRow,
+  numericKeys,
+  pointsOf,
+  roleMetricGroups,
+  rolesBySource,
+} from './report-metrics.ts';
 
-type Row = Record<string, number | string | null>;
-
-interface Series {
+/** A file the env's evaluator wrote into the run directory, as the report shows it. */
+export interface ReportArtifact {
+  /** File name in the run directory. */
   name: string;
-  color: string;
-  points: [number, number][];
+  /** `json` and `text` are shown as text or a table, `svg` and `png` as images; `skipped` names a file too large to inline. */
+  kind: 'json' | 'svg' | 'png' | 'skipped';
+  /** The file's bytes (text for `json`/`svg`, raw for `png`); absent when `skipped`. */
+  content?: Buffer;
+  /** The file's size in bytes. */
+  bytes: number;
 }
 
-const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
+/** What {@link renderReport} turns into a page. */
+export interface ReportInput {
+  /** The lines of `metrics.jsonl`. */
+  rows: readonly MetricsRow[];
+  /** The run's resolved config (`config.json`), or null. */
+  config: unknown;
+  /** The evaluator's files. */
+  artifacts?: readonly ReportArtifact[];
+  /** The run's name (its directory's). */
+  runName?: string;
+}
 
-/** A line chart as inline SVG (no scripts, no external assets). */
-export function svgChart(options: { title: string; xLabel: string; series: Series[]; yMin?: number; yMax?: number }): string {
-  const w = 560;
-  const h = 260;
-  const pad = { l: 52, r: 12, t: 28, b: 36 };
-  const all = options.series.flatMap((s) => s.points);
-  if (all.length === 0) return `<svg width="${w}" height="${h}"><text x="10" y="20">${esc(options.title)}: no data</text></svg>`;
-  const xs = all.map((p) => p[0]);
-  const ys = all.map((p) => p[1]);
-  const x0 = Math.min(...xs);
-  const x1 = Math.max(...xs, x0 + 1);
-  const y0 = options.yMin ?? Math.min(...ys);
-  const y1 = Math.max(options.yMax ?? Math.max(...ys), y0 + 1e-9);
-  const sx = (x: number) => pad.l + ((x - x0) / (x1 - x0)) * (w - pad.l - pad.r);
-  const sy = (y: number) => h - pad.b - ((Math.min(Math.max(y, y0), y1) - y0) / (y1 - y0)) * (h - pad.t - pad.b);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => y0 + f * (y1 - y0));
-  const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" role="img" aria-label="${esc(options.title)}">`,
-    `<text x="${pad.l}" y="18" font-size="14" font-weight="600">${esc(options.title)}</text>`,
-    `<line x1="${pad.l}" y1="${h - pad.b}" x2="${w - pad.r}" y2="${h - pad.b}" stroke="#999"/>`,
-    `<line x1="${pad.l}" y1="${pad.t}" x2="${pad.l}" y2="${h - pad.b}" stroke="#999"/>`,
-    ...ticks.map(
-      (t) =>
-        `<text x="${pad.l - 6}" y="${sy(t) + 4}" font-size="10" text-anchor="end">${fmt(t)}</text><line x1="${pad.l}" y1="${sy(t)}" x2="${w - pad.r}" y2="${sy(t)}" stroke="#eee"/>`,
-    ),
-    `<text x="${pad.l}" y="${h - 8}" font-size="10">${fmt(x0)}</text><text x="${w - pad.r}" y="${h - 8}" font-size="10" text-anchor="end">${fmt(x1)} ${esc(options.xLabel)}</text>`,
-  ];
-  options.series.forEach((s, i) => {
-    const d = s.points.map((p, j) => `${j ? 'L' : 'M'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join('');
-    parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="1.6"/>`);
-    parts.push(
-      `<text x="${w - pad.r - 4}" y="${pad.t + 12 + i * 13}" font-size="11" text-anchor="end" fill="${s.color}">${esc(s.name)}</text>`,
-    );
+/** Steps logged; the x range every chart shares. */
+function stepDomain(rows: readonly MetricsRow[]): [number, number] {
+  const steps = rows.map((r) => r.step).filter((s): s is number => typeof s === 'number' && Number.isFinite(s));
+  return steps.length ? [Math.min(...steps), Math.max(...steps)] : [0, 1];
+}
+
+function groupSeries(rows: readonly MetricsRow[], group: MetricGroup): ChartSeries[] {
+  return group.keys.map(({ key, label }, i) => ({ key, label, ...seriesStyle(i), points: pointsOf(rows, key) }));
+}
+
+/** One chart per source of its roles' mean reward; roles not trained are named in the legend, not drawn. */
+function rewardCharts(rows: readonly MetricsRow[], config: unknown, xDomain: [number, number]): string[] {
+  const keys = numericKeys(rows);
+  const frozen = frozenRoles(rows, config);
+  const charts: string[] = [];
+  for (const kind of ['train', 'eval'] as const)
+    for (const [source, roles] of rolesBySource(keys, kind)) {
+      const still = kind === 'train' ? (frozen.get(source) ?? new Set<string>()) : new Set<string>();
+      const series = roles
+        .map((role, i) => ({ role, i }))
+        .filter(({ role }) => !still.has(role))
+        .map(({ role, i }) => ({
+          key: `${kind}/${source}/${role}/reward/mean`,
+          label: role,
+          ...seriesStyle(i),
+          points: pointsOf(rows, `${kind}/${source}/${role}/reward/mean`),
+        }));
+      charts.push(
+        renderChart({
+          id: `${kind}-reward-${source}`,
+          title: kind === 'train' ? 'Reward per role' : 'Reward per role (eval source)',
+          subtitle: `${source} · mean over the step's episodes`,
+          xDomain,
+          series,
+          frozen: roles.filter((r) => still.has(r)),
+        }),
+      );
+    }
+  return charts;
+}
+
+/** The evaluator's metrics, grouped (a folder of metrics, or a metric and its variants, per chart). */
+function evaluatorCharts(rows: readonly MetricsRow[], xDomain: [number, number]): string[] {
+  return evaluatorGroups(numericKeys(rows)).map((group) =>
+    renderChart({
+      id: `eval-${group.source}-${group.name}`,
+      title: group.name,
+      subtitle: `${group.source} evaluator`,
+      xDomain,
+      series: groupSeries(rows, group),
+    }),
+  );
+}
+
+/** The env's own per-role metrics (`metric/<name>/mean`), frozen roles left out. */
+function roleMetricCharts(rows: readonly MetricsRow[], config: unknown, xDomain: [number, number]): string[] {
+  const frozen = frozenRoles(rows, config);
+  return roleMetricGroups(numericKeys(rows)).map((group) => {
+    const still = frozen.get(group.source) ?? new Set<string>();
+    const kept = { ...group, keys: group.keys.filter((k) => !still.has(k.label)) };
+    return renderChart({
+      id: `role-metric-${group.source}-${group.name}`,
+      title: group.name,
+      subtitle: `${group.source} · mean per role`,
+      xDomain,
+      series: groupSeries(rows, kept),
+      frozen: group.keys.filter((k) => still.has(k.label)).map((k) => k.label),
+      size: 'small',
+    });
   });
-  parts.push('</svg>');
-  return parts.join('');
 }
 
-function esc(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+/** The optimiser's and the loop's health: what the trainer and orchestrator log, when they log it. */
+const DYNAMICS: { title: string; keys: string[]; unit?: string }[] = [
+  { title: 'loss', keys: ['trainer/loss', 'trainer/rl_loss'] },
+  { title: 'entropy', keys: ['trainer/entropy'] },
+  { title: 'KL to the reference', keys: ['trainer/ref_kl'] },
+  { title: 'gradient norm', keys: ['trainer/grad_norm'] },
+  { title: 'learning rate', keys: ['trainer/lr'] },
+  { title: 'off-policy staleness', keys: ['off_policy/staleness'], unit: 'steps' },
+  { title: 'step time', keys: ['time/step', 'time/rollout', 'time/train'], unit: 'ms' },
+];
+
+function dynamicsCharts(rows: readonly MetricsRow[], xDomain: [number, number]): string[] {
+  const present = new Set(numericKeys(rows));
+  return DYNAMICS.filter((d) => d.keys.some((k) => present.has(k))).map((d) =>
+    renderChart({
+      id: `dynamics-${d.title}`,
+      title: d.title,
+      ...(d.unit ? { subtitle: d.unit } : {}),
+      xDomain,
+      series: d.keys
+        .filter((k) => present.has(k))
+        .map((key, i) => ({ key, label: key, ...seriesStyle(i), points: pointsOf(rows, key) })),
+      size: 'small',
+    }),
+  );
 }
 
-function fmt(x: number): string {
-  return Math.abs(x) >= 1000 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(3);
+/** Every logged series, one small chart each, filterable by name in the page; frozen roles' statistics are left out. */
+function everySeries(rows: readonly MetricsRow[], config: unknown, xDomain: [number, number]): string {
+  const frozen = frozenRoles(rows, config);
+  const ofFrozen = (key: string) => {
+    const [kind, source, role] = key.split('/');
+    return kind === 'train' && frozen.get(source as string)?.has(role as string) === true;
+  };
+  const all = numericKeys(rows);
+  const keys = all.filter((k) => !ofFrozen(k));
+  const note = keys.length < all.length ? ` · ${all.length - keys.length} series of frozen roles left out` : '';
+  const cells = keys.map(
+    (key) =>
+      `<div class="series-cell" data-key="${escapeHtml(key)}">${renderChart({
+        id: key,
+        title: key,
+        xDomain,
+        series: [{ key, label: key, ...seriesStyle(0), points: pointsOf(rows, key) }],
+        size: 'small',
+      })}</div>`,
+  );
+  return `<details class="every"><summary>Every logged series (${keys.length}${note})</summary><p><input id="series-filter" type="search" placeholder="filter by name, e.g. entropy" aria-label="filter series"></p><div class="grid" id="every-series">${cells.join('')}</div></details>`;
 }
 
-function series(rows: Row[], key: string, name: string, color: string): Series {
-  const points: [number, number][] = [];
-  for (const r of rows) {
-    const x = r.step;
-    const y = r[key];
-    if (typeof x === 'number' && typeof y === 'number' && Number.isFinite(y)) points.push([x, y]);
+/** An object of equal-length number lists (a policy table) or of numbers, as an HTML table; else null. */
+function jsonTable(value: unknown): string | null {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0 || entries.length > 500) return null;
+  const cell = (v: number) => {
+    const bar = v >= 0 && v <= 1 ? ` style="--bar:${(v * 100).toFixed(1)}%"` : '';
+    return `<td class="num${bar ? ' bar' : ''}"${bar}>${escapeHtml(String(Number(v.toPrecision(4))))}</td>`;
+  };
+  if (entries.every(([, v]) => typeof v === 'number' && Number.isFinite(v)))
+    return `<table class="artifact-table"><tbody>${entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th>${cell(v as number)}</tr>`).join('')}</tbody></table>`;
+  const first = entries[0]?.[1];
+  const width = Array.isArray(first) ? first.length : 0;
+  const numeric = (v: unknown) =>
+    Array.isArray(v) && v.length === width && v.every((x) => typeof x === 'number' && Number.isFinite(x));
+  if (width === 0 || width > 16 || !entries.every(([, v]) => numeric(v))) return null;
+  const head = `<tr><th></th>${Array.from({ length: width }, (_, i) => `<th>[${i}]</th>`).join('')}</tr>`;
+  const body = entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th>${(v as number[]).map(cell).join('')}</tr>`).join('');
+  return `<table class="artifact-table"><thead>${head}</thead><tbody>${body}</tbody></table>`;
+}
+
+/** Text shown in full up to this many characters. */
+const TEXT_LIMIT = 20_000;
+
+function renderArtifact(artifact: ReportArtifact): string {
+  const name = escapeHtml(artifact.name);
+  const caption = `<figcaption>${name}</figcaption>`;
+  if (artifact.kind === 'skipped' || !artifact.content)
+    return `<figure class="artifact" data-artifact="${name}">${caption}<p class="muted">${artifact.bytes.toLocaleString('en-US')} bytes: too large to inline; open the file in the run directory</p></figure>`;
+  // An image element never runs an SVG's scripts, and a data: URL keeps the page self-contained.
+  if (artifact.kind === 'svg' || artifact.kind === 'png') {
+    const type = artifact.kind === 'svg' ? 'image/svg+xml' : 'image/png';
+    return `<figure class="artifact plot" data-artifact="${name}">${caption}<img alt="${name}" src="data:${type};base64,${artifact.content.toString('base64')}"></figure>`;
   }
-  return { name, color, points };
+  const text = artifact.content.toString('utf8');
+  let table: string | null = null;
+  try {
+    table = jsonTable(JSON.parse(text));
+  } catch {
+    table = null;
+  }
+  const shown =
+    text.length > TEXT_LIMIT ? `${text.slice(0, TEXT_LIMIT)}\n… (${text.length - TEXT_LIMIT} more characters in the file)` : text;
+  return `<figure class="artifact" data-artifact="${name}">${caption}${table ?? `<pre>${escapeHtml(shown)}</pre>`}</figure>`;
 }
 
-/** Numeric series of the rows, in first-seen order (`step` excluded). */
-export function seriesKeys(rows: readonly Row[]): string[] {
-  const keys = new Set<string>();
-  for (const r of rows) for (const [k, v] of Object.entries(r)) if (k !== 'step' && typeof v === 'number') keys.add(k);
-  return [...keys];
+const PAGE_CSS = `
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1f2328;background:#fff;line-height:1.4}
+main{max-width:1600px;margin:0 auto;padding:28px 32px 48px}
+h1{font-size:26px;margin:0 0 4px}
+h2{font-size:18px;margin:36px 0 14px;padding-bottom:6px;border-bottom:1px solid #d8dee4}
+.lede{color:#57606a;margin:0 0 18px}
+.muted{color:#57606a}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:10px;margin:0 0 18px}
+.tile{border:1px solid #d0d7de;border-radius:8px;padding:10px 14px}
+.tile-label{font-size:12px;color:#57606a}
+.tile-value{font-size:24px;font-weight:600;font-variant-numeric:tabular-nums}
+.tile-sub{font-size:11.5px;color:#57606a}
+.tile.frozen .tile-value{color:#8c959f}
+.tile.warn{border-color:#d4a72c;background:#fff8c5}
+.settings{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:8px 28px}
+.settings-block h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#57606a;margin:0 0 4px}
+.settings dl,.flat-config{margin:0;font-size:12px;font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
+.flat-config{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:0 24px}
+.setting{display:flex;gap:10px;min-width:0;border-bottom:1px dotted #e5e9ed;padding:2px 0}
+.setting dt{color:#57606a;flex:0 0 auto}
+.setting dd{margin:0;overflow-wrap:anywhere}
+details{margin:10px 0}
+summary{cursor:pointer;color:#0969da}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:4px 36px}
+.artifacts{display:flex;flex-wrap:wrap;gap:18px 36px}
+.artifact{margin:0;max-width:100%}
+.artifact figcaption{font-weight:600;font-size:14px;margin-bottom:6px}
+.artifact img{max-width:100%;height:auto}
+.artifact pre{font-size:12px;background:#f6f8fa;padding:10px;max-height:420px;overflow:auto}
+.artifact-table{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums}
+.artifact-table th,.artifact-table td{padding:2px 10px;border-bottom:1px solid #eaeef2;text-align:right}
+.artifact-table th{font-weight:600;text-align:left}
+.artifact-table td.bar{background:linear-gradient(90deg,#dbe7f3 var(--bar),transparent var(--bar))}
+#series-filter{width:min(420px,100%);padding:5px 8px;font:inherit}
+@media (max-width:640px){main{padding:18px 14px}.grid{grid-template-columns:1fr}}
+${CHART_CSS}`;
+
+const FILTER_SCRIPT = `const f=document.getElementById('series-filter');if(f)f.addEventListener('input',()=>{const q=f.value.trim().toLowerCase();for(const c of document.querySelectorAll('.series-cell'))c.hidden=q!==''&&!c.dataset.key.toLowerCase().includes(q);});`;
+
+/**
+ * The training report as one self-contained HTML page (no network, no charting library): a
+ * header with the run's key settings, steps, episodes, wall time and final metrics; full-width
+ * reward-per-role charts (frozen roles named, not drawn); the env evaluator's metrics and files;
+ * the env's per-role metrics; the optimiser's health; every logged series. All text escaped.
+ */
+export function renderReport(input: ReportInput): string {
+  const { rows, config } = input;
+  const xDomain = stepDomain(rows);
+  const sources = [...rolesBySource(numericKeys(rows)).keys()];
+  const evaluator = evaluatorCharts(rows, xDomain);
+  const artifacts = (input.artifacts ?? []).map(renderArtifact);
+  const roleMetrics = roleMetricCharts(rows, config, xDomain);
+  const lede = [sources.join(', ') || 'no training source logged', input.runName ? `run ${input.runName}` : '']
+    .filter(Boolean)
+    .join(' · ');
+  const section = (title: string, body: string) => (body ? `<h2>${escapeHtml(title)}</h2>${body}` : '');
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>Training report · ${escapeHtml(lede)}</title><style>${PAGE_CSS}</style></head>
+<body><main><header><h1>Training report</h1><p class="lede">${escapeHtml(lede)}</p>${renderTiles(rows, config)}${renderSettings(config)}</header>
+${section('Reward', rewardCharts(rows, config, xDomain).join(''))}
+${section('Evaluator', evaluator.join('') + (artifacts.length ? `<div class="artifacts">${artifacts.join('')}</div>` : ''))}
+${section('Per-role metrics', roleMetrics.length ? `<div class="grid">${roleMetrics.join('')}</div>` : '')}
+${section('Optimisation', `<div class="grid">${dynamicsCharts(rows, xDomain).join('')}</div>`)}
+${section('All series', everySeries(rows, config, xDomain))}
+</main><script>${FILTER_SCRIPT}</script></body></html>
+`;
+}
+
+/** Largest evaluator file inlined into the report. */
+const ARTIFACT_LIMIT = 2 * 1024 * 1024;
+const ARTIFACT_KINDS: Record<string, ReportArtifact['kind']> = { json: 'json', svg: 'svg', png: 'png' };
+
+/** The evaluator's files of a run directory: regular files only (never a link), each read up to {@link ARTIFACT_LIMIT}. */
+async function readArtifacts(out: string): Promise<ReportArtifact[]> {
+  const artifacts: ReportArtifact[] = [];
+  const entries = (await readdir(out, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const entry of entries) {
+    const kind = ARTIFACT_KINDS[entry.name.split('.').pop() ?? ''];
+    if (!kind || !entry.isFile() || entry.name === 'config.json') continue;
+    const handle = await open(join(out, entry.name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
+    if (!handle) continue;
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) continue;
+      if (stat.size > ARTIFACT_LIMIT) {
+        artifacts.push({ name: entry.name, kind: 'skipped', bytes: stat.size });
+        continue;
+      }
+      const content = await handle.readFile();
+      if (kind === 'png' && content.subarray(0, 4).toString('latin1') !== '\x89PNG') continue;
+      artifacts.push({ name: entry.name, kind, content, bytes: content.length });
+    } finally {
+      await handle.close();
+    }
+  }
+  return artifacts;
+}
+
+/** Lines of `metrics.jsonl` that parse as objects (a torn last line is left out). */
+function parseMetrics(text: string): MetricsRow[] {
+  const rows: MetricsRow[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const row = JSON.parse(line) as unknown;
+      if (row !== null && typeof row === 'object' && !Array.isArray(row)) rows.push(row as MetricsRow);
+    } catch {
+      // A torn line (a run stopped mid-write) is skipped; the rest still makes a report.
+    }
+  }
+  return rows;
 }
 
 /**
- * Writes `<out>/report.html` from `metrics.jsonl`: headline charts (reward per source and role,
- * every evaluator metric), then one chart per metric series, picked in the page; the
- * evaluators' JSON artifacts (e.g. a policy table) are shown as they are. Self-contained.
+ * Writes `<out>/report.html` from `metrics.jsonl`, `config.json` and the evaluator's files in the
+ * run directory (see {@link renderReport}); returns its path.
  */
 export async function writeReport(options: { out: string }): Promise<string> {
-  const text = await readFile(join(options.out, 'metrics.jsonl'), 'utf8');
-  const rows = text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Row);
-  const keys = seriesKeys(rows);
-  const last = rows.at(-1) ?? {};
-  const color = (i: number) => COLORS[i % COLORS.length] as string;
-  const rewardKeys = keys.filter((k) => /^train\/.+\/reward\/mean$/.test(k));
-  const evalKeys = keys.filter((k) => k.startsWith('eval/'));
-  const headline = [
-    svgChart({
-      title: 'Reward per source and role',
-      xLabel: 'steps',
-      series: rewardKeys.map((k, i) => series(rows, k, k, color(i))),
-    }),
-    ...evalKeys.map((k) => svgChart({ title: k, xLabel: 'steps', series: [series(rows, k, k, color(0))] })),
-  ];
-  const all = keys.map(
-    (k, i) =>
-      `<div class="series" data-key="${esc(k)}">${svgChart({ title: k, xLabel: 'steps', series: [series(rows, k, k, color(i))] })}</div>`,
-  );
-  const artifacts: string[] = [];
-  for (const name of (await readdir(options.out)).filter((f) => f.endsWith('.json') && f !== 'config.json').sort()) {
-    artifacts.push(`<h3>${esc(name)}</h3><pre>${esc(await readFile(join(options.out, name), 'utf8'))}</pre>`);
+  const rows = parseMetrics(await readFile(join(options.out, 'metrics.jsonl'), 'utf8'));
+  let config: unknown = null;
+  try {
+    config = JSON.parse(await readFile(join(options.out, 'config.json'), 'utf8'));
+  } catch {
+    config = null;
   }
-  const headlineNumbers = evalKeys
-    .map((k) => (typeof last[k] === 'number' ? `${k} ${(last[k] as number).toFixed(4)}` : null))
-    .filter(Boolean)
-    .join(', ');
-  const summary = `steps ${last.step ?? 0}, episodes ${last.episodes ?? 0}${headlineNumbers ? `, ${headlineNumbers}` : ''}, ${typeof last['time/elapsed'] === 'number' ? last['time/elapsed'].toFixed(0) : '?'} s`;
-  const options_ = keys.map((k) => `<option value="${esc(k)}">${esc(k)}</option>`).join('');
-  const html = `<!doctype html><html><head><meta charset="utf-8"><title>troupe training report</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;color:#111}svg{margin:8px;border:1px solid #eee}pre{font-size:12px;background:#f7f7f7;padding:8px}select{min-width:420px}</style></head>
-<body><h1>Training report</h1><p id="summary">${esc(summary)}</p><div>${headline.join('\n')}</div>
-<h2>Every series</h2><p><select id="pick" multiple size="8"><option value="*" selected>all series</option>${options_}</select></p>
-<div id="all">${all.join('\n')}</div><h2>Evaluator artifacts</h2>${artifacts.join('\n') || '<p>none</p>'}
-<script>const pick=document.getElementById('pick');pick.addEventListener('change',()=>{const chosen=[...pick.selectedOptions].map(o=>o.value);for(const d of document.querySelectorAll('.series'))d.style.display=chosen.includes('*')||chosen.includes(d.dataset.key)?'':'none';});</script>
-</body></html>
-`;
+  const html = renderReport({
+    rows,
+    config,
+    artifacts: await readArtifacts(options.out),
+    runName: basename(resolve(options.out)),
+  });
   const path = join(options.out, 'report.html');
   await writeFile(path, html);
   return path;
