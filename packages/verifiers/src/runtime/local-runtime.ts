@@ -89,6 +89,19 @@ interface LocalSandboxInit {
 }
 
 /**
+ * Without a PID namespace: kills every process found under `root` (see `killProcessesUnder`),
+ * again while the scan still finds some (one may fork between the scan and its kill), and throws
+ * when some are still found after 20 rounds.
+ */
+async function killAllUnder(root: string): Promise<void> {
+  for (let round = 0; round < 20; round++) {
+    if (killProcessesUnder(root) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`processes under ${root} were still found after 20 rounds of SIGKILL`);
+}
+
+/**
  * A directory on the host with its own process groups. Commands run as the current user and see
  * the real host filesystem (`local` isolates nothing for programs); the file APIs are confined to
  * the sandbox directory. See docs/runtimes.md for the path rules.
@@ -300,20 +313,26 @@ export class LocalSandbox implements Sandbox {
    */
   async killAll(): Promise<void> {
     for (const group of this.groups) killProcessGroup(group, 'SIGKILL');
-    if (this.namespace) await this.namespace.killAll();
-    else killProcessesUnder(this.root);
-    // Wait for the killed commands to report (their pipes close once the group is gone).
-    await Promise.allSettled([...this.running]);
-    this.groups.clear();
+    try {
+      if (this.namespace) await this.namespace.killAll();
+      else await killAllUnder(this.root);
+    } finally {
+      // Wait for the killed commands to report (their pipes close once the group is gone).
+      await Promise.allSettled([...this.running]);
+      this.groups.clear();
+    }
   }
 
   private async stopNow(): Promise<void> {
     this.stopped = true;
-    await this.killAll();
-    await removeSandboxRoot(this.root);
-    await rm(this.metadataPath, { force: true });
-    liveSandboxes.delete(this);
-    this.slot.release();
+    try {
+      await this.killAll();
+    } finally {
+      await removeSandboxRoot(this.root);
+      await rm(this.metadataPath, { force: true });
+      liveSandboxes.delete(this);
+      this.slot.release();
+    }
   }
 
   /** Synchronous stop for process exit: kills the process groups and removes the directory. */

@@ -102,6 +102,9 @@ export class PidNamespace {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     this.holder = undefined;
+    if (init !== undefined && liveNotZombie(init)) {
+      throw new Error(`the PID namespace's init (pid ${init}) is still alive 5 s after SIGKILL: a process in it survived`);
+    }
   }
 
   /** Synchronous kill for process exit. */

@@ -256,6 +256,28 @@ function leftoverCodeAttacks(runtime: AgentConfig['runtime'], runtimeName: strin
   });
 }
 
+/** What the judge's own commands leave behind dies with the judge, before its verdict is read. */
+function judgeLeftoverAttacks(runtime: AgentConfig['runtime'], runtimeName: string, shared: boolean) {
+  it("a thief the judge's own command leaves behind dies with the judge: the honest verdict stands, nothing of it outlives the episode", async () => {
+    const marker = `judge-thief-${runtimeName}-${shared}-${Date.now()}`;
+    const seen = { prompt: '', outputs: [] as string[], leftovers: [] as number[] };
+    // The solver's script looks honest, but leaves a process behind when the judge runs it.
+    const script = [
+      '#!/bin/sh',
+      `setsid sh -c 'while :; do sleep 0.05; done; : ${marker}' >/dev/null 2>&1 </dev/null &`,
+      'echo 41',
+    ];
+    const episode = await runEpisode({
+      shared,
+      runtime,
+      solver: solverRunning(`cat > answer.sh <<'EOF'\n${script.join('\n')}\nEOF`),
+      judge: honestJudge(seen, 'sh answer.sh; sleep 0.2'),
+    });
+    expectHonestVerdict(episode);
+    expect(hostPidsWith(marker)).toEqual([]);
+  });
+}
+
 /**
  * What the framework reads cannot be bent to a "yes": the judge's reply is parsed strictly
  * (duplicate keys and invisible characters error the judge), and nothing planted at the old
@@ -318,6 +340,7 @@ function attackSuite(runtime: AgentConfig['runtime']) {
     ['isolated', false],
   ])('%s judge', (_name, shared) => {
     leftoverCodeAttacks(runtime, runtimeName, shared);
+    judgeLeftoverAttacks(runtime, runtimeName, shared);
     readAttacks(runtime, shared);
   });
 

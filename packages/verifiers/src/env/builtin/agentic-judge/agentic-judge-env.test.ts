@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentConfig } from '../../../agent/agent-config.ts';
 import type { ModelRequest } from '../../../model/model-client.ts';
+import { LocalSandbox } from '../../../runtime/local-runtime.ts';
 import { Task } from '../../../task/task.ts';
 import { bash, judgeRunning, textOf, toolOutputs, writeVerdict } from '../../../testing/scripted-judge.ts';
 import { type ScriptedClient, type ScriptedReply, scriptedClient } from '../../../testing/scripted-model-server.ts';
@@ -274,5 +275,37 @@ describe('agentic-judge on the local runtime', () => {
       }),
     ).rejects.toThrow(/env\.rubric.*cannot read/);
     expect(existsSync(join(dir, 'missing.json'))).toBe(false);
+  });
+
+  it('kills what the judge started before its verdict is read: a process that survives errors the judge, its verdict unread', async () => {
+    // killAll runs on the solver's sandbox (before the judge, and when it stops), then on the
+    // judge's in its finalize: that first call on the judge's sandbox reports a survivor.
+    const original = LocalSandbox.prototype.killAll;
+    const seen: LocalSandbox[] = [];
+    let failed = 0;
+    const spy = vi.spyOn(LocalSandbox.prototype, 'killAll').mockImplementation(async function (this: LocalSandbox) {
+      if (!seen.includes(this)) seen.push(this);
+      await original.call(this);
+      if (this === seen[1] && failed++ === 0) throw new Error('pid 4242 is still alive after SIGKILL');
+    });
+    try {
+      const episode = await runEpisode({
+        task: answerTask(),
+        solver: solverRunning('echo 42 > answer.txt'),
+        judge: (_request, turn) =>
+          turn === 0
+            ? bash('cat answer.txt')
+            : JSON.stringify({ verdicts: [{ name: 'solved', reason: 'answer.txt holds 42', verdict: 'yes' }] }),
+      });
+      const { solver, judge } = byRole(episode);
+      expect(failed).toBeGreaterThan(0);
+      expect(judge?.ok).toBe(false);
+      expect(judge?.errors[0]).toMatchObject({ type: 'SandboxError', stage: 'finalize' });
+      expect(judge?.errors[0]?.message).toMatch(/may have survived .*pid 4242 is still alive.*its verdict is not read/);
+      expect(judge?.info.verdict).toBeUndefined();
+      expect(solver.rewards.judge).toBeNull();
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

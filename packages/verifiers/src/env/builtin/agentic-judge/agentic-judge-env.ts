@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, EnvError } from '../../../errors/troupe-error.ts';
+import { ConfigError, EnvError, SandboxError } from '../../../errors/troupe-error.ts';
 import type { Sandbox } from '../../../runtime/runtime.ts';
 import { Task } from '../../../task/task.ts';
 import type { Episode } from '../../../trace/episode.ts';
@@ -114,7 +114,10 @@ function judgeTask(options: {
         if (options.artifacts) trace.info.artifacts = options.artifacts;
         await prepareJudgeWorkspace({ sandbox, paths, traceJson });
       },
-      finalize: async ({ trace }) => {
+      finalize: async ({ trace, sandbox }) => {
+        // Everything the judge started (a thief its commands left behind included) dies before
+        // its verdict is read; one that survives errors the judge's trace.
+        if (sandbox) await killJudgeProcesses(sandbox);
         // The verdict channel is the judge's own final reply, recorded by interception from the
         // model's response: nothing that runs in a sandbox (the solver's code, leftovers, an
         // armed artifact the judge runs) can write it. No file is read as a verdict.
@@ -142,6 +145,25 @@ async function killSolverProcesses(sandbox: Sandbox, mode: JudgeMode): Promise<v
   if (mode === 'shared') {
     throw new EnvError(
       `shared-agentic-judge: the ${sandbox.runtime} runtime cannot kill every process the solver left (no killAll), so the judge would share its sandbox with them; use agentic-judge, or the local or docker runtime`,
+    );
+  }
+}
+
+/**
+ * Kills every process the judge's program started, before its verdict is read: `killAll` where
+ * the runtime has it (a PID namespace on local as root, process groups and a /proc scan
+ * otherwise, a container restart on Docker), else the judge's own sandbox is stopped (the
+ * isolated judge; the shared one needs `killAll`, checked before the judge runs). A process that
+ * survives — `killAll` could not confirm they all died — is a `SandboxError` on the judge's trace.
+ */
+async function killJudgeProcesses(sandbox: Sandbox): Promise<void> {
+  try {
+    if (sandbox.killAll) await sandbox.killAll();
+    else await sandbox.stop();
+  } catch (error) {
+    throw new SandboxError(
+      `a process the judge started may have survived in sandbox ${sandbox.id} (${(error as Error).message}), so its verdict is not read`,
+      { cause: error },
     );
   }
 }
