@@ -1,8 +1,8 @@
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
 import { sleep } from '../util/timeout.ts';
+import { perUserTempDir } from './owned-directory.ts';
 import { SharedLimits } from './shared-limits.ts';
 
 /** Limits on sandbox creation shared by every runtime: a concurrency cap and a creation rate. */
@@ -11,7 +11,11 @@ export const CreationLimitsSchema = z.object({
   maxConcurrent: z.number().int().positive().optional(),
   /** Most sandbox creations started per second (a token bucket with a burst of one second). */
   createsPerSecond: z.number().positive().optional(),
-  /** Longest a create may wait for a slot before it fails with a `SandboxError`. */
+  /**
+   * Longest a create may wait for a slot before it fails with a `SandboxError` naming the limit.
+   * Default: no bound for this process's own queue (its sandboxes free their slots), and
+   * {@link DEFAULT_SHARED_ACQUIRE_TIMEOUT_MS} for a slot and rate shared with other processes.
+   */
   acquireTimeoutMs: z.number().int().positive().optional(),
   /**
    * Hold `maxConcurrent` and `createsPerSecond` across every process on the host with the same
@@ -20,7 +24,10 @@ export const CreationLimitsSchema = z.object({
    * `sharedLimitsDir`; a slot of a process that died is reclaimed.
    */
   shared: z.union([z.boolean(), z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"')]).optional(),
-  /** Where shared limits keep their lock files (default `<tmpdir>/troupe-limits`). */
+  /**
+   * Where shared limits keep their lock files (default `<tmpdir>/troupe-limits-<uid>`). It must be
+   * this user's and not group- or world-writable (created 0700; checked on every acquire).
+   */
   sharedLimitsDir: z.string().optional(),
 });
 /**
@@ -28,6 +35,9 @@ export const CreationLimitsSchema = z.object({
  * in milliseconds, cross-process sharing); see {@link CreationLimitsSchema}.
  */
 export type CreationLimits = z.infer<typeof CreationLimitsSchema>;
+
+/** How long a create waits for a slot or rate shared with other processes when `acquireTimeoutMs` is unset: 10 minutes. */
+export const DEFAULT_SHARED_ACQUIRE_TIMEOUT_MS = 600_000;
 
 /** A slot held by one live sandbox; `release()` is idempotent. */
 export interface CreationSlot {
@@ -61,7 +71,7 @@ export class CreationLimiter {
     this.acquireTimeoutMs = acquireTimeoutMs;
     if (shared) {
       const scope = shared === true ? runtimeId : shared;
-      const dir = join(sharedLimitsDir ?? join(tmpdir(), 'troupe-limits'), scope);
+      const dir = join(sharedLimitsDir ?? perUserTempDir('troupe-limits'), scope);
       this.shared = new SharedLimits(dir, this.maxConcurrent, this.intervalMs);
     }
   }
@@ -89,8 +99,10 @@ export class CreationLimiter {
     };
     try {
       if (this.shared) {
-        freeShared = await this.shared.acquireSlot(deadline, options.signal);
-        await this.shared.waitForRate(deadline, options.signal);
+        // Other processes may hold slots forever (a hung run): the shared wait is always bounded.
+        const sharedDeadline = deadline ?? Date.now() + DEFAULT_SHARED_ACQUIRE_TIMEOUT_MS;
+        freeShared = await this.shared.acquireSlot(sharedDeadline, options.signal);
+        await this.shared.waitForRate(sharedDeadline, options.signal);
       } else {
         await this.waitForRate(options.signal);
       }

@@ -15,12 +15,13 @@ import {
   stat,
   writeFile,
 } from 'node:fs/promises';
-import { hostname, tmpdir, userInfo } from 'node:os';
+import { hostname, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
 import { CreationLimiter, type CreationSlot } from './creation-limiter.ts';
 import { LocalPaths } from './local-paths.ts';
+import { ensureOwnedDirectory, perUserTempDir } from './owned-directory.ts';
 import { killProcessesUnder, PidNamespace, pidNamespacesSupported } from './pid-namespace.ts';
 import { killProcessGroup, processExists, runProcessGroup } from './process-group.ts';
 import {
@@ -37,7 +38,10 @@ import { withoutSecrets } from './sandbox-env.ts';
 
 /** Config of the `local` runtime. */
 export const LocalRuntimeOptionsSchema = ExecRuntimeOptionsSchema.extend({
-  /** Directory holding one subdirectory per sandbox (default `<os tmpdir>/troupe-sandboxes`). */
+  /**
+   * Directory holding one subdirectory per sandbox (default `<os tmpdir>/troupe-sandboxes-<uid>`).
+   * It must be this user's and not group- or world-writable (created 0700; checked on every create).
+   */
   root: z.string().min(1).optional(),
   /** `PATH` of every command (default: the directory of this Node binary, then the usual system dirs). */
   path: z.string().min(1).optional(),
@@ -389,7 +393,7 @@ export class LocalRuntime implements Runtime {
       throw new ConfigError(
         'local.egress: the local runtime cannot enforce an egress policy (its sandboxes share the host network); use runtime = "docker"',
       );
-    this.rootDir = this.options.root ?? join(tmpdir(), 'troupe-sandboxes');
+    this.rootDir = this.options.root ?? perUserTempDir('troupe-sandboxes');
     this.limiter = new CreationLimiter(this.options, this.id);
     this.logger = logger;
   }
@@ -422,7 +426,7 @@ export class LocalRuntime implements Runtime {
       this.logger?.warn('local runtime cannot switch the network off; commands keep the host network');
     const slot = await this.limiter.acquire();
     try {
-      await mkdir(this.rootDir, { recursive: true });
+      ensureOwnedDirectory(this.rootDir);
       if (this.options.sweep !== false) {
         this.swept ??= this.sweepLeftovers();
         await this.swept;

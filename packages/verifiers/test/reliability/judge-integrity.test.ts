@@ -12,6 +12,7 @@ import { judgePrompt } from '../../src/env/builtin/agentic-judge/judge-prompt.ts
 import { verdictText } from '../../src/env/builtin/agentic-judge/judge-workspace.ts';
 import { DEFAULT_RUBRIC } from '../../src/env/builtin/agentic-judge/rubric.ts';
 import { LocalRuntime, type LocalSandbox } from '../../src/runtime/local-runtime.ts';
+import { perUserTempDir } from '../../src/runtime/owned-directory.ts';
 import { describeJudgeConformance } from '../../src/testing/judge-conformance.ts';
 import { hostPidsWith } from '../../src/testing/process-alive.ts';
 
@@ -72,8 +73,8 @@ describeJudgeConformance({
       }
       expect(readdirSync(join(outside, 'tmp')).sort()).toEqual(['trace.json', 'verdict.json']);
       // The moved-away directory is the solver's own debris; remove it here.
-      for (const entry of readdirSync(join(tmpdir(), 'troupe-sandboxes'))) {
-        if (entry.endsWith('.moved')) rmSync(join(tmpdir(), 'troupe-sandboxes', entry), { recursive: true, force: true });
+      for (const entry of readdirSync(perUserTempDir('troupe-sandboxes'))) {
+        if (entry.endsWith('.moved')) rmSync(join(perUserTempDir('troupe-sandboxes'), entry), { recursive: true, force: true });
       }
     });
 
