@@ -1,0 +1,103 @@
+#!/usr/bin/env node
+// Docs describe main, not history. This check holds the prose to it:
+//   - README.md has at most 150 lines;
+//   - README.md, CONTRIBUTING.md and docs/**/*.md carry no clock times ("08:24", "08:24–08:28 UTC")
+//     and no history phrases ("until 2026-12", "this used to be", "round two", "this stop");
+//   - every source pointer written as [text](../path#L12 "anchor") names a line that holds its
+//     anchor text (docs/follow-an-episode.md is made of them).
+// Code blocks and inline code are not prose: they are skipped for the first two rules.
+// `--fix` rewrites pointers whose anchor moved to the one line that now holds it.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '../..');
+const fix = process.argv.includes('--fix');
+const README_MAX_LINES = 150;
+
+const CLOCK_TIME = /(?<![\w.:/#-])(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\w:])/;
+const HISTORY = [
+  /\buntil 20\d\d\b/i,
+  /\bthis used to be\b/i,
+  /\bused to be\b/i,
+  /\bround (?:one|two|three)\b/i,
+  /\bthis stop\b/i,
+];
+const POINTER = /\[([^\]]*)\]\(([^)\s#]+)#L(\d+) "([^"]+)"\)/g;
+
+/** Markdown files under `dir`, recursively. */
+function markdownUnder(dir) {
+  const out = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...markdownUnder(path));
+    else if (entry.name.endsWith('.md')) out.push(path);
+  }
+  return out;
+}
+
+/** The lines of `text` with fenced blocks blanked and inline code removed: the prose alone. */
+function proseLines(text) {
+  let fenced = false;
+  return text.split('\n').map((line) => {
+    if (/^\s*```/.test(line)) {
+      fenced = !fenced;
+      return '';
+    }
+    return fenced ? '' : line.replace(/`[^`]*`/g, '``').replace(/\]\([^)]*\)/g, ']()');
+  });
+}
+
+/** Problems with the pointers of `file` (fixed in place with --fix). */
+function checkPointers(file, text) {
+  const problems = [];
+  let changed = false;
+  const next = text.replace(POINTER, (whole, label, target, line, anchor) => {
+    const source = resolve(dirname(file), target);
+    const where = `${relative(root, file)}: pointer to ${target}#L${line}`;
+    if (!existsSync(source)) {
+      problems.push(`${where}: no such file`);
+      return whole;
+    }
+    const lines = readFileSync(source, 'utf8').split('\n');
+    if (lines[Number(line) - 1]?.includes(anchor)) return whole;
+    const hits = lines.flatMap((l, i) => (l.includes(anchor) ? [i + 1] : []));
+    if (hits.length !== 1) {
+      problems.push(`${where}: "${anchor}" is not on that line and is on ${hits.length} lines of the file`);
+      return whole;
+    }
+    if (!fix) {
+      problems.push(`${where}: "${anchor}" is now on line ${hits[0]} (node tooling/scripts/check-prose.mjs --fix)`);
+      return whole;
+    }
+    changed = true;
+    const moved = label.replace(new RegExp(`:${line}\\b`), `:${hits[0]}`);
+    return `[${moved}](${target}#L${hits[0]} "${anchor}")`;
+  });
+  if (changed) writeFileSync(file, next);
+  return problems;
+}
+
+const files = [join(root, 'README.md'), join(root, 'CONTRIBUTING.md'), ...markdownUnder(join(root, 'docs'))].filter((f) =>
+  existsSync(f),
+);
+const problems = [];
+const readmeLines = readFileSync(join(root, 'README.md'), 'utf8').replace(/\n$/, '').split('\n').length;
+if (readmeLines > README_MAX_LINES) problems.push(`README.md: ${readmeLines} lines (at most ${README_MAX_LINES})`);
+for (const file of files) {
+  const text = readFileSync(file, 'utf8');
+  proseLines(text).forEach((line, i) => {
+    const at = `${relative(root, file)}:${i + 1}`;
+    const clock = line.match(CLOCK_TIME);
+    if (clock) problems.push(`${at}: clock time "${clock[0]}" (docs describe main; a measurement's page gives its date)`);
+    for (const phrase of HISTORY) {
+      const hit = line.match(phrase);
+      if (hit) problems.push(`${at}: history phrase "${hit[0]}" (docs describe main, not how it got there)`);
+    }
+  });
+  problems.push(...checkPointers(file, text));
+}
+if (problems.length) {
+  console.error(`check-prose: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  process.exit(1);
+}
+console.log(`check-prose: ${files.length} files ok (README.md ${readmeLines} lines)`);
