@@ -10,7 +10,7 @@ function trainer(args: string[]): Promise<NodeProcessResult> {
   return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], { cwd: resolve(import.meta.dirname, '..') });
 }
 
-describe('trainer CLI errors (issue 22 items 2 and 8)', () => {
+describe('trainer CLI errors', () => {
   it('answers --help with the usage and exit 0', async () => {
     for (const args of [['--help'], ['train', '--help'], ['eval', '-h']]) {
       const result = await trainer(args);

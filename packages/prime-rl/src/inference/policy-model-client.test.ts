@@ -74,7 +74,7 @@ describe('PolicyModelClient', () => {
     }
   });
 
-  it('names the policy version that served each call, through a weight update (issue 17)', async () => {
+  it('names the policy version that served each call, through a weight update', async () => {
     const client = await PolicyModelClient.create({
       tokenizer,
       config,

@@ -10,7 +10,7 @@ const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
 /** Runs the CLI with stdout and stderr both piped (as a script or CI log would). */
 
-describe('troupe eval output at high concurrency (issue 22 item 9)', () => {
+describe('troupe eval output at high concurrency', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     server = await ScriptedModelServer.start({

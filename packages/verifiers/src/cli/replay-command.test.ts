@@ -8,7 +8,7 @@ import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 const root = resolve(import.meta.dirname, '../../../..');
 const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
-describe('troupe replay (issue 17 item 1)', () => {
+describe('troupe replay', () => {
   let server: ScriptedModelServer;
   let judgeCalls = 0;
   let agentCalls = 0;

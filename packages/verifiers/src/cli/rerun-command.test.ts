@@ -12,7 +12,7 @@ const episodesOf = (dir: string) =>
     .filter(Boolean)
     .map((line) => JSON.parse(line));
 
-describe('troupe rerun --swap (issue 16 item 4: counterfactual seat replay)', () => {
+describe('troupe rerun --swap (counterfactual seat replay)', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     // "passive" plays the first legal action the prompt names, "aggressive" the last.

@@ -8,7 +8,7 @@ import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 const root = resolve(import.meta.dirname, '../../../..');
 const _cli = join(root, 'packages/verifiers/src/cli/main.ts');
 
-describe('troupe eval --dry-run and --clean (issue 17 item 7)', () => {
+describe('troupe eval --dry-run and --clean', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     server = await ScriptedModelServer.start({ script: () => 'The answer is 0' });

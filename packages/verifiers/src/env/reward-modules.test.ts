@@ -44,7 +44,7 @@ async function runOne(agent: Record<string, unknown>, prompt = 'What is 2+2?') {
   return trace;
 }
 
-describe('rewards, metrics and stops from config by module path (issue 17 item 4)', () => {
+describe('rewards, metrics and stops from config by module path', () => {
   it('loads [[env.agent.rewards]] from .mjs and .ts modules with their weights, and metrics beside them', async () => {
     const trace = await runOne({
       rewards: [

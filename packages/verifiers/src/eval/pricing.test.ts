@@ -19,7 +19,7 @@ async function programCall(baseUrl: string, secret: string, body: Record<string,
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-describe('sampling beyond temperature (issue 17 item 5)', () => {
+describe('sampling beyond temperature', () => {
   it('imposes top_p, top_k, min_p, seed, stop, reasoning_effort and the extra table on the harness request', async () => {
     rollout = await startInterceptedRollout({
       script: ['ok'],
@@ -52,7 +52,7 @@ describe('sampling beyond temperature (issue 17 item 5)', () => {
   });
 });
 
-describe('usage with cached and reasoning tokens and the provider cost (issue 17 item 5)', () => {
+describe('usage with cached and reasoning tokens and the provider cost', () => {
   it('records prompt_tokens_details.cached_tokens, completion_tokens_details.reasoning_tokens and usage.cost', async () => {
     rollout = await startInterceptedRollout({
       script: [

@@ -22,7 +22,7 @@ function episode(taskKey: string, roles: Role[], at: { start: number; end: numbe
   return out;
 }
 
-describe('summarize: roles that are never scored (issue 22 item 5)', () => {
+describe('summarize: roles that are never scored', () => {
   const userSim = [1, 2, 3].map((i) =>
     episode(`t${i}`, [
       { name: 'assistant', trainable: true, rewards: { correct: 1 } },
@@ -90,7 +90,7 @@ it('gives no pass@k for rewards outside [0, 1] (poker payoffs are not pass/fail)
   expect(summary.byRole.player1?.rewardMean).toBe(-2);
 });
 
-describe('wall time (issue 22 item 9)', () => {
+describe('wall time', () => {
   it('counts the time episodes ran, not the idle gap before a resume', () => {
     const first = episode('a', [{ name: 'agent', trainable: true, rewards: { correct: 1 } }], { start: 0, end: 10_000 });
     const overlap = episode('b', [{ name: 'agent', trainable: true, rewards: { correct: 1 } }], { start: 5_000, end: 12_000 });

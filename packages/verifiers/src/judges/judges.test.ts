@@ -38,7 +38,7 @@ const criteria = [
   { name: 'style', text: 'The answer is terse.', choices: ['poor', 'ok', 'good'] },
 ];
 
-describe('rubricJudge (issue 17 item 3)', () => {
+describe('rubricJudge', () => {
   it('makes one call, records per-criterion metrics and returns the weighted mean; the call stays apart from the agent calls', async () => {
     scripted = await scriptedClient({
       script: [
@@ -109,7 +109,7 @@ describe('rubricJudge (issue 17 item 3)', () => {
   });
 });
 
-describe('referenceJudge (issue 17 item 3)', () => {
+describe('referenceJudge', () => {
   it('asks yes/no against the task reference: yes scores 1, no scores 0, anything else is a trace error', async () => {
     scripted = await scriptedClient({ script: ['Yes.', 'no', 'The answer looks right to me'] });
     const scores: (number | null)[] = [];

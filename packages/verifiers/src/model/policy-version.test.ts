@@ -49,7 +49,7 @@ const reply = (policyVersion?: number): ModelResponse => ({
   ...(policyVersion !== undefined ? { policyVersion } : {}),
 });
 
-describe('policy version over the chat wire (issue 17 item 10)', () => {
+describe('policy version over the chat wire', () => {
   it('records the version each call was served by on the trace, and none when the server names none', async () => {
     const versions = [7, 8, undefined];
     const baseUrl = await policyServer((n) => reply(versions[n]));

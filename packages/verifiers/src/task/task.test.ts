@@ -3,7 +3,7 @@ import { Task, type TaskData, TaskDataSchema } from './task.ts';
 
 const correct = { name: 'correct', fn: () => 1 };
 
-describe('Task.with and Task.derive (issue 22 item 6)', () => {
+describe('Task.with and Task.derive', () => {
   const task = new Task<{ prompt: string | null; answer: number }>(
     { prompt: 'What is 2 + 2?', answer: 4 },
     { key: 'k', rewards: [correct], metrics: [correct] },
@@ -30,7 +30,7 @@ describe('Task.with and Task.derive (issue 22 item 6)', () => {
   });
 });
 
-describe('Task.with validates the patched fields (issue 18: no full re-parse per game seat)', () => {
+describe('Task.with validates the patched fields without re-parsing the whole task', () => {
   const task = new Task<TaskData & { answer: number }>({ prompt: 'p', info: { seed: 3 }, answer: 4 }, { key: 'k' });
 
   it('refuses a bad patched field, naming it, as the constructor would', () => {

@@ -7,7 +7,7 @@ import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 
 const fixture = join(import.meta.dirname, '__fixtures__', 'tool-env.ts');
 
-describe('troupe eval: a task that declares tools meets a harness without MCP at the door (issue 17 item 2)', () => {
+describe('troupe eval: a task that declares tools meets a harness without MCP at the door', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     server = await ScriptedModelServer.start({ script: () => 'hi' });

@@ -35,7 +35,7 @@ describe('buildRunIndex', () => {
     expect(solver.metrics.find((m) => m.name === 'judge/solved')).toEqual({ name: 'judge/solved', mean: 2 / 3, n: 3 });
   });
 
-  it('wall time counts the episodes running, not the idle hour before a resume (issue 22 item 9)', () => {
+  it('wall time counts the episodes running, not the idle hour before a resume', () => {
     const before = judgeEpisode({ index: 0, rollout: 0, solved: true, start: 0 });
     const resumed = judgeEpisode({ index: 1, rollout: 0, solved: true, start: 3_600_000 });
     const ran = (e: Episode) => (e.endedAt ?? 0) - e.startedAt;
@@ -103,7 +103,7 @@ describe('histogram', () => {
   });
 });
 
-describe('buildRunIndex costs (issue 17 item 5)', () => {
+describe('buildRunIndex costs', () => {
   /** One episode: a solver call on `model` (usage without a provider cost) and one rubric judge call. */
   function pricedEpisode(model: string): Episode {
     const task = { key: 't', hash: 'h', data: {} };

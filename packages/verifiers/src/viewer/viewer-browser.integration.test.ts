@@ -149,7 +149,7 @@ describe.skipIf(missing !== null)(`troupe view in headless Chromium${missing ? `
     await page.close();
   });
 
-  it('fits a proposer and four solvers in the window, and shows task names whole (issue 22 item 10)', async () => {
+  it('fits a proposer and four solvers in the window, and shows task names whole', async () => {
     const page = await open(`${reportUrl}#episode=propose-0`);
     await page.waitForSelector('body[data-episode="propose-0"] .trace-column[data-agent="proposer"]');
     const boxes = await page.locator('.trace-column').evaluateAll((els) => els.map((el) => el.getBoundingClientRect().right));
