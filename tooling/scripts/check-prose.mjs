@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Docs describe main, not history. This check holds the prose to it:
-//   - README.md has at most 150 lines;
+//   - README.md has at most 150 lines, and each of its ts/js/toml blocks names the test that runs it;
 //   - README.md, CONTRIBUTING.md and docs/**/*.md carry no clock times ("08:24", "08:24–08:28 UTC")
 //     and no history phrases ("until 2026-12", "this used to be", "round two", "this stop");
 //   - every source pointer written as [text](../path#L12 "anchor") names a file that holds its
@@ -80,12 +80,42 @@ function checkPointers(file, text) {
   return problems;
 }
 
+/**
+ * The README's code runs as written: every ts, js, mjs or toml block sits under a
+ * `<!-- readme-<name>: run by <test> -->` marker naming the test that runs it, and a JavaScript
+ * block (run as .mjs on Node 20) uses no `await using`.
+ */
+function checkReadmeCode(text) {
+  const out = [];
+  const lines = text.split('\n');
+  let fenced = false;
+  lines.forEach((line, i) => {
+    const open = line.match(/^```(\w*)/);
+    if (!open) return;
+    fenced = !fenced;
+    if (!fenced) return;
+    const lang = open[1];
+    if (!['ts', 'js', 'mjs', 'toml'].includes(lang)) return;
+    const marker = lines[i - 1]?.match(/^<!-- readme-[\w-]+: run(?: verbatim)? by (\S+) -->$/);
+    if (!marker) out.push(`README.md:${i + 1}: a ${lang} block without a <!-- readme-<name>: run by <test> --> marker above it`);
+    else if (!existsSync(join(root, marker[1]))) out.push(`README.md:${i}: the marker names ${marker[1]}, which does not exist`);
+    if (lang !== 'ts' && lang !== 'toml') {
+      const end = lines.indexOf('```', i + 1);
+      if (lines.slice(i + 1, end).some((l) => /\bawait using\b/.test(l)))
+        out.push(`README.md:${i + 1}: \`await using\` in a JavaScript block (Node 20 runs .mjs without it; mark the block ts)`);
+    }
+  });
+  return out;
+}
+
 const files = [join(root, 'README.md'), join(root, 'CONTRIBUTING.md'), ...markdownUnder(join(root, 'docs'))].filter((f) =>
   existsSync(f),
 );
 const problems = [];
-const readmeLines = readFileSync(join(root, 'README.md'), 'utf8').replace(/\n$/, '').split('\n').length;
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const readmeLines = readme.replace(/\n$/, '').split('\n').length;
 if (readmeLines > README_MAX_LINES) problems.push(`README.md: ${readmeLines} lines (at most ${README_MAX_LINES})`);
+problems.push(...checkReadmeCode(readme));
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
   proseLines(text).forEach((line, i) => {
