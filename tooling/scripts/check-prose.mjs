@@ -3,6 +3,7 @@
 //   - README.md has at most 150 lines, and each of its ts/js/toml blocks names the test that runs it;
 //   - README.md, CONTRIBUTING.md and docs/**/*.md carry no clock times ("08:24", "08:24–08:28 UTC")
 //     and no history phrases ("until 2026-12", "this used to be", "round two", "this stop");
+//   - every markdown table has its separator row;
 //   - every source pointer written as [text](../path#L12 "anchor") names a file that holds its
 //     anchor text on exactly one line (docs/follow-an-episode.md is made of them).
 // Code blocks and inline code are not prose: they are skipped for the first two rules.
@@ -48,6 +49,16 @@ function proseLines(text) {
     }
     return fenced ? '' : line.replace(/`[^`]*`/g, '``').replace(/\]\([^)]*\)/g, ']()');
   });
+}
+
+/** A table's first row must be followed by its `| --- |` separator, or it renders as text. */
+function checkTables(name, lines) {
+  const out = [];
+  lines.forEach((line, i) => {
+    if (!line.startsWith('|') || lines[i - 1]?.startsWith('|')) return;
+    if (!/^\|(\s*:?-{3,}:?\s*\|)+\s*$/.test(lines[i + 1] ?? '')) out.push(`${name}:${i + 1}: a table without its | --- | row`);
+  });
+  return out;
 }
 
 /** Problems with the pointers of `file` (fixed in place with --fix). */
@@ -127,6 +138,7 @@ for (const file of files) {
       if (hit) problems.push(`${at}: history phrase "${hit[0]}" (docs describe main, not how it got there)`);
     }
   });
+  problems.push(...checkTables(relative(root, file), proseLines(text)));
   problems.push(...checkPointers(file, text));
 }
 if (warnings.length)
