@@ -75,8 +75,11 @@ describe('shared creation limits (across processes)', () => {
       .map((e) => e.at)
       .sort((x, y) => x - y);
     expect(starts).toHaveLength(6);
-    // 5 per second: each start at least 200 ms after the one before (a few ms of clock slack).
-    for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(195);
+    // 5 per second: starts are booked 200 ms apart; a process prints its start after the file
+    // operations of booking it, which a loaded machine can delay by a few tens of ms.
+    for (let i = 1; i < starts.length; i++) expect((starts[i] ?? 0) - (starts[i - 1] ?? 0)).toBeGreaterThanOrEqual(160);
+    // Over the whole run the rate holds: 6 starts span at least 5 intervals.
+    expect((starts.at(-1) ?? 0) - (starts[0] ?? 0)).toBeGreaterThanOrEqual(5 * 200 - 40);
   }, 60_000);
 
   it('reclaims a slot held by a process that is gone', async () => {

@@ -13,7 +13,7 @@ const MAX_POLL_MS = 1_000;
 /** A mutex directory older than this (ms) belongs to a process that died holding it. */
 const STALE_MUTEX_MS = 5_000;
 
-/** How far past one interval a rate stamp may be before it is taken for a stepped clock or a planted file. */
+/** How far past two intervals a rate stamp may be before it is taken for a stepped clock or a planted file. */
 const RATE_CLOCK_SLACK_MS = 1_000;
 
 /**
@@ -23,7 +23,7 @@ const RATE_CLOCK_SLACK_MS = 1_000;
  * a `mkdir` mutex, never written through). The directory and its parent must be this user's, mode
  * 0700-like (checked on every acquire: another user's folder is refused, naming it). A slot whose
  * process is gone (killed, crashed) is reclaimed, so a dead `troupe eval` never holds a slot; a
- * rate stamp more than one interval ahead (a clock stepped back, a planted file) is reset to now.
+ * rate stamp more than two intervals ahead (a clock stepped back, a planted file) is reset to now.
  */
 export class SharedLimits {
   private readonly token = `${process.pid} ${randomBytes(6).toString('hex')}`;
@@ -67,9 +67,10 @@ export class SharedLimits {
   }
 
   /**
-   * Waits until the shared rate file allows a start, then books the next one (`now + interval`).
-   * Each waiter takes a start only when it is due, so `rate` is never legitimately more than one
-   * interval ahead: a stamp further ahead (a clock stepped back, a planted file) is reset to now.
+   * Books the next start in the shared rate file and waits for it. A waiter books only a start due
+   * within one interval (else it sleeps until then and looks again), so `rate` is never
+   * legitimately more than two intervals ahead: a stamp further ahead (a clock stepped back, a
+   * planted file) is reset to now.
    */
   async waitForRate(deadline: number | undefined, signal: AbortSignal | undefined): Promise<void> {
     if (this.intervalMs === 0) return;
@@ -80,27 +81,32 @@ export class SharedLimits {
       const why = () => 'the shared creation-rate file stayed locked';
       while (!this.tryMutex(mutex)) await this.pause({ deadline, signal, why, attempt: 0 });
       let next: number;
+      let booked = false;
       try {
+        const stamp = safeRead(path);
         const now = Date.now();
-        next = Number(safeRead(path)) || 0;
-        if (next > now + this.intervalMs + RATE_CLOCK_SLACK_MS) next = now;
-        if (next <= now) {
+        next = Number(stamp) || 0;
+        if (next > now + 2 * this.intervalMs + RATE_CLOCK_SLACK_MS) next = now;
+        next = Math.max(now, next);
+        if (next <= now + this.intervalMs) {
           // A fresh file renamed over `rate`: a symlink planted there is replaced, never written through.
           const fresh = `${path}.${this.token.replace(' ', '-')}`;
           rmQuiet(fresh);
-          if (!createExclusive(fresh, String(now + this.intervalMs))) throw new SandboxError(`${fresh}: exists`);
+          if (!createExclusive(fresh, String(next + this.intervalMs))) throw new SandboxError(`${fresh}: exists`);
           renameSync(fresh, path);
-          return;
+          booked = true;
         }
       } finally {
         rmdirSync(mutex);
       }
-      const now = Date.now();
-      if (deadline !== undefined && next > deadline)
+      const wake = booked ? next : next - this.intervalMs;
+      if (!booked && deadline !== undefined && wake > deadline)
         throw new SandboxError(
           `the shared creation rate allows no start before the acquire timeout (${this.dir}); set limits.acquireTimeoutMs to wait longer`,
         );
-      await sleep(Math.max(1, next - now) + Math.random() * POLL_MS, signal);
+      const delay = wake - Date.now();
+      if (delay > 0) await sleep(booked ? delay : delay + Math.random() * POLL_MS, signal);
+      if (booked) return;
     }
   }
 
