@@ -3,7 +3,8 @@
 //   - README.md has at most 150 lines, and each of its ts/js/toml blocks names the test that runs it;
 //   - README.md, CONTRIBUTING.md and docs/**/*.md carry no clock times ("08:24", "08:24–08:28 UTC")
 //     and no history phrases ("until 2026-12", "this used to be", "round two", "this stop");
-//   - every markdown table has its separator row;
+//   - every markdown table has its separator row; the folders docs/architecture.md maps exist, and
+//     every folder of a src/ it maps has its row;
 //   - every source pointer written as [text](../path#L12 "anchor") names a file that holds its
 //     anchor text on exactly one line (docs/follow-an-episode.md is made of them).
 // Code blocks and inline code are not prose: they are skipped for the first two rules.
@@ -58,6 +59,43 @@ function checkTables(name, lines) {
     if (!line.startsWith('|') || lines[i - 1]?.startsWith('|')) return;
     if (!/^\|(\s*:?-{3,}:?\s*\|)+\s*$/.test(lines[i + 1] ?? '')) out.push(`${name}:${i + 1}: a table without its | --- | row`);
   });
+  return out;
+}
+
+/**
+ * docs/architecture.md maps folders: in a section headed `## name (\`base\`)`, and in the one of
+ * other packages (paths from the repository root), each table row's first cell names folders or
+ * files that exist.
+ */
+function checkArchitecture() {
+  const file = join(root, 'docs/architecture.md');
+  if (!existsSync(file)) return [];
+  const raw = readFileSync(file, 'utf8').split('\n');
+  const out = [];
+  const named = new Map();
+  let base = null;
+  proseLines(raw.join('\n')).forEach((line, i) => {
+    if (line.startsWith('## ')) {
+      const named = raw[i]?.match(/^## .*\(`([^`]+)`\)\s*$/);
+      base = named ? named[1] : /^## Other packages/.test(line) ? '' : null;
+      return;
+    }
+    if (base === null || !line.startsWith('|') || /^\|\s*(folder|-)/.test(line)) return;
+    const cell = raw[i]?.split('|')[1] ?? '';
+    for (const [, name] of cell.matchAll(/`([^`]+)`/g)) {
+      named.set(base, [...(named.get(base) ?? []), name.replace(/\/$/, '')]);
+      if (!existsSync(join(root, base, name.replace(/<id>.*$/, ''))))
+        out.push(`docs/architecture.md:${i + 1}: \`${name}\` is not in ${base || 'the repository'}`);
+    }
+  });
+  // And the other way round: every folder of a mapped src/ has its row.
+  for (const [dir, names] of named) {
+    if (!dir.endsWith('/src')) continue;
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      if (entry.isDirectory() && !entry.name.startsWith('__') && !names.includes(entry.name))
+        out.push(`docs/architecture.md: ${dir}/${entry.name}/ has no row`);
+    }
+  }
   return out;
 }
 
@@ -126,7 +164,7 @@ const problems = [];
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const readmeLines = readme.replace(/\n$/, '').split('\n').length;
 if (readmeLines > README_MAX_LINES) problems.push(`README.md: ${readmeLines} lines (at most ${README_MAX_LINES})`);
-problems.push(...checkReadmeCode(readme));
+problems.push(...checkReadmeCode(readme), ...checkArchitecture());
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
   proseLines(text).forEach((line, i) => {
