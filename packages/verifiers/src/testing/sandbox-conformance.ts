@@ -22,6 +22,11 @@ export interface SandboxConformanceOptions {
   inspectLeftovers?: (labels: Record<string, string>) => Promise<string[]>;
   /** A reason to skip the whole suite (such as "TROUPE_DOCKER_HOST is not set"). */
   skip?: string | false;
+  /**
+   * Whether the sandbox can reach the host's loopback (default `true`); a remote runtime's sandbox
+   * cannot, and must then refuse a loopback URL with a `SandboxError` rather than return one.
+   */
+  reachesHostLoopback?: boolean;
 }
 
 /** Size of the large-output test: more than 5 MB on stdout. */
@@ -288,12 +293,22 @@ export function describeSandboxConformance(options: SandboxConformanceOptions): 
       expect(leaked).not.toBe('host secret');
     });
 
-    it('gives a URL for reaching the host', async () => {
+    it.runIf(options.reachesHostLoopback !== false)('gives a URL for reaching the host', async () => {
       const sandbox = await makeSandbox();
       const url = await sandbox.reachHost('http://127.0.0.1:4318/v1');
       expect(() => new URL(url)).not.toThrow();
       expect(new URL(url).pathname).toBe('/v1');
     });
+
+    it.runIf(options.reachesHostLoopback === false)(
+      'refuses a host loopback URL it cannot reach, with a SandboxError',
+      async () => {
+        const sandbox = await makeSandbox();
+        const error = await sandbox.reachHost('http://127.0.0.1:4318/v1').catch((caught: unknown) => caught);
+        expect(isSandboxError(error)).toBe(true);
+        expect(await sandbox.reachHost('https://api.example.com/v1')).toBe('https://api.example.com/v1');
+      },
+    );
 
     it('stops: alive() turns false, commands and file calls fail with a SandboxError, stop is idempotent', async () => {
       const sandbox = await makeSandbox();
