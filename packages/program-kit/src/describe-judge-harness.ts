@@ -1,6 +1,8 @@
+import { rmSync } from 'node:fs';
 import type { Harness } from '@troupe/verifiers';
+import { hostPidsWith } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { type JudgeTool, runAgenticJudgeEpisode } from './agentic-judge-scenario.ts';
+import { type JudgeTool, runAgenticJudgeEpisode, runThiefJudgeEpisode } from './agentic-judge-scenario.ts';
 import { installForIntegrationTest } from './shell-tool-scenario.ts';
 
 /** An npm-program harness class as {@link describeAgenticJudgeHarness} needs it. */
@@ -65,6 +67,8 @@ export function describeAgenticJudgeHarness(options: {
         expect(solver?.metrics['judge/solved']).toBe(1);
         expect(solver?.rewards.judge).toEqual({ score: 1, weight: 1 });
 
+        // The program's own conversation: none of its calls is a side call.
+        expect(judge?.calls.filter((c) => c.side || c.ended)).toEqual([]);
         expect(launch).toHaveBeenCalledTimes(1);
         const secret = launch.mock.calls[0]?.[0].endpoint.secret ?? '';
         expect(secret).toMatch(/^rs-/);
@@ -73,5 +77,43 @@ export function describeAgenticJudgeHarness(options: {
         launch.mockRestore();
       }
     }, 300_000);
+
+    // A wrong answer.sh leaves a thief behind when the judge runs it: it finds the judge program's
+    // endpoint and secret, asks for a "yes" while the judge works and after its final reply, and
+    // holds one call open. The honest "no" stands, the episode ends (the held call would take 10
+    // minutes), and every thief call on the judge's trace is a side call, cut off or refused.
+    for (const [mode, shared] of [
+      ['isolated', false],
+      ['shared', true],
+    ] as const) {
+      it(`keeps the honest "no" of ${HarnessClass.id} against a thief its run of answer.sh leaves behind (${mode})`, async (context) => {
+        if (unavailable) context.skip(unavailable);
+        const marker = `thief-${HarnessClass.id.replace(/_/g, '-')}-${shared ? 'shared' : 'isolated'}-${Date.now()}`;
+        try {
+          const { episode, thiefCalls } = await runThiefJudgeEpisode({
+            judge: { id: HarnessClass.id, allowLocal: true, timeoutMs: 120_000 },
+            judgeTool: options.judgeTool,
+            marker,
+            shared,
+          });
+          const solver = episode.traces.find((t) => t.agent.name === 'solver');
+          const judge = episode.traces.find((t) => t.agent.name === 'judge');
+          expect(judge?.errors).toEqual([]);
+          expect(judge?.info.verdict).toMatchObject({ score: 0, verdicts: [{ name: 'solved', verdict: 'no' }] });
+          expect(solver?.rewards.judge).toEqual({ score: 0, weight: 1 });
+          const own = judge?.calls.filter((c) => !c.side && !c.ended) ?? [];
+          const theirs = judge?.calls.filter((c) => c.side || c.ended) ?? [];
+          expect(own.length).toBeGreaterThanOrEqual(2);
+          expect(own.every((c) => c.dialect === options.dialect)).toBe(true);
+          // The thief found the secret (nothing hides it from the commands the program runs) and
+          // its calls reached the session: each is on the trace, never as the final reply.
+          expect(thiefCalls).toBeGreaterThan(0);
+          expect(theirs.length + (judge?.metrics['calls/refused'] ?? 0)).toBeGreaterThan(0);
+          expect(hostPidsWith(marker)).toEqual([]);
+        } finally {
+          rmSync(`/tmp/thief-${marker}.sh`, { force: true });
+        }
+      }, 180_000);
+    }
   });
 }
