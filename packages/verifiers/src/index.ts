@@ -67,6 +67,7 @@ export * from './env/builtin/kuhn-poker/index.ts';
 export * from './env/builtin/agentic-judge/agentic-judge-env.ts';
 export * from './env/builtin/agentic-judge/rubric.ts';
 export * from './env/builtin/agentic-judge/judge-prompt.ts';
+export * from './env/builtin/isolated-verifier/isolated-verifier-env.ts';
 export * from './env/builtin/proposer-solver/proposer-solver-env.ts';
 export * from './env/builtin/proposer-solver/proposal-parser.ts';
 export * from './env/builtin/proposer-solver/seed-topics.ts';

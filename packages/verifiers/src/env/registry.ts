@@ -18,6 +18,10 @@ const envs = new Map<string, EnvLoader>([
     'shared-agentic-judge',
     async () => (await import('./builtin/agentic-judge/agentic-judge-env.ts')).sharedAgenticJudgeEnv as never,
   ],
+  [
+    'isolated-verifier',
+    async () => (await import('./builtin/isolated-verifier/isolated-verifier-env.ts')).isolatedVerifierEnv as never,
+  ],
   ['proposer-solver', async () => (await import('./builtin/proposer-solver/proposer-solver-env.ts')).proposerSolverEnv as never],
   ['user-sim', async () => (await import('./builtin/user-sim/user-sim-env.ts')).userSimEnv as never],
   ['kuhn-poker', async () => (await import('./builtin/kuhn-poker/env.ts')).kuhnPokerEnv as never],
