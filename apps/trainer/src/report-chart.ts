@@ -1,4 +1,4 @@
-import { formatTick, stepAxis, valueAxis } from './report-ticks.ts';
+import { formatTick, type NiceAxis, stepAxis, valueAxis } from './report-ticks.ts';
 
 /** One line of a chart: (step, value) points in step order. */
 export interface ChartSeries {
@@ -26,6 +26,29 @@ export interface ChartOptions {
   frozen?: readonly string[];
   /** `wide`: a headline chart; `small`: a cell of a grid. */
   size?: 'wide' | 'small';
+  /** Noisy per-step statistics: past {@link SMOOTH_FROM} points each line is drawn faint, with its moving average over it. */
+  smooth?: boolean;
+}
+
+/** Fewest points a smoothed chart draws a moving average for. */
+export const SMOOTH_FROM = 30;
+
+/** The odd moving-average window for `count` points: about a 25th of the run, at least 3. */
+export function smoothingWindow(count: number): number {
+  const window = Math.max(3, Math.round(count / 25));
+  return window % 2 ? window : window + 1;
+}
+
+/** The centred moving average of `points` over `window` points (narrower at the ends, so it neither lags nor overshoots the run). */
+export function movingAverage(points: readonly (readonly [number, number])[], window: number): [number, number][] {
+  const half = Math.floor(window / 2);
+  return points.map((p, i) => {
+    const from = Math.max(0, i - half);
+    const to = Math.min(points.length, i + half + 1);
+    let sum = 0;
+    for (let j = from; j < to; j++) sum += (points[j] as readonly [number, number])[1];
+    return [p[0], sum / (to - from)];
+  });
 }
 
 /** Tableau 10: distinct, colour-blind-friendlier than the browser defaults, legible on white. */
@@ -72,48 +95,29 @@ export function thinPoints(points: readonly (readonly [number, number])[]): (rea
 const W = 1000;
 const H = 1000;
 
-/**
- * A line chart as HTML and inline SVG that fills its container's width at any viewport, with no
- * script: the lines live in a stretched SVG (non-scaling strokes), tick labels and the legend are
- * HTML around it, so text never scales and the legend sits below the plot, never over a line.
- * Ticks are round numbers (steps are integers). Every string is escaped.
- */
-export function renderChart(options: ChartOptions): string {
-  const [x0, x1] = options.xDomain;
-  const drawn = options.series
-    .map((s) => ({ ...s, points: thinPoints(s.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]))) }))
-    .filter((s) => s.points.length > 0);
-  const values = drawn.flatMap((s) => s.points.map((p) => p[1]));
-  const y = valueAxis({ min: Math.min(...values), max: Math.max(...values), count: options.size === 'small' ? 4 : 6 });
-  const x = stepAxis({ min: x0, max: x1, count: options.size === 'small' ? 5 : 9 });
-  const sx = (v: number) => (((v - x.min) / (x.max - x.min)) * W).toFixed(1);
-  const sy = (v: number) => (H - ((v - y.min) / (y.max - y.min)) * H).toFixed(1);
-  const head = `<figcaption><span class="chart-title">${escapeHtml(options.title)}</span>${
-    options.subtitle ? ` <span class="chart-subtitle">${escapeHtml(options.subtitle)}</span>` : ''
+function chartHead(title: string, subtitle: string): string {
+  return `<figcaption><span class="chart-title">${escapeHtml(title)}</span>${
+    subtitle ? ` <span class="chart-subtitle">${escapeHtml(subtitle)}</span>` : ''
   }</figcaption>`;
-  const legend = [
+}
+
+/** The legend below the plot: a swatch per drawn series, then the frozen roles (named, no swatch colour). */
+function chartLegend(drawn: readonly ChartSeries[], frozen: readonly string[]): string {
+  const items = [
     ...drawn.map(
       (s) =>
         `<li data-series="${escapeHtml(s.key)}"><span class="swatch" style="border-top-color:${s.color};border-top-style:${s.dash ? 'dashed' : 'solid'}"></span>${escapeHtml(s.label)}</li>`,
     ),
-    ...(options.frozen ?? []).map(
+    ...frozen.map(
       (role) =>
         `<li class="frozen" data-frozen="${escapeHtml(role)}"><span class="swatch"></span>${escapeHtml(role)} <em>frozen, not trained: no curve</em></li>`,
     ),
-  ].join('');
-  const legendHtml = legend ? `<ul class="legend">${legend}</ul>` : '';
-  const size = options.size ?? 'wide';
-  if (drawn.length === 0)
-    return `<figure class="chart ${size}" data-chart="${escapeHtml(options.id)}">${head}<p class="no-data">no data</p>${legendHtml}</figure>`;
-  const grid = y.ticks.map((t) => `<line x1="0" x2="${W}" y1="${sy(t)}" y2="${sy(t)}"/>`).join('');
-  const xGrid = x.ticks.map((t) => `<line x1="${sx(t)}" x2="${sx(t)}" y1="0" y2="${H}"/>`).join('');
-  const paths = drawn
-    .map((s) => {
-      const d = s.points.map((p, i) => `${i ? 'L' : 'M'}${sx(p[0])} ${sy(p[1])}`).join('');
-      const single = s.points.length === 1 ? 'l0 0' : '';
-      return `<path class="line${single ? ' dot' : ''}" data-series="${escapeHtml(s.key)}" d="${d}${single}" stroke="${s.color}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`;
-    })
-    .join('');
+  ];
+  return items.length ? `<ul class="legend">${items.join('')}</ul>` : '';
+}
+
+/** The tick labels of both axes, placed by percentage of the plot box. */
+function tickLabels(y: NiceAxis, x: NiceAxis): { yTicks: string; xTicks: string } {
   const yTicks = y.ticks
     .map((t) => `<span style="top:${(((y.max - t) / (y.max - y.min)) * 100).toFixed(2)}%">${formatTick(t, y.step)}</span>`)
     .join('');
@@ -123,7 +127,49 @@ export function renderChart(options: ChartOptions): string {
         `<span${i % 2 ? ' class="odd"' : ''} style="left:${(((t - x.min) / (x.max - x.min)) * 100).toFixed(2)}%">${formatTick(t, x.step)}</span>`,
     )
     .join('');
-  return `<figure class="chart ${size}" data-chart="${escapeHtml(options.id)}">${head}<div class="frame"><div class="y-ticks">${yTicks}</div><div class="plot"><svg viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" aria-hidden="true"><g class="grid">${grid}${xGrid}</g>${paths}</svg></div><div class="x-ticks">${xTicks}</div><div class="x-title">step</div></div>${legendHtml}</figure>`;
+  return { yTicks, xTicks };
+}
+
+/**
+ * A line chart as HTML and inline SVG that fills its container's width at any viewport, with no
+ * script: the lines live in a stretched SVG (non-scaling strokes), tick labels and the legend are
+ * HTML around it, so text never scales and the legend sits below the plot, never over a line.
+ * Ticks are round numbers (steps are integers). Every string is escaped.
+ */
+export function renderChart(options: ChartOptions): string {
+  const drawn = options.series
+    .map((s) => ({ ...s, points: thinPoints(s.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]))) }))
+    .filter((s) => s.points.length > 0);
+  const size = options.size ?? 'wide';
+  const open = `<figure class="chart ${size}" data-chart="${escapeHtml(options.id)}">`;
+  const legend = chartLegend(drawn, options.frozen ?? []);
+  if (drawn.length === 0)
+    return `${open}${chartHead(options.title, options.subtitle ?? '')}<p class="no-data">no data</p>${legend}</figure>`;
+  const values = drawn.flatMap((s) => s.points.map((p) => p[1]));
+  const y = valueAxis({ min: Math.min(...values), max: Math.max(...values), count: size === 'small' ? 4 : 6 });
+  const x = stepAxis({ min: options.xDomain[0], max: options.xDomain[1], count: size === 'small' ? 6 : 11 });
+  const sx = (v: number) => (((v - x.min) / (x.max - x.min)) * W).toFixed(1);
+  const sy = (v: number) => (H - ((v - y.min) / (y.max - y.min)) * H).toFixed(1);
+  const longest = Math.max(...drawn.map((s) => s.points.length));
+  const window = options.smooth && longest >= SMOOTH_FROM ? smoothingWindow(longest) : 0;
+  const path = (s: ChartSeries, points: readonly (readonly [number, number])[], kind: string) => {
+    const d = points.map((p, i) => `${i ? 'L' : 'M'}${sx(p[0])} ${sy(p[1])}`).join('');
+    const single = points.length === 1 ? 'l0 0' : '';
+    return `<path class="line${kind}${single ? ' dot' : ''}" data-series="${escapeHtml(s.key)}" d="${d}${single}" stroke="${s.color}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`;
+  };
+  // Smoothed: every faint per-step line first, then the averages over them.
+  const paths = window
+    ? drawn.map((s) => path(s, s.points, ' raw')).join('') +
+      drawn.map((s) => path(s, movingAverage(s.points, window), ' smooth')).join('')
+    : drawn.map((s) => path(s, s.points, '')).join('');
+  const grid =
+    y.ticks.map((t) => `<line x1="0" x2="${W}" y1="${sy(t)}" y2="${sy(t)}"/>`).join('') +
+    x.ticks.map((t) => `<line x1="${sx(t)}" x2="${sx(t)}" y1="0" y2="${H}"/>`).join('');
+  const subtitle = [options.subtitle, window ? `faint: each step · bold: moving average of ${window} steps` : '']
+    .filter(Boolean)
+    .join(' · ');
+  const { yTicks, xTicks } = tickLabels(y, x);
+  return `${open}${chartHead(options.title, subtitle)}<div class="frame"><div class="y-ticks">${yTicks}</div><div class="plot"><svg viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" aria-hidden="true"><g class="grid">${grid}</g>${paths}</svg></div><div class="x-ticks">${xTicks}</div><div class="x-title">step</div></div>${legend}</figure>`;
 }
 
 /** The charts' stylesheet (the frame's grid, ticks, legend). */
@@ -141,6 +187,8 @@ export const CHART_CSS = `
 .plot .grid line{stroke:#eaeef2;stroke-width:1;vector-effect:non-scaling-stroke}
 .plot path.line{fill:none;stroke-width:1.8;stroke-linejoin:round;stroke-linecap:round;vector-effect:non-scaling-stroke}
 .plot path.dot{stroke-width:6}
+.plot path.raw{stroke-width:1;stroke-opacity:.3}
+.plot path.smooth{stroke-width:2.2}
 .x-ticks{grid-row:2;grid-column:2;position:relative}
 .x-ticks span{position:absolute;top:4px;transform:translateX(-50%);font-size:11px;color:#57606a;font-variant-numeric:tabular-nums;white-space:nowrap}
 .x-title{grid-row:3;grid-column:2;text-align:center;font-size:11px;color:#57606a}

@@ -3,6 +3,7 @@ import {
   evaluatorGroups,
   frozenRoles,
   lastPoint,
+  type MetricGroup,
   type MetricsRow,
   numericKeys,
   pointsOf,
@@ -161,6 +162,13 @@ function runTiles(rows: readonly MetricsRow[], config: unknown, keys: readonly s
   return tiles;
 }
 
+/** A group's keys worth a tile: all of a small group; of a large one (a folder of probes) its summary (`mean`, `average`, `all`), else its first. */
+function headlineKeys(group: MetricGroup): MetricGroup['keys'] {
+  if (group.keys.length <= 4) return group.keys;
+  const summary = group.keys.filter((k) => /^(mean|average|avg|all|overall|total)$/.test(k.label));
+  return summary.length ? summary : group.keys.slice(0, 1);
+}
+
 /**
  * The headline numbers: steps, episodes, wall time, each trained role's final reward (the mean
  * of the last steps, noise aside) and each evaluator metric's last value with its range. Frozen
@@ -190,7 +198,7 @@ export function renderTiles(rows: readonly MetricsRow[], config: unknown): strin
   const evaluated = evaluatorGroups(keys);
   const many = new Set(evaluated.map((g) => g.source)).size > 1;
   for (const group of evaluated)
-    for (const { key } of group.keys) {
+    for (const { key } of headlineKeys(group)) {
       const points = pointsOf(rows, key);
       const last = points.at(-1);
       if (!last) continue;

@@ -28,6 +28,8 @@ describe('valueAxis', () => {
   it('prints negative and tiny steps without float noise', () => {
     expect(labels(valueAxis({ min: -0.33, max: 0.31, count: 5 }))).toEqual(['-0.4', '-0.2', '0', '0.2', '0.4']);
     expect(labels(valueAxis({ min: 0, max: 3e-9, count: 4 }))).toEqual(['0', '1e-9', '2e-9', '3e-9']);
+    // A flat learning rate: a band around it, in decimals (not "10e-4").
+    expect(labels(valueAxis({ min: 0.001, max: 0.001, count: 4 }))).toEqual(['0.0009', '0.001', '0.0011']);
   });
 });
 

@@ -72,7 +72,7 @@ export function stepAxis(options: { min: number; max: number; count?: number }):
 /**
  * A tick label: the value with just the decimals it needs ("0", "0.2", "40", never "1.000",
  * "40.0" or "0.30000000000000004"); axes stepping by thousands or millions read "10k", "2M", and
- * axes stepping below 10^-4 read "2e-9".
+ * values below 10^-4 on axes stepping below 10^-4 read "2e-9".
  */
 export function formatTick(value: number, step: number): string {
   const v = snap(value, step);
@@ -82,7 +82,7 @@ export function formatTick(value: number, step: number): string {
     [1e3, 'k'],
   ] as const)
     if (step >= scale) return `${snap(v / scale, step / scale)}${suffix}`;
-  if (step < 1e-4) {
+  if (step < 1e-4 && Math.abs(v) < 1e-4) {
     const exponent = Math.floor(Math.log10(step) + 1e-9);
     return `${snap(v / 10 ** exponent, step / 10 ** exponent)}e${exponent}`;
   }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { renderReport, writeReport } from './report.ts';
+import { movingAverage } from './report-chart.ts';
 import { evaluatorGroups, frozenRoles } from './report-metrics.ts';
 
 const dirs: string[] = [];
@@ -82,6 +83,41 @@ describe('renderReport', () => {
     expect(html).toContain('<div class="tile-label">wall time</div><div class="tile-value">6.5 s</div>');
     expect(html).toContain('<div class="tile-label">gap_average</div><div class="tile-value">0.375</div>');
     expect(html).toContain('<div class="tile-label">attacker reward</div>');
+  });
+
+  it('draws a long noisy reward faint, with its centred moving average over it', () => {
+    const html = renderReport({ rows: rows({ source: 'duel', roles: ['attacker'], steps: 60 }), config: null });
+    const chart = /<figure class="chart wide" data-chart="train-reward-duel">.*?<\/figure>/.exec(html)?.[0] ?? '';
+    expect(chart).toContain('moving average of 3 steps');
+    expect(chart.match(/<path class="line raw" data-series="train\/duel\/attacker\/reward\/mean"/g)).toHaveLength(1);
+    expect(chart.match(/<path class="line smooth" data-series="train\/duel\/attacker\/reward\/mean"/g)).toHaveLength(1);
+    expect(
+      movingAverage(
+        [
+          [1, 0],
+          [2, 3],
+          [3, 0],
+          [4, 3],
+        ],
+        3,
+      ),
+    ).toEqual([
+      [1, 1.5],
+      [2, 1],
+      [3, 2],
+      [4, 1.5],
+    ]);
+  });
+
+  it('gives a large folder of evaluator metrics one tile (its mean), the chart the rest', () => {
+    const data = rows({ source: 'duel', roles: ['attacker'] }).map((r) => ({
+      ...r,
+      ...Object.fromEntries(['a', 'b', 'c', 'd', 'mean'].map((k) => [`eval/duel/probe/${k}`, 0.5])),
+    }));
+    const html = renderReport({ rows: data, config: null });
+    expect(html).toContain('<div class="tile-label">probe/mean</div>');
+    expect(html).not.toContain('<div class="tile-label">probe/a</div>');
+    expect(html).toContain('data-series="eval/duel/probe/a"');
   });
 
   it('escapes every string that comes from the config, the metric keys or the run name', () => {

@@ -73,6 +73,7 @@ function rewardCharts(rows: readonly MetricsRow[], config: unknown, xDomain: [nu
           xDomain,
           series,
           frozen: roles.filter((r) => still.has(r)),
+          smooth: true,
         }),
       );
     }
@@ -106,6 +107,7 @@ function roleMetricCharts(rows: readonly MetricsRow[], config: unknown, xDomain:
       series: groupSeries(rows, kept),
       frozen: group.keys.filter((k) => still.has(k.label)).map((k) => k.label),
       size: 'small',
+      smooth: true,
     });
   });
 }
