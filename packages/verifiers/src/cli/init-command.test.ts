@@ -51,6 +51,21 @@ describe('troupe init', () => {
     for (const file of made.files) expect(readFileSync(join(made.dir, file), 'utf8')).not.toMatch(/__[A-Z]+__/);
   });
 
+  it('scaffolds an isolated-verifier env with --template, and refuses an unknown template naming the choices', () => {
+    const made = scaffoldPackage({ kind: 'env', name: 'graded', dir: join(work, 'isolated'), template: 'isolated-verifier' });
+    expect(made.files).toContain('src/graded-env.ts');
+    const source = readFileSync(join(made.dir, 'src/graded-env.ts'), 'utf8');
+    expect(source).toContain('createIsolatedVerifierEnv');
+    expect(source).toContain("id: 'graded'");
+    expect(readFileSync(join(made.dir, 'src/graded-env.test.ts'), 'utf8')).toContain('rewards.verifier');
+    expect(() => scaffoldPackage({ kind: 'env', name: 'x', dir: join(work, 'bad-template'), template: 'nope' })).toThrow(
+      /unknown --template "nope" \(expected isolated-verifier\)/,
+    );
+    expect(() =>
+      scaffoldPackage({ kind: 'runtime', name: 'x', dir: join(work, 'bad-kind'), template: 'isolated-verifier' }),
+    ).toThrow(/runtime has none/);
+  });
+
   it('lays a package out for the monorepo with --workspace', () => {
     const dir = join(work, 'repo/packages/harnesses/my-probe');
     mkdirSync(join(work, 'repo'), { recursive: true });

@@ -21,12 +21,19 @@ name uses -, harness and runtime ids use _ (harness = "my_agent"), env ids use -
 Options:
   -d, --dir D        where to create the package (default ./<kind>-<name>); refused unless
                      missing or empty
+  -t, --template T   env only: isolated-verifier (a solver graded by a hidden checker in a fresh
+                     sandbox, on createIsolatedVerifierEnv) instead of the plain defineEnv module
       --workspace    inside the troupe monorepo: workspace:* dependencies, the repo's shared
                      tsconfig, LICENSE and test script (what pnpm new:harness uses)
   -h, --help
 `;
 
 export const INIT_KINDS = ['env', 'harness', 'runtime'] as const;
+/** Variants of a kind's template (`troupe init env <name> --template isolated-verifier`). */
+export const INIT_TEMPLATES = { env: ['isolated-verifier'], harness: [], runtime: [] } as const satisfies Record<
+  string,
+  readonly string[]
+>;
 export type InitKind = (typeof INIT_KINDS)[number];
 
 export interface ScaffoldOptions {
@@ -36,6 +43,8 @@ export interface ScaffoldOptions {
   dir: string;
   /** Scaffold for the troupe monorepo whose root is this folder (workspace:* dependencies). */
   workspaceRoot?: string;
+  /** A variant of the kind's template (see {@link INIT_TEMPLATES}), e.g. `isolated-verifier` for an env. */
+  template?: string;
 }
 
 export interface Scaffold {
@@ -124,6 +133,11 @@ export function scaffoldPackage(options: ScaffoldOptions): Scaffold {
   const dir = resolve(options.dir);
   if (existsSync(dir) && (!statSync(dir).isDirectory() || readdirSync(dir).length > 0))
     throw new ConfigError(`init ${kind}: ${dir} exists and is not empty (choose another --dir)`);
+  const templates: readonly string[] = INIT_TEMPLATES[kind];
+  if (options.template !== undefined && !templates.includes(options.template))
+    throw new ConfigError(
+      `init ${kind}: unknown --template ${JSON.stringify(options.template)} (${templates.length > 0 ? `expected ${templates.join(', ')}` : `${kind} has none`})`,
+    );
   const n = names(kind, options.name);
   const spec = KINDS[kind];
   const manifest = ownManifest();
@@ -144,7 +158,8 @@ export function scaffoldPackage(options: ScaffoldOptions): Scaffold {
   };
   const fill = (text: string) => text.replace(/__[A-Z_]+?__/g, (key) => values[key] ?? key);
   const out = new Map<string, string>();
-  for (const source of ['common', kind]) {
+  // A variant's files replace the kind's own of the same name.
+  for (const source of ['common', kind, ...(options.template ? [`${kind}-${options.template}`] : [])]) {
     const root = join(TEMPLATES_DIR, source);
     for (const file of templateFiles(root)) {
       const target = fill(file.replace(/\.tmpl$/, '').replace(/^gitignore$/, '.gitignore'))
@@ -187,12 +202,13 @@ function workspaceLayout(out: Map<string, string>, pkg: Record<string, Record<st
   if (existsSync(join(root, 'LICENSE'))) out.set('LICENSE', readFileSync(join(root, 'LICENSE'), 'utf8'));
 }
 
-/** `troupe init env|harness|runtime <name> [--dir D] [--workspace]`. */
+/** `troupe init env|harness|runtime <name> [--dir D] [--template T] [--workspace]`. */
 export async function initCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     options: {
       dir: { type: 'string', short: 'd' },
+      template: { type: 'string', short: 't' },
       workspace: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -217,6 +233,7 @@ export async function initCommand(args: string[]): Promise<number> {
     kind: kind as InitKind,
     name,
     dir: values.dir ?? `${kind}-${name.replace(/_/g, '-')}`,
+    ...(values.template !== undefined ? { template: values.template } : {}),
     ...(workspaceRoot ? { workspaceRoot } : {}),
   });
   const shown = relative(process.cwd(), made.dir) || '.';

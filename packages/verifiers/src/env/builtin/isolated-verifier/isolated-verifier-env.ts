@@ -106,10 +106,18 @@ type VerifierEnvDefinition = EnvDefinition<'solver', IsolatedVerifierOptions>;
  * gone from the picture: they are never in the solver's sandbox, prompt or trace. A sandbox
  * failure is retried `verifierRetries` times; a failed verifier leaves the reward null, never 0.
  */
-export function createIsolatedVerifierEnv(hooks: { stageVerifier?: StageVerifier } = {}): VerifierEnvDefinition {
+export function createIsolatedVerifierEnv(
+  hooks: {
+    /** The env id (default `isolated-verifier`; a package made with `troupe init env --template isolated-verifier` sets its own). */
+    id?: string;
+    description?: string;
+    stageVerifier?: StageVerifier;
+  } = {},
+): VerifierEnvDefinition {
   return defineEnv({
-    id: 'isolated-verifier',
+    id: hooks.id ?? 'isolated-verifier',
     description:
+      hooks.description ??
       "A solver runs the task; its declared artifacts and the task's hidden verifier files are staged into a fresh sandbox where the verifier command's exit code is the reward.",
     roles: { solver: {} },
     options: IsolatedVerifierOptionsSchema as unknown as z.ZodType<IsolatedVerifierOptions>,
