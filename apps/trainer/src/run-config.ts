@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
+import { rejectPrototypeKeys } from '@troupe/verifiers';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
@@ -245,8 +246,9 @@ export async function readRunConfigFile(path: string): Promise<Record<string, un
   const text = await readFile(path, 'utf8');
   try {
     const raw = path.endsWith('.json') ? JSON.parse(text) : parseToml(text);
+    rejectPrototypeKeys(raw, path);
     return camelKeys(raw) as Record<string, unknown>;
   } catch (error) {
-    throw new RunConfigError(`${path}: ${(error as Error).message}`);
+    throw new RunConfigError(`${path}: ${(error as Error).message.replace(`${path}: `, '')}`);
   }
 }

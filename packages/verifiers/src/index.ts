@@ -7,6 +7,7 @@ export * from './runtime/runtime.ts';
 export * from './task/index.ts';
 export * from './trace/index.ts';
 export * from './util/hash.ts';
+export * from './util/config-keys.ts';
 export * from './runtime/creation-limiter.ts';
 export * from './runtime/local-paths.ts';
 export * from './runtime/local-runtime.ts';

@@ -5,6 +5,7 @@ import { ClientConfigSchema, deepMerge, describeZodError } from '../agent/agent-
 import { ConfigError } from '../errors/troupe-error.ts';
 import { PriceTableSchema } from '../eval/pricing.ts';
 import { SamplingSchema } from '../model/model-client.ts';
+import { rejectPrototypeKeys } from '../util/config-keys.ts';
 
 /** The whole `troupe eval` config: run-level model settings, counts, outputs, and the env. */
 export const EvalConfigSchema = z
@@ -48,10 +49,12 @@ export function readConfigFile(path: string): Record<string, unknown> {
   try {
     const value = path.endsWith('.json') ? JSON.parse(text) : parseToml(text);
     if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('the top level must be a table/object');
+    rejectPrototypeKeys(value, `config ${path}`);
     // TOML tables come back with a null prototype: clone into plain objects so the config
     // behaves exactly as the same JSON would everywhere downstream.
     return structuredClone(value) as Record<string, unknown>;
   } catch (error) {
+    if (ConfigError.isInstance(error)) throw error;
     throw new ConfigError(`config ${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'TOML'}: ${(error as Error).message}`);
   }
 }

@@ -7,9 +7,10 @@ import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
 import { turnBudget } from '../util/turn-budget.ts';
 import type { PriceTable } from './pricing.ts';
+import { compactTracesFile, REJECTED_TRACES_FILE } from './resume-file.ts';
 import { type Shard, shardSlice } from './shard.ts';
 import { type EvalSummary, formatSummary, summarize } from './summary.ts';
-import { EpisodeWriter, readEpisodes, rewriteEpisodes } from './traces-file.ts';
+import { EpisodeWriter, readEpisodes } from './traces-file.ts';
 
 /**
  * Progress of an eval, reported after each episode (`onProgress`): episodes done, total, failed, and
@@ -140,8 +141,10 @@ function tasksToRun(options: RunEvalOptions, log: NonNullable<RunEvalOptions['lo
 
 /**
  * Resume: the complete episodes of `traces.jsonl` by `task#rollout` (the first of duplicates).
- * Torn lines, failed episodes and duplicates are dropped from the file (rewritten atomically), so
- * they are run again and never appear twice.
+ * Failed episodes and duplicates are dropped from the file, so they are run again and never appear
+ * twice; lines it cannot read (torn, corrupt, an unknown schema version) are moved to
+ * `traces.rejected.jsonl` with the reason, never deleted. The file is streamed (any size) and
+ * rewritten by copying the kept lines.
  */
 function keepCompleteEpisodes(
   env: EpisodeRunner,
@@ -149,16 +152,22 @@ function keepCompleteEpisodes(
   log: NonNullable<RunEvalOptions['log']>,
 ): Map<string, Episode> {
   const kept = new Map<string, Episode>();
-  const { episodes, badLines } = readEpisodes(tracesPath);
-  for (const bad of badLines) log(`resume: dropping line ${bad.line} of traces.jsonl (${bad.reason}); it will be re-run`);
+  const keptRanges: { start: number; end: number }[] = [];
+  const { episodes, ranges, badLines } = readEpisodes(tracesPath);
+  for (const bad of badLines)
+    log(`resume: moving line ${bad.line} of traces.jsonl to ${REJECTED_TRACES_FILE} (${bad.reason}); its episode will be re-run`);
   let dropped = 0;
-  for (const episode of episodes) {
+  for (const [i, episode] of episodes.entries()) {
     const key = episodeKey(episode.task.key, episode.group.index);
-    if (env.isComplete(episode) && !kept.has(key)) kept.set(key, episode);
-    else dropped++;
+    if (env.isComplete(episode) && !kept.has(key)) {
+      kept.set(key, episode);
+      keptRanges.push(ranges[i] as { start: number; end: number });
+    } else dropped++;
   }
-  if (badLines.length || dropped) rewriteEpisodes(tracesPath, [...kept.values()]);
-  log(`resume: keeping ${kept.size} complete episodes, re-running ${dropped} failed or duplicate and ${badLines.length} torn`);
+  if (badLines.length || dropped) compactTracesFile({ path: tracesPath, keep: keptRanges, rejected: badLines });
+  log(
+    `resume: keeping ${kept.size} complete episodes, re-running ${dropped} failed or duplicate and ${badLines.length} unreadable${badLines.length ? ` (kept in ${REJECTED_TRACES_FILE})` : ''}`,
+  );
   return kept;
 }
 

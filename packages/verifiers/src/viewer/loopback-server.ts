@@ -41,8 +41,8 @@ export const TEXT = 'text/plain; charset=utf-8';
 
 /**
  * Serves GET and HEAD requests on a loopback address with `handle(url)`. Requests whose Host
- * header is not a loopback name are refused (DNS-rebinding protection); a handler that throws
- * answers 500 with its message.
+ * header is not a loopback name are refused (DNS-rebinding protection); a malformed URI answers
+ * 400; a handler that throws otherwise answers 500 with its message.
  */
 export async function startLoopbackServer(options: {
   port: number;
@@ -63,7 +63,10 @@ export async function startLoopbackServer(options: {
   };
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) send(res, 500, TEXT, `troupe view: ${(error as Error).message}\n`);
+      // A path that does not decode (`%E0%A4%A`, a lone `%`) is the client's error, wherever it is decoded.
+      const malformed = error instanceof URIError || (error as NodeJS.ErrnoException).code === 'ERR_INVALID_URL';
+      if (!res.headersSent && malformed) send(res, 400, TEXT, 'troupe view: malformed URI\n');
+      else if (!res.headersSent) send(res, 500, TEXT, `troupe view: ${(error as Error).message}\n`);
       else res.destroy();
     });
   });

@@ -1,8 +1,9 @@
-import { readFile, stat } from 'node:fs/promises';
+import { closeSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { type EpisodeRecord, EpisodeRecordSchema } from '../trace/episode.ts';
+import { openRunFile, readRunFileText, runFileLines } from '../trace/run-file.ts';
 
 /** One episode of a run as the viewer holds it: the validated record and its JSON text. */
 export interface ViewerEpisode {
@@ -39,53 +40,74 @@ export type LoadViewerRunOptions = z.infer<typeof LoadViewerRunOptionsSchema>;
  * the field. Never throws on content.
  */
 export function parseTracesJsonl(options: { text: string }): { episodes: ViewerEpisode[]; warnings: string[] } {
-  const episodes: ViewerEpisode[] = [];
-  const warnings: string[] = [];
+  const reader = new TraceLineReader();
   const { text } = options;
-  const torn = text.length > 0 && !text.endsWith('\n');
   const lines = text.split('\n');
+  const torn = text.length > 0 && !text.endsWith('\n');
   if (lines.at(-1) === '') lines.pop();
-  const seen = new Set<string>();
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.replace(/\r$/, '');
-    if (line.trim() === '') continue;
-    const isLast = i === lines.length - 1;
+    const line = lines[i] as string;
+    reader.add({ number: i + 1, text: line.replace(/\r$/, ''), complete: !(torn && i === lines.length - 1), bytes: line.length });
+  }
+  return { episodes: reader.episodes, warnings: reader.warnings };
+}
+
+/** Turns traces.jsonl lines into viewer episodes and warnings, one line at a time. */
+class TraceLineReader {
+  readonly episodes: ViewerEpisode[] = [];
+  readonly warnings: string[] = [];
+  private readonly seen = new Set<string>();
+
+  add(line: { number: number; text: string | null; complete: boolean; bytes: number }): void {
+    const { number, text } = line;
+    if (text === null) {
+      this.warnings.push(`traces.jsonl line ${number}: ${line.bytes} bytes, longer than a viewer holds; skipped`);
+      return;
+    }
+    if (text.trim() === '') return;
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = JSON.parse(text);
     } catch (error) {
-      if (isLast && torn)
-        warnings.push(`traces.jsonl: skipped a torn last line (line ${i + 1}, ${line.length} characters without a newline)`);
-      else warnings.push(`traces.jsonl line ${i + 1}: not valid JSON (${(error as Error).message}); skipped`);
-      continue;
+      if (!line.complete)
+        this.warnings.push(
+          `traces.jsonl: skipped a torn last line (line ${number}, ${text.length} characters without a newline)`,
+        );
+      else this.warnings.push(`traces.jsonl line ${number}: not valid JSON (${jsonErrorWhere(error)}); skipped`);
+      return;
     }
     const parsed = EpisodeRecordSchema.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const field = issue?.path.length ? issue.path.join('.') : '(root)';
-      warnings.push(`traces.jsonl line ${i + 1}: not an episode record: ${field}: ${issue?.message ?? 'invalid'}; skipped`);
-      continue;
+      this.warnings.push(`traces.jsonl line ${number}: not an episode record: ${field}: ${issue?.message ?? 'invalid'}; skipped`);
+      return;
     }
-    if (seen.has(parsed.data.id)) warnings.push(`traces.jsonl line ${i + 1}: duplicate episode id ${parsed.data.id}`);
-    seen.add(parsed.data.id);
-    episodes.push({ record: parsed.data, json: line });
+    if (this.seen.has(parsed.data.id)) this.warnings.push(`traces.jsonl line ${number}: duplicate episode id ${parsed.data.id}`);
+    this.seen.add(parsed.data.id);
+    this.episodes.push({ record: parsed.data, json: text });
   }
-  return { episodes, warnings };
 }
 
-async function readJsonFile(file: string, warnings: string[]): Promise<unknown> {
-  let text: string;
+/** Where a JSON parse failed, without echoing the text (a run file may hold what the viewer must not show). */
+function jsonErrorWhere(error: unknown): string {
+  const position = /position (\d+)/.exec((error as Error).message)?.[1];
+  return position === undefined ? 'unexpected end or token' : `at position ${position}`;
+}
+
+function readJsonFile(file: string, warnings: string[]): unknown {
+  let text: string | null;
   try {
-    text = await readFile(file, 'utf8');
+    text = readRunFileText(file);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     warnings.push(`${basename(file)}: unreadable (${(error as Error).message})`);
     return null;
   }
+  if (text === null) return null;
   try {
     return JSON.parse(text);
   } catch (error) {
-    warnings.push(`${basename(file)}: not valid JSON (${(error as Error).message})`);
+    warnings.push(`${basename(file)}: not valid JSON (${jsonErrorWhere(error)})`);
     return null;
   }
 }
@@ -98,15 +120,17 @@ export async function loadViewerRun(options: LoadViewerRunOptions): Promise<View
   const { runDir } = LoadViewerRunOptionsSchema.parse(options);
   const dir = resolve(runDir);
   const tracesFile = join(dir, 'traces.jsonl');
+  // Streamed line by line (any size), never through a symlink or from a FIFO.
+  const fd = openRunFile(tracesFile);
+  if (fd === null) throw new ConfigError(`runDir: ${dir} has no traces.jsonl (is it a run directory written by troupe eval?)`);
+  const reader = new TraceLineReader();
   try {
-    await stat(tracesFile);
-  } catch {
-    throw new ConfigError(`runDir: ${dir} has no traces.jsonl (is it a run directory written by troupe eval?)`);
+    for (const line of runFileLines(fd)) reader.add({ ...line, bytes: line.end - line.start });
+  } finally {
+    closeSync(fd);
   }
-  const warnings: string[] = [];
-  const { episodes, warnings: traceWarnings } = parseTracesJsonl({ text: await readFile(tracesFile, 'utf8') });
-  warnings.push(...traceWarnings);
-  const config = await readJsonFile(join(dir, 'config.json'), warnings);
-  const summary = await readJsonFile(join(dir, 'summary.json'), warnings);
-  return { runDir: dir, name: basename(dir), config, summary, episodes, warnings };
+  const warnings = [...reader.warnings];
+  const config = readJsonFile(join(dir, 'config.json'), warnings);
+  const summary = readJsonFile(join(dir, 'summary.json'), warnings);
+  return { runDir: dir, name: basename(dir), config, summary, episodes: reader.episodes, warnings };
 }

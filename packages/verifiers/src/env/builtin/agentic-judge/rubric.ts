@@ -3,6 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { describeZodError } from '../../../agent/agent-config.ts';
 import { ConfigError, ParseError } from '../../../errors/troupe-error.ts';
+import { rejectPrototypeKeys } from '../../../util/config-keys.ts';
 import { parseStrictJson } from './strict-json.ts';
 
 /** One criterion of a judge rubric: choices are ordered worst → best. */
@@ -58,6 +59,7 @@ export function loadRubricFile(path: string): Rubric {
       `env.rubric: ${path} is not valid ${path.endsWith('.toml') ? 'TOML' : 'JSON'}: ${(error as Error).message}`,
     );
   }
+  rejectPrototypeKeys(value, `env.rubric (${path})`);
   const parsed = RubricSchema.safeParse(value);
   if (!parsed.success) throw new ConfigError(`env.rubric (${path}): ${describeZodError(parsed.error)}`);
   return parsed.data;

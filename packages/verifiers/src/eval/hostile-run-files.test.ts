@@ -1,0 +1,154 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readConfigFile } from '../cli/eval-config.ts';
+import { singleAgentEnv } from '../env/builtin/single-agent/single-agent-env.ts';
+import { Env } from '../env/env.ts';
+import { ConfigError } from '../errors/troupe-error.ts';
+import type { ModelClient } from '../model/model-client.ts';
+import { arithmeticTaskset } from '../task/arithmetic.ts';
+import { loadViewerRun } from '../viewer/run-directory.ts';
+import { serveRun } from '../viewer/serve-run.ts';
+import { runEval } from './eval-runner.ts';
+import { REJECTED_TRACES_FILE } from './resume-file.ts';
+import { readEpisodes } from './traces-file.ts';
+
+const fresh = () => mkdtempSync(join(tmpdir(), 'troupe-hostile-files-'));
+
+function solverClient(): ModelClient {
+  let calls = 0;
+  return {
+    model: 'calc',
+    async complete(request) {
+      calls++;
+      const expression = String(request.messages.at(-1)?.content).match(/What is (.*)\?/)?.[1] ?? '0';
+      return {
+        id: `c${calls}`,
+        model: 'calc',
+        message: { role: 'assistant', content: `The answer is ${Function(`return (${expression})`)()}` },
+        finishReason: 'stop',
+        usage: { promptTokens: 5, completionTokens: 3 },
+      };
+    },
+  };
+}
+
+async function evalRun(outDir: string, resume: boolean, log?: (line: string) => void) {
+  const env = await Env.create({
+    definition: singleAgentEnv,
+    config: { id: 'single-agent', agent: { harness: 'null' } },
+    run: { model: 'calc', client: solverClient() },
+  });
+  return runEval({
+    env,
+    taskset: arithmeticTaskset({ size: 4 }),
+    rollouts: 1,
+    concurrency: 2,
+    outDir,
+    model: 'calc',
+    resume,
+    ...(log ? { log } : {}),
+  });
+}
+
+const jsonLines = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('resume never deletes what it cannot read', () => {
+  it('moves a complete line of an unknown schema version to traces.rejected.jsonl with the reason, reports it, and re-runs its episode', async () => {
+    const outDir = fresh();
+    await evalRun(outDir, false);
+    const tracesPath = join(outDir, 'traces.jsonl');
+    const [first, ...rest] = readFileSync(tracesPath, 'utf8').split('\n').filter(Boolean);
+    const future = (first as string).replace('"version":1', '"version":99');
+    writeFileSync(tracesPath, `${[future, ...rest].join('\n')}\n{"version":1,"id":"torn`);
+    const logs: string[] = [];
+    const second = await evalRun(outDir, true, (l) => logs.push(l));
+    expect(second.kept).toBe(3);
+    expect(second.ran).toBe(1);
+    expect(logs.join('\n')).toMatch(/moving line 1 of traces.jsonl to traces.rejected.jsonl \(version: /);
+    const rejected = jsonLines(join(outDir, REJECTED_TRACES_FILE));
+    expect(rejected.map((r) => r.line)).toEqual([1, 5]);
+    expect(rejected[0]?.text).toBe(future);
+    expect(String(rejected[0]?.reason)).toMatch(/^version: /);
+    expect(rejected[1]).toMatchObject({ reason: 'torn last line (no newline)', text: '{"version":1,"id":"torn' });
+    expect(jsonLines(tracesPath)).toHaveLength(4);
+  });
+
+  it('refuses a traces.jsonl that is a FIFO or a symlink, for resume, export and view, without blocking', async () => {
+    for (const kind of ['fifo', 'symlink'] as const) {
+      const outDir = fresh();
+      const tracesPath = join(outDir, 'traces.jsonl');
+      if (kind === 'fifo') execFileSync('mkfifo', [tracesPath]);
+      else {
+        const elsewhere = join(fresh(), 'secret.jsonl');
+        writeFileSync(elsewhere, 'secret\n');
+        symlinkSync(elsewhere, tracesPath);
+      }
+      const message = kind === 'fifo' ? /traces.jsonl: not a regular file \(a FIFO\); refused/ : /traces.jsonl: a symlink/;
+      expect(() => readEpisodes(tracesPath)).toThrow(message);
+      await expect(evalRun(outDir, true)).rejects.toThrow(message);
+      await expect(loadViewerRun({ runDir: outDir })).rejects.toThrow(message);
+    }
+  });
+
+  it('the viewer does not follow a symlinked config.json out of the run directory, nor echo a bad file', async () => {
+    const outDir = fresh();
+    await evalRun(outDir, false);
+    const secret = join(fresh(), 'secret');
+    writeFileSync(secret, 'root:SECRET-HASH:0:0');
+    writeFileSync(join(outDir, 'summary.json'), 'root:SECRET-HASH:0:0');
+    const config = join(outDir, 'config.json');
+    execFileSync('rm', ['-f', config]);
+    symlinkSync(secret, config);
+    const run = await loadViewerRun({ runDir: outDir });
+    expect(run.config).toBeNull();
+    expect(run.warnings.join('\n')).toMatch(/config.json: unreadable \(.*a symlink/);
+    expect(run.warnings.join('\n')).toMatch(/summary.json: not valid JSON \(/);
+    expect(run.warnings.join('\n')).not.toContain('SECRET');
+  });
+
+  it('answers a malformed URI with 400, not 500', async () => {
+    const outDir = fresh();
+    await evalRun(outDir, false);
+    const served = await serveRun({ runDir: outDir, port: 0 });
+    try {
+      for (const path of ['/api/episodes/%E0%A4%A', '/api/episodes/%']) {
+        const response = await fetch(`${served.url.replace(/\/$/, '')}${path}`);
+        expect(response.status).toBe(400);
+      }
+    } finally {
+      await served.close();
+    }
+  });
+});
+
+describe('config files', () => {
+  it('refuses a [__proto__] table, and a __proto__ key anywhere, naming it', () => {
+    const dir = fresh();
+    for (const [name, text, at] of [
+      ['a.toml', '[__proto__]\nisAdmin = true\n', '__proto__'],
+      ['b.toml', '[env]\nid = "x"\n[env.__proto__]\npolluted = 1\n', 'env.__proto__'],
+      ['c.json', '{"env": {"__proto__": {"polluted": 1}}}', 'env.__proto__'],
+    ] as const) {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      let error: unknown;
+      try {
+        readConfigFile(path);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(ConfigError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toBe(
+        `config ${path}: ${at}: a "__proto__" key is refused (it would set a prototype, not a field)`,
+      );
+    }
+    expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+  });
+});
