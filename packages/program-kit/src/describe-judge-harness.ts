@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import type { Harness } from '@troupe/verifiers';
 import { hostPidsWith } from '@troupe/verifiers/testing';
@@ -82,19 +83,24 @@ export function describeAgenticJudgeHarness(options: {
     // endpoint and secret, asks for a "yes" while the judge works and after its final reply, and
     // holds one call open. The honest "no" stands, the episode ends (the held call would take 10
     // minutes), and every thief call on the judge's trace is a side call, cut off or refused.
-    for (const [mode, shared] of [
-      ['isolated', false],
-      ['shared', true],
+    for (const [where, mode, shared] of [
+      ['local', 'isolated', false],
+      ['local', 'shared', true],
+      ['docker', 'isolated', false],
+      ['docker', 'shared', true],
     ] as const) {
-      it(`keeps the honest "no" of ${HarnessClass.id} against a thief its run of answer.sh leaves behind (${mode})`, async (context) => {
+      it(`keeps the honest "no" of ${HarnessClass.id} against a thief its run of answer.sh leaves behind (${where}, ${mode})`, async (context) => {
         if (unavailable) context.skip(unavailable);
-        const marker = `thief-${HarnessClass.id.replace(/_/g, '-')}-${shared ? 'shared' : 'isolated'}-${Date.now()}`;
+        const runtime = where === 'docker' ? debianDocker() : undefined;
+        if (typeof runtime === 'string') context.skip(runtime);
+        const marker = `thief-${HarnessClass.id.replace(/_/g, '-')}-${where}-${mode}-${Date.now()}`;
         try {
           const { episode, thiefCalls } = await runThiefJudgeEpisode({
             judge: { id: HarnessClass.id, allowLocal: true, timeoutMs: 120_000 },
             judgeTool: options.judgeTool,
             marker,
             shared,
+            ...(runtime ? { runtime } : {}),
           });
           const solver = episode.traces.find((t) => t.agent.name === 'solver');
           const judge = episode.traces.find((t) => t.agent.name === 'judge');
@@ -117,3 +123,26 @@ export function describeAgenticJudgeHarness(options: {
     }
   });
 }
+
+/**
+ * The `docker` runtime table on the Debian image the real CLIs need (`troupe-debian:bookworm`, built
+ * by tooling/scripts/docker-engine.sh; CI exports the engine's socket as TROUPE_DOCKER_HOST), or
+ * why it cannot be used. Under `CI=true` a missing engine or image fails the test instead.
+ */
+function debianDocker(): ({ id: string } & Record<string, unknown>) | string {
+  const socketPath = process.env.TROUPE_DOCKER_HOST?.replace(/^unix:\/\//, '');
+  let why: string | null = null;
+  if (!socketPath) why = 'TROUPE_DOCKER_HOST is not set (start an engine with tooling/scripts/docker-engine.sh start)';
+  else {
+    try {
+      execFileSync('docker', ['-H', `unix://${socketPath}`, 'image', 'inspect', DEBIAN_IMAGE], { stdio: 'ignore' });
+    } catch {
+      why = `the engine at ${socketPath} has no ${DEBIAN_IMAGE} image (TROUPE_DOCKER_IMAGES="busybox debian" tooling/scripts/docker-engine.sh start)`;
+    }
+  }
+  if (why === null) return { id: 'docker', socketPath: socketPath as string, image: DEBIAN_IMAGE };
+  if (process.env.CI === 'true') throw new Error(`the real-CLI judge tests on Docker need an engine under CI: ${why}`);
+  return why;
+}
+
+const DEBIAN_IMAGE = 'troupe-debian:bookworm';

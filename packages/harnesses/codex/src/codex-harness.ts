@@ -62,14 +62,21 @@ export const CodexHarness = defineProgramHarness({
   capabilities: { supportsMcp: true },
   launch: ({ launch, scratch, prompt, install, options }) => {
     const codexHome = `${scratch}/codex-home`;
-    const argv = [install.binPath, 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--ephemeral'];
+    const native = launch.sandbox.runtime === 'local' ? null : nativeCodex(install.binPath);
+    const argv = [
+      native?.binPath ?? install.binPath,
+      'exec',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-approvals-and-sandbox',
+      '--ephemeral',
+    ];
     for (const [key, value] of Object.entries(options.config ?? {})) {
       argv.push('-c', `${key}=${typeof value === 'string' ? tomlString(value) : String(value)}`);
     }
     argv.push('--', foldedPrompt(prompt));
     return {
       argv,
-      env: { HOME: `${scratch}/home`, CODEX_HOME: codexHome, [CODEX_KEY_ENV]: launch.endpoint.secret },
+      env: { HOME: `${scratch}/home`, CODEX_HOME: codexHome, [CODEX_KEY_ENV]: launch.endpoint.secret, ...native?.env },
       files: [
         {
           path: `${codexHome}/config.toml`,
@@ -103,4 +110,24 @@ export function codexMcpToml(servers: McpServers): string {
     lines.push('');
   }
   return lines.join('\n');
+}
+
+/**
+ * The native codex binary beside the npm launcher `binPath` (`<prefix>/node_modules/.bin/codex`),
+ * and the environment the launcher would give it. The launcher is a Node script
+ * (`@openai/codex/bin/codex.js`: it finds `@openai/codex-<platform>/vendor/<triple>/bin/codex`,
+ * sets `CODEX_MANAGED_BY_NPM=1` and `CODEX_MANAGED_PACKAGE_ROOT`, and execs it), and a container
+ * has no Node: there the binary runs directly. The host install matches the host's architecture,
+ * which is the container's (one kernel).
+ */
+export function nativeCodex(binPath: string): { binPath: string; env: Record<string, string> } {
+  const modules = binPath.replace(/\/\.bin\/codex$/, '');
+  const [platformPackage, triple] =
+    process.arch === 'arm64'
+      ? ['codex-linux-arm64', 'aarch64-unknown-linux-musl']
+      : ['codex-linux-x64', 'x86_64-unknown-linux-musl'];
+  return {
+    binPath: `${modules}/@openai/${platformPackage}/vendor/${triple}/bin/codex`,
+    env: { CODEX_MANAGED_BY_NPM: '1', CODEX_MANAGED_PACKAGE_ROOT: `${modules}/@openai/codex` },
+  };
 }
