@@ -45,6 +45,7 @@ describe.skipIf(missing !== null && process.env.CI !== 'true')(
   () => {
     let dir: string;
     let browser: Awaited<ReturnType<typeof launchChromium>>;
+    const pageErrors: string[] = [];
     const runs: Record<'kuhn' | 'solver', string> = { kuhn: '', solver: '' };
 
     beforeAll(async () => {
@@ -65,12 +66,14 @@ describe.skipIf(missing !== null && process.env.CI !== 'true')(
     });
 
     afterAll(async () => {
+      expect(pageErrors).toEqual([]);
       await browser?.close();
       await rm(dir, { recursive: true, force: true });
     });
 
     async function open(run: string, width: number): Promise<{ page: Page; requests: string[]; close: () => Promise<void> }> {
       const page = await browser.context.newPage();
+      page.on('pageerror', (error) => pageErrors.push(String(error)));
       await page.setViewportSize({ width, height: 900 });
       const requests: string[] = [];
       page.on('request', (r) => requests.push(r.url()));
@@ -158,6 +161,13 @@ describe.skipIf(missing !== null && process.env.CI !== 'true')(
       ]);
       expect(await reward.locator('.legend li[data-frozen="player1"]').textContent()).toContain('frozen, not trained');
       expect(await page.locator('path[data-series^="train/kuhn-poker/player1/"]').count()).toBe(0);
+      // Pointing at the plot reads each drawn line's value at the step under the pointer.
+      const plot = reward.locator('.plot');
+      const box = (await plot.boundingBox()) as Box;
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      const tip = await plot.locator('.tip > *').allTextContents();
+      expect(tip[0]).toMatch(/^step \d+$/);
+      expect(tip.slice(1)).toEqual([expect.stringMatching(/^player0 -?\d/)]);
       expect(await page.locator('.tile.frozen').textContent()).toMatch(/^player1frozen/);
       // The header: the run's settings, steps, episodes, wall time and the evaluator's last values.
       const tiles = await page.locator('.tile .tile-label').allTextContents();

@@ -91,6 +91,9 @@ export function thinPoints(points: readonly (readonly [number, number])[]): (rea
   return kept;
 }
 
+/** Most points a sparse series marks one by one. */
+const MAX_MARKS = 80;
+
 /** The plot's own coordinate space; the SVG stretches it to the box (strokes do not scale). */
 const W = 1000;
 const H = 1000;
@@ -158,18 +161,28 @@ export function renderChart(options: ChartOptions): string {
     return `<path class="line${kind}${single ? ' dot' : ''}" data-series="${escapeHtml(s.key)}" d="${d}${single}" stroke="${s.color}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`;
   };
   // Smoothed: every faint per-step line first, then the averages over them.
-  const paths = window
+  const lines = window
     ? drawn.map((s) => path(s, s.points, ' raw')).join('') +
       drawn.map((s) => path(s, movingAverage(s.points, window), ' smooth')).join('')
     : drawn.map((s) => path(s, s.points, '')).join('');
+  // A series logged at some steps only (an evaluator every few steps) marks each point it has.
+  const steps = x.max - x.min + 1;
+  const marks = drawn
+    .filter((s) => s.points.length > 1 && s.points.length <= MAX_MARKS && s.points.length < steps / 2)
+    .map(
+      (s) =>
+        `<path class="marks" data-series="${escapeHtml(s.key)}" d="${s.points.map((p) => `M${sx(p[0])} ${sy(p[1])}l0 0`).join('')}" stroke="${s.color}"/>`,
+    )
+    .join('');
+  const paths = lines + marks;
   const grid =
     y.ticks.map((t) => `<line x1="0" x2="${W}" y1="${sy(t)}" y2="${sy(t)}"/>`).join('') +
     x.ticks.map((t) => `<line x1="${sx(t)}" x2="${sx(t)}" y1="0" y2="${H}"/>`).join('');
-  const subtitle = [options.subtitle, window ? `faint: each step · bold: moving average of ${window} steps` : '']
-    .filter(Boolean)
-    .join(' · ');
+  const smoothing =
+    size === 'small' ? `averaged over ${window} steps` : `faint: each step · bold: moving average of ${window} steps`;
+  const subtitle = [options.subtitle, window ? smoothing : ''].filter(Boolean).join(' · ');
   const { yTicks, xTicks } = tickLabels(y, x);
-  return `${open}${chartHead(options.title, subtitle)}<div class="frame"><div class="y-ticks">${yTicks}</div><div class="plot"><svg viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" aria-hidden="true"><g class="grid">${grid}</g>${paths}</svg></div><div class="x-ticks">${xTicks}</div><div class="x-title">step</div></div>${legend}</figure>`;
+  return `${open}${chartHead(options.title, subtitle)}<div class="frame"><div class="y-ticks">${yTicks}</div><div class="plot" data-x0="${x.min}" data-x1="${x.max}" data-y0="${y.min}" data-y1="${y.max}"><svg viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" aria-hidden="true"><g class="grid">${grid}</g>${paths}</svg></div><div class="x-ticks">${xTicks}</div><div class="x-title">step</div></div>${legend}</figure>`;
 }
 
 /** The charts' stylesheet (the frame's grid, ticks, legend). */
@@ -187,6 +200,7 @@ export const CHART_CSS = `
 .plot .grid line{stroke:#eaeef2;stroke-width:1;vector-effect:non-scaling-stroke}
 .plot path.line{fill:none;stroke-width:1.8;stroke-linejoin:round;stroke-linecap:round;vector-effect:non-scaling-stroke}
 .plot path.dot{stroke-width:6}
+.plot path.marks{fill:none;stroke-width:5;stroke-linecap:round;vector-effect:non-scaling-stroke}
 .plot path.raw{stroke-width:1;stroke-opacity:.3}
 .plot path.smooth{stroke-width:2.2}
 .x-ticks{grid-row:2;grid-column:2;position:relative}
@@ -198,6 +212,10 @@ export const CHART_CSS = `
 .legend li.frozen{color:#57606a}
 .legend li.frozen .swatch{border-top:3px dotted #bbb}
 .legend em{font-style:normal;font-size:11.5px}
+.plot .hair{position:absolute;top:0;bottom:0;width:0;border-left:1px dashed #8c959f;pointer-events:none}
+.plot .tip{position:absolute;top:4px;z-index:2;background:rgba(255,255,255,.96);border:1px solid #d0d7de;border-radius:6px;padding:4px 8px;font-size:12px;pointer-events:none;white-space:nowrap;box-shadow:0 2px 6px rgba(0,0,0,.08)}
+.plot .tip b{display:block;font-weight:600}
+.plot .tip i{display:inline-block;width:10px;height:3px;margin-right:6px;vertical-align:middle}
 .no-data{color:#57606a;font-size:13px}
 @media (max-width:640px){.x-ticks span.odd{display:none}}
 `;

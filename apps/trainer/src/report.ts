@@ -246,7 +246,16 @@ summary{cursor:pointer;color:#0969da}
 @media (max-width:640px){main{padding:18px 14px}.grid{grid-template-columns:1fr}}
 ${CHART_CSS}`;
 
-const FILTER_SCRIPT = `const f=document.getElementById('series-filter');if(f)f.addEventListener('input',()=>{const q=f.value.trim().toLowerCase();for(const c of document.querySelectorAll('.series-cell'))c.hidden=q!==''&&!c.dataset.key.toLowerCase().includes(q);});`;
+/** The page's only script: the series filter, and a readout of every line's value at the step under the pointer (text set with textContent). */
+const PAGE_SCRIPT = `const f=document.getElementById('series-filter');if(f)f.addEventListener('input',()=>{const q=f.value.trim().toLowerCase();for(const c of document.querySelectorAll('.series-cell'))c.hidden=q!==''&&!c.dataset.key.toLowerCase().includes(q);});
+for(const plot of document.querySelectorAll('.plot[data-x0]')){const d=plot.dataset,x0=+d.x0,x1=+d.x1,y0=+d.y0,y1=+d.y1,fig=plot.closest('figure');let lines=null,tip=null,hair=null;
+const load=()=>{const byKey=new Map();for(const p of plot.querySelectorAll('path.line')){if(byKey.has(p.dataset.series)&&!p.classList.contains('raw'))continue;const pts=[...p.getAttribute('d').matchAll(/[ML]([-\\d.]+) ([-\\d.]+)/g)].map((m)=>[x0+(+m[1]/1000)*(x1-x0),y1-(+m[2]/1000)*(y1-y0)]);byKey.set(p.dataset.series,{color:p.getAttribute('stroke'),pts});}
+const names=new Map([...fig.querySelectorAll('.legend li[data-series]')].map((li)=>[li.dataset.series,li.textContent]));return[...byKey].map(([k,v])=>({name:names.get(k)||k,...v}));};
+plot.addEventListener('mousemove',(e)=>{lines??=load();if(!tip){tip=document.createElement('div');tip.className='tip';hair=document.createElement('div');hair.className='hair';plot.append(hair,tip);}
+const r=plot.getBoundingClientRect(),fx=Math.min(1,Math.max(0,(e.clientX-r.left)/r.width)),step=x0+fx*(x1-x0);let at=null;tip.replaceChildren();const head=document.createElement('b');tip.append(head);
+for(const l of lines){let best=null;for(const p of l.pts)if(!best||Math.abs(p[0]-step)<Math.abs(best[0]-step))best=p;if(!best)continue;at??=best[0];const row=document.createElement('div'),sw=document.createElement('i');sw.style.background=l.color;row.append(sw,l.name+' '+Number(best[1].toPrecision(3)));tip.append(row);}
+head.textContent='step '+Math.round(at??step);const px=((Math.round(at??step)-x0)/(x1-x0))*100;hair.style.left=px+'%';tip.style.left=fx>0.6?'':'calc('+px+'% + 10px)';tip.style.right=fx>0.6?'calc('+(100-px)+'% + 10px)':'';tip.hidden=hair.hidden=false;});
+plot.addEventListener('mouseleave',()=>{if(tip)tip.hidden=hair.hidden=true;});}`;
 
 /**
  * The training report as one self-contained HTML page (no network, no charting library): a
@@ -273,7 +282,7 @@ ${section('Evaluator', evaluator.join('') + (artifacts.length ? `<div class="art
 ${section('Per-role metrics', roleMetrics.length ? `<div class="grid">${roleMetrics.join('')}</div>` : '')}
 ${section('Optimisation', `<div class="grid">${dynamicsCharts(rows, xDomain).join('')}</div>`)}
 ${section('All series', everySeries(rows, config, xDomain))}
-</main><script>${FILTER_SCRIPT}</script></body></html>
+</main><script>${PAGE_SCRIPT}</script></body></html>
 `;
 }
 
