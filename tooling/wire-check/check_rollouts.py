@@ -5,7 +5,8 @@ Usage: check_rollouts.py <output_dir> [--seq-len N] [--pad-to-multiple-of M] [--
                          [--samples STEP=step_N.jsonl ...]
 
 Decodes every <output_dir>/rollouts/step_<N>/rank_<r>.bin with plain msgpack (as msgspec's
-array_like MicroBatch: a list of arrays, fields in declaration order, trailing defaults omitted)
+array_like MicroBatch: a list of arrays, fields in declaration order; msgspec writes all 16, troupe
+leaves trailing absent ones off, and both are read)
 and checks, per step:
   - every rank holds the same number of micro batches, ranks are 0..W-1;
   - every per-token list is as long as input_ids;

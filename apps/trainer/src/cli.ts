@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { createAlgorithm } from '@troupe/prime-rl';
 import { crossplay, writeCrossplay } from './crossplay.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
+import { emitPrimeRl } from './emit-prime-rl.ts';
 import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './run.ts';
 import { applySet, camelKeys, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
@@ -15,6 +16,8 @@ const USAGE = `usage: pnpm trainer <command>
         [--time-budget SECONDS|5m|1h] [--algorithm rae|grpo|hierarchical-grpo|max-rl] [--resume]
         (--time-budget: stop at the first step boundary after it, checkpointed; schedules still span --max-steps)
         (no --config: Kuhn poker self-play, configs/kuhn-poker.toml)
+        [--emit-prime-rl DIR]  (policy.engine = "external": write prime-rl's trainer.toml, inference.toml and
+         launch.sh for this run config into DIR and exit; docs/scale-out.md)
   eval --checkpoint DIR [--hands N] [--seed N]     (Kuhn poker checkpoints: vs uniform, equilibrium, itself)
   crossplay --checkpoint [LABEL=]DIR [--checkpoint [LABEL=]DIR]... [--opponent uniform|equilibrium]...
         [--hands N (default 2000)] [--seed N (default 1)] [--out DIR (default runs/crossplay)]
@@ -76,6 +79,7 @@ async function main(argv: string[]): Promise<number> {
         'time-budget': { type: 'string' },
         algorithm: { type: 'string' },
         resume: { type: 'boolean', default: false },
+        'emit-prime-rl': { type: 'string' },
       },
     });
     const inline = values.config?.trimStart().startsWith('{') ?? false;
@@ -103,6 +107,11 @@ async function main(argv: string[]): Promise<number> {
     const out =
       values.out ??
       `runs/${config.train.source.map((s) => s.name ?? s.env.replace(/^.*\//, '').replace(/\.[mc]?[jt]s$/, '')).join('+')}`;
+    if (values['emit-prime-rl'] !== undefined) {
+      const written = await emitPrimeRl({ config, configPath: inline ? null : path, out, dir: values['emit-prime-rl'] });
+      console.log(`wrote ${written.join(', ')}`);
+      return 0;
+    }
     const tty = process.stdout.isTTY;
     const loadAtStart = loadavg()[0] ?? 0;
     let lastPrint = 0;

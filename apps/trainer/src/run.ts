@@ -361,7 +361,6 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
           inference: config.inference,
           outputDir: transport.outputDir,
           local: embedded,
-          ...(wire ? { trainer: wire } : {}),
           log,
         })
       : embedded;
@@ -390,8 +389,7 @@ const EXTERNAL_CHECKPOINT_FILE = 'orchestrator.json';
 /** Runs the orchestrator, then the report; closes the engines whatever happens. */
 async function runToEnd(options: {
   orchestrator: { run(): ReturnType<Orchestrator['run']> };
-  /** A trainer process (`sendSkippedThrough`) is also sent the steps skipped at the end. */
-  trainer: { description: string; close(): Promise<void>; sendSkippedThrough?: (step: number) => Promise<void> };
+  trainer: { description: string; close(): Promise<void> };
   inference: { close?(): Promise<void> };
   config: RunConfig;
   out: string;
@@ -399,8 +397,6 @@ async function runToEnd(options: {
   const { trainer, inference } = options;
   try {
     const result = await options.orchestrator.run();
-    // Skipped steps at the end still reach a trainer process, which then stops after the run's last step.
-    await trainer.sendSkippedThrough?.(result.steps);
     await writeReport({ out: options.out });
     return {
       steps: result.steps,

@@ -1,6 +1,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EmptyBatchesError } from '@troupe/prime-rl/orchestrator';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { readMetrics, train } from './run.ts';
@@ -15,15 +16,14 @@ afterAll(async () => {
 
 describe('wire engines (trainer process + inference server, in this process)', () => {
   // MaxRL on zero-sum Kuhn: the group mean reward is 0, so every advantage is 0 and every batch is
-  // empty. Rollout m is sampled by version m − 2, whose broadcast exists only once the trainer
-  // process got step m − 2: the skipped steps must reach it before the servers wait for them.
-  it('sends the steps the orchestrator skipped (empty batches), so the next rollout is not waiting for their weights', async () => {
+  // empty. prime-rl's orchestrator never ships an empty step: it rolls again for the same step and
+  // stops after 10 empty batches in a row; nothing reaches the trainer process.
+  it('never sends an empty step: rolls again for the same step, then stops naming zero advantages as the cause', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'wire-engines-'));
     dirs.push(dir);
     const outputDir = join(dir, 'wire');
     const steps = 5;
     const abort = new AbortController();
-    // Not `forever`: the trainer process returns once it has trained the run's last step.
     const trainer = serveTrainer({ outputDir, workerThread: false, signal: abort.signal }).then(
       () => 'returned',
       (error: unknown) => (abort.signal.aborted ? 'aborted' : Promise.reject(error)),
@@ -33,7 +33,7 @@ describe('wire engines (trainer process + inference server, in this process)', (
       const config = await readRunConfigFile(DEFAULT_CONFIG);
       for (const set of [
         `max_steps=${steps}`,
-        'groups_per_step=4',
+        'groups_per_step=2',
         'checkpoint_every=0',
         'train.source.0.group_size=2',
         'train.source.0.algorithm={"type":"max-rl"}',
@@ -46,17 +46,16 @@ describe('wire engines (trainer process + inference server, in this process)', (
       ])
         applySet(config, set);
       const lines: string[] = [];
-      await train({ config, out: join(dir, 'run'), log: (line) => lines.push(line) });
-      const metrics = await readMetrics(join(dir, 'run'));
-      expect(metrics.map((m) => m.step)).toEqual([1, 2, 3, 4, 5]);
-      expect(lines.filter((line) => /empty batch/.test(line))).toHaveLength(steps);
-      // Rollout m ran on version m − 2, pushed to the server from the trainer's broadcast.
-      expect(metrics.map((m) => m.policy_version)).toEqual([0, 0, 1, 2, 3]);
-      expect(server.version).toBe(3);
-      // Every step reached the trainer, the last two after the run; it stopped by itself.
-      const sent = await readdir(join(outputDir, 'rollouts'));
-      expect(sent.sort()).toEqual(['step_1', 'step_2', 'step_3', 'step_4', 'step_5']);
-      expect(await trainer).toBe('returned');
+      const error = await train({ config, out: join(dir, 'run'), log: (line) => lines.push(line) }).catch((e: unknown) => e);
+      expect(EmptyBatchesError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ step: 1, consecutive: 10, reason: 'zero-advantages' });
+      expect((error as Error).message).toMatch(/^step 1: 10 consecutive empty batches \(10 zero-advantages\)/);
+      const empties = lines.filter((line) => /^step 1: empty batch after 4 episodes \(zero-advantages\); not sent/.test(line));
+      expect(empties).toHaveLength(10);
+      // No step reached the trainer process, and no step was recorded as trained.
+      expect(await readdir(join(outputDir, 'rollouts')).catch(() => [])).toEqual([]);
+      expect(await readMetrics(join(dir, 'run'))).toEqual([]);
+      expect(server.version).toBe(0);
     } finally {
       abort.abort();
       await trainer;

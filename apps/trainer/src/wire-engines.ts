@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Inference, Trainer, TrainerSchedule, WeightsHandle } from '@troupe/prime-rl/orchestrator';
 import type { NamedWeight, PolicyConfig, WordTokenizer } from '@troupe/prime-rl/policy';
 import type { OptimizerState } from '@troupe/prime-rl/trainer';
@@ -39,23 +39,15 @@ async function waitForBroadcast(options: { outputDir: string; step: number; runI
   }
 }
 
-/** The trainer process as the orchestrator's {@link Trainer}, plus what the wire inference needs of it. */
-export interface WireTrainer<W = NamedWeight[], O = OptimizerState> extends Trainer<W, O> {
-  /**
-   * Sends every step up to `step` not sent yet as an empty `list[MicroBatch]` (steps the
-   * orchestrator skipped: an empty batch), so the trainer process trains them (a no-op) and
-   * broadcasts `broadcasts/step_<N>/`, which the inference servers are then updated from.
-   */
-  sendSkippedThrough(step: number): Promise<void>;
-}
+/** The trainer process as the orchestrator's {@link Trainer}. */
+export type WireTrainer<W = NamedWeight[], O = OptimizerState> = Trainer<W, O>;
 
 /**
  * The trainer process seen as the orchestrator's {@link Trainer}, over prime-rl's wire: `step`
  * packs the batch as prime-rl's `prepare_batch` and sends it (`rollouts/step_<N>/rank_<r>.bin` or
- * ZMQ), then waits for `broadcasts/step_<N>/STABLE` and returns the weights found there. A step
- * the orchestrator skipped (an empty batch) is sent as an empty `list[MicroBatch]` — before the
- * next trained step, or as soon as the inference servers need its broadcast — so the trainer's
- * step numbers stay the orchestrator's. Sends go out one at a time, in step order.
+ * ZMQ), then waits for `broadcasts/step_<N>/STABLE` and returns the weights found there. The
+ * orchestrator never sends an empty step (prime-rl's trainer cannot train one), so every step
+ * number reaches the trainer, in order, one send at a time.
  */
 export async function wireTrainer(options: {
   transport: WireTransport;
@@ -89,7 +81,6 @@ export async function wireTrainer(options: {
   const where = transport.type === 'zmq' ? `zmq tcp://${transport.host}:${transport.port}` : `files in ${outputDir}`;
   return {
     description: `trainer process over prime-rl's wire (${where}, ${transport.dataWorldSize} rank${transport.dataWorldSize > 1 ? 's' : ''})`,
-    sendSkippedThrough: sender.sendSkippedThrough,
     async step({ samples, step }) {
       await sender.send(
         step,
@@ -118,15 +109,13 @@ export async function wireInference(options: {
   inference: NonNullable<InferenceSection>;
   outputDir: string;
   local: Inference;
-  /** The trainer process: a version the orchestrator skipped (empty batch) is sent to it before the servers wait for its broadcast. */
-  trainer?: Pick<WireTrainer, 'sendSkippedThrough'>;
   log?: (line: string) => void;
 }): Promise<Inference> {
   const external = openExternalPolicy({ inference: options.inference, outputDir: options.outputDir });
   const timeoutMs = options.inference.startTimeoutSeconds * 1000;
   await external.pool.waitUntilLive({ timeoutMs });
   // The servers may hold another run's weights: give them this run's initial broadcast first.
-  await external.admin.updateWeights({ weightDir: broadcastStepDir({ outputDir: options.outputDir, step: 0 }) });
+  await external.admin.updateWeights({ weightDir: broadcastStepDir({ outputDir: resolve(options.outputDir), step: 0 }) });
   options.log?.(`inference: ${options.inference.baseUrls.join(', ')} (step 0 weights loaded)`);
   const { local } = options;
   return {
@@ -135,9 +124,6 @@ export async function wireInference(options: {
       return external.relay.version;
     },
     async updateWeights({ version }) {
-      // Without this, a skipped step's broadcast never comes: the trainer would only hear of it
-      // with the next trained step, whose rollout waits for these very weights.
-      await options.trainer?.sendSkippedThrough(version);
       await external.relay.advanceTo({ step: version });
     },
     evaluationPolicy: (evaluation) => local.evaluationPolicy(evaluation),
@@ -150,25 +136,19 @@ export async function wireInference(options: {
   };
 }
 
-/** Sends steps over the rollout link one at a time, in step order, and fills skipped steps with empty batches. */
+/** Sends steps over the rollout link one at a time, in step order; a step out of order is refused (no step is ever skipped). */
 function orderedSender(link: RolloutLink) {
   let sent = 0;
   // One send at a time, in step order (ZMQ frames are read in the order they are sent).
   let queue: Promise<unknown> = Promise.resolve();
-  const sendInOrder = (step: number, samples: WireSample[]) => {
-    const next = queue.then(() => link.send({ step, samples }));
-    queue = next.catch(() => undefined);
-    return next;
-  };
-  const sendSkippedThrough = async (step: number) => {
-    while (sent < step) await sendInOrder(++sent, []);
-  };
   return {
-    sendSkippedThrough,
     async send(step: number, samples: WireSample[]) {
-      await sendSkippedThrough(step - 1);
+      if (step !== sent + 1)
+        throw new RangeError(`step: the trainer process expects step ${sent + 1} next, not ${step} (no step is skipped)`);
       sent = step;
-      await sendInOrder(step, samples);
+      const next = queue.then(() => link.send({ step, samples }));
+      queue = next.catch(() => undefined);
+      await next;
     },
   };
 }
@@ -221,7 +201,6 @@ export async function externalEngines(options: {
   );
   const trainer: WireTrainer<WeightsHandle, null> = {
     description: `external trainer over prime-rl's wire (${where}, ${transport.dataWorldSize} rank${transport.dataWorldSize > 1 ? 's' : ''}; weights not read)`,
-    sendSkippedThrough: sender.sendSkippedThrough,
     async step({ samples, step }) {
       await sender.send(
         step,
@@ -242,9 +221,6 @@ export async function externalEngines(options: {
       return external.relay.version;
     },
     async updateWeights({ version }) {
-      // A step the orchestrator skipped (empty batch) holds the previous step's handle; the trainer
-      // still broadcasts it once sent the empty batch, and the servers load that broadcast.
-      await sender.sendSkippedThrough(version);
       await external.relay.advanceTo({ step: version });
     },
     async evaluationPolicy() {

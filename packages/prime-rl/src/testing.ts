@@ -1,7 +1,10 @@
 // Test utilities of @troupe/prime-rl (`@troupe/prime-rl/testing`): a vLLM-shaped server on loopback
 // for tests of what drives prime-rl's inference servers (weight updates, routing, sampling).
+import { readdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { resolve } from 'node:path';
 
 /**
  * A fault injected into one admin call: answer with that HTTP status, never answer (`hang`), or
@@ -23,6 +26,8 @@ export interface AdminCall {
 
 /** One chat request as it reached the model. */
 export interface ChatCall {
+  /** The request's `model` (the served name, or vLLM answers 404). */
+  model: unknown;
   /** The request's `cache_salt` (prime-rl salts vLLM's prefix cache per policy version). */
   cacheSalt: unknown;
   /** The request's `return_token_ids`. */
@@ -62,6 +67,10 @@ export class VllmShapedServer {
   readonly faults: Record<AdminCall['route'], AdminFault[]> = { pause: [], update_weights: [], resume: [] };
   /** Whether `/liveness` answers 200 (else 503); tests flip it to take a server out. */
   live = true;
+  /** Requests refused because their `model` is not served (vLLM's 404), in arrival order: the names asked for. */
+  readonly refusedModels: string[] = [];
+  /** The name the server serves (vLLM `--served-model-name`, else the model path). */
+  readonly servedModelName: string;
   /** Between a `/pause` and the next `/resume`. */
   paused = false;
   /** The `weight_dir` of the last successful `/update_weights`, `null` before any. */
@@ -71,8 +80,14 @@ export class VllmShapedServer {
   private readonly sockets = new Set<Socket>();
   private readonly hung = new Set<ServerResponse>();
   private port = 0;
+  private cwd = tmpdir();
+  private checkWeightDir = true;
 
-  private constructor(private readonly upstream: string) {
+  private constructor(
+    private readonly upstream: string,
+    servedModelName: string,
+  ) {
+    this.servedModelName = servedModelName;
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) res.writeHead(500).end(String(error));
@@ -84,9 +99,24 @@ export class VllmShapedServer {
     });
   }
 
-  /** Starts on an ephemeral loopback port; `upstream` is the model server's root URL. */
-  static async start(options: { upstream: string }): Promise<VllmShapedServer> {
-    const server = new VllmShapedServer(options.upstream);
+  /**
+   * Starts on an ephemeral loopback port; `upstream` is the model server's root URL;
+   * `servedModelName` the one name it serves (default `policy`, `[inference] model`'s default).
+   */
+  static async start(options: {
+    upstream: string;
+    servedModelName?: string;
+    /**
+     * The directory vLLM runs in (prime-rl's checkout), against which a relative `weight_dir` resolves;
+     * default the system's temporary directory, never the test's working directory.
+     */
+    cwd?: string;
+    /** Check that `weight_dir` holds safetensors, as vLLM's loader does (default true). */
+    checkWeightDir?: boolean;
+  }): Promise<VllmShapedServer> {
+    const server = new VllmShapedServer(options.upstream, options.servedModelName ?? 'policy');
+    server.cwd = options.cwd ?? tmpdir();
+    server.checkWeightDir = options.checkWeightDir ?? true;
     await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve));
     server.port = (server.server.address() as AddressInfo).port;
     return server;
@@ -142,7 +172,21 @@ export class VllmShapedServer {
       if (route === 'pause') this.paused = true;
       if (route === 'update_weights') {
         if (!this.paused) this.violations.push('update_weights while not paused');
-        this.weightDir = (body as { weight_dir?: string } | undefined)?.weight_dir ?? null;
+        const weightDir = (body as { weight_dir?: string } | undefined)?.weight_dir ?? null;
+        // prime-rl's route hands weight_dir to vLLM's DefaultModelLoader (`src/prime_rl/inference/
+        // vllm/server.py:83-86`, `worker/filesystem.py:28-52` at 559b447), which resolves a relative
+        // path against vLLM's own working directory and needs *.safetensors there; a failure is a 500.
+        // The listing is read, never a file (the weights may be a pipe no one writes).
+        const listing = weightDir === null ? [] : safeListing(resolve(this.cwd, weightDir));
+        if (this.checkWeightDir && !listing.some((name) => name.endsWith('.safetensors'))) {
+          call.outcome = 'status 500';
+          this.violations.push(`update_weights: no safetensors in ${weightDir} (resolved from ${this.cwd})`);
+          res
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ detail: `no weights in ${weightDir}` }));
+          return;
+        }
+        this.weightDir = weightDir;
       }
       if (route === 'resume') {
         this.paused = false;
@@ -151,12 +195,30 @@ export class VllmShapedServer {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       return;
     }
+    if (url.pathname === '/v1/models' && req.method === 'GET') {
+      // vLLM's ModelList of ModelCards (`vllm/entrypoints/openai/engine/protocol.py:86-99` at
+      // d7e5252): one card per served name (`models/serving.py:60-72` at 00153c8).
+      const card = { id: this.servedModelName, object: 'model', owned_by: 'vllm', root: this.servedModelName, parent: null };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [card] }));
+      return;
+    }
     if (url.pathname.startsWith('/v1/')) {
+      // vLLM's model check (`vllm/entrypoints/openai/models/serving.py:49-58` at 00153c8): an
+      // absent or empty name passes, a name it does not serve is a 404 NotFoundError with
+      // param "model", in vLLM's ErrorResponse shape (`engine/protocol.py:60-68` at d7e5252).
+      const asked = (body as { model?: unknown } | undefined)?.model;
+      if (req.method === 'POST' && typeof asked === 'string' && asked !== '' && asked !== this.servedModelName) {
+        this.refusedModels.push(asked);
+        const error = { message: `The model \`${asked}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 };
+        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+        return;
+      }
       if (this.paused && url.pathname === '/v1/chat/completions') await new Promise<void>((wake) => this.waiters.push(wake));
       const request = body as Record<string, unknown> | undefined;
       if (url.pathname === '/v1/chat/completions') {
         if (this.paused) this.violations.push('chat answered while paused');
         this.chat.push({
+          model: request?.model,
           cacheSalt: request?.cache_salt,
           returnTokenIds: request?.return_token_ids,
           logprobs: request?.logprobs,
@@ -174,5 +236,14 @@ export class VllmShapedServer {
       return;
     }
     res.writeHead(404).end();
+  }
+}
+
+/** The names in `dir`, or none when it is not a readable directory. */
+function safeListing(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
   }
 }

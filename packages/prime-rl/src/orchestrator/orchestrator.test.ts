@@ -10,7 +10,7 @@ afterAll(removeEchoRuns);
 
 async function setup(
   options: { maxAsync: number; maxOffPolicySteps: number; maxSteps: number } & Partial<
-    Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery'>
+    Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery' | 'log' | 'filterZeroAdvantages'>
   >,
 ) {
   const { out, policy, weights, inference, source } = await echoRun('troupe-orchestrator-');
@@ -54,23 +54,42 @@ describe('Orchestrator', () => {
 
   it('plays on-policy with maxAsync 0 and one step behind with maxAsync 1', async () => {
     for (const maxAsync of [0, 1]) {
-      const run = await setup({ maxAsync, maxOffPolicySteps: 8, maxSteps: 4 });
+      // Zero-advantage samples kept: no rollout is empty, so none rolls again at a newer version.
+      const run = await setup({ maxAsync, maxOffPolicySteps: 8, maxSteps: 4, filterZeroAdvantages: false });
       await run.orchestrator.run();
       await run.close();
-      const versions = (await readMetrics(run.out)).map((m) => m.policy_version);
-      expect(versions).toEqual(maxAsync === 0 ? [0, 1, 2, 3] : [0, 0, 1, 2]);
+      const metrics = await readMetrics(run.out);
+      expect(metrics.map((m) => m['batch/empty_rollouts'])).toEqual([0, 0, 0, 0]);
+      expect(metrics.map((m) => m.policy_version)).toEqual(maxAsync === 0 ? [0, 1, 2, 3] : [0, 0, 1, 2]);
     }
   });
 
-  it('drops a group more than maxOffPolicySteps behind, whole, before it reaches the trainer', async () => {
-    const run = await setup({ maxAsync: 1, maxOffPolicySteps: 0, maxSteps: 3 });
+  it('drops a group more than maxOffPolicySteps behind, whole, and rolls the step again at the newest version', async () => {
+    const lines: string[] = [];
+    const run = await setup({
+      maxAsync: 1,
+      maxOffPolicySteps: 0,
+      maxSteps: 3,
+      filterZeroAdvantages: false,
+      log: (line) => lines.push(line),
+    });
     await run.orchestrator.run();
     await run.close();
     const metrics = await readMetrics(run.out);
-    expect(metrics.map((m) => m['off_policy/dropped'])).toEqual([0, 2, 2]);
-    expect(metrics.slice(1).map((m) => m['batch/samples'])).toEqual([0, 0]);
-    // Only step 1's batch (on time) can reach the trainer; dropped groups never do.
-    expect(run.trained.length).toBe((metrics[0]?.['batch/samples'] ?? 0) > 0 ? 1 : 0);
+    // Rollouts 2 and 3 ran one version behind: every group dropped, so each step rolled again at
+    // version n − 1 (on time), and that batch trained. No step reached the trainer empty.
+    expect(metrics.map((m) => m['batch/empty_rollouts/off_policy'])).toEqual([0, 1, 1]);
+    expect(metrics.map((m) => m.policy_version)).toEqual([0, 1, 2]);
+    expect(metrics.map((m) => m['off_policy/dropped'])).toEqual([0, 0, 0]);
+    expect(run.trained).toHaveLength(3);
+    expect(run.trained.every((roles) => roles.length > 0)).toBe(true);
+    expect(
+      lines.filter((l) =>
+        /^step [23]: empty batch after \d+ episodes \(off-policy\); not sent to the trainer, rolling again \(consecutive empty batches: 1\/10\)$/.test(
+          l,
+        ),
+      ),
+    ).toHaveLength(2);
   });
 
   it('stops at the first step boundary after maxSeconds, checkpointed, and reports the steps it trained', async () => {

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import type { Episode } from '@troupe/verifiers';
 import type { JsonValue } from '../algorithms/algorithm.ts';
 import { GroupScorer } from '../algorithms/group-scorer.ts';
+import { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
-import type { TrainingSample } from '../samples/training-sample.ts';
 import { commitCheckpoint, writeCheckpointFiles } from '../trainer/checkpoint.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
 import { type EvalSource, runEvalSources, runEvaluators } from './evaluation.ts';
@@ -16,7 +16,14 @@ import { RolloutDispatcher } from './rollout-dispatcher.ts';
 import { sourceMetrics, taskAt } from './sources.ts';
 import type { Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
 
+export { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
 export { type EvalSource, ReplyProbabilitiesUnavailable } from './evaluation.ts';
+
+/**
+ * Empty batches in a row after which the run stops with {@link EmptyBatchesError} (prime-rl's
+ * `MAX_CONSECUTIVE_EMPTY_BATCHES`, `src/prime_rl/orchestrator/orchestrator.py:99` at 559b447).
+ */
+export const MAX_CONSECUTIVE_EMPTY_BATCHES = 10;
 export { sourceMetrics } from './sources.ts';
 
 /**
@@ -282,8 +289,9 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   }
 
   /**
-   * Training step `n`: takes its rollout, cuts the batch, trains, publishes the new weights (waking
-   * the rollouts waiting for them), evaluates, appends the metrics line and checkpoints.
+   * Training step `n`: takes its rollout, cuts the batch (rolling again while it is empty: no step
+   * ships without samples), trains, publishes the new weights (waking the rollouts waiting for
+   * them), evaluates, appends the metrics line and checkpoints.
    */
   private async step(options: {
     run: RunState<W>;
@@ -294,11 +302,10 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const { run, dispatcher, n, started } = options;
     const { maxSteps, maxSeconds, onStep } = this.options;
     const stepStart = performance.now();
-    const rollout = await dispatcher.take(n);
-    const { batch, dropped } = this.cutBatch(rollout, n, run.log);
-    const samples = batch?.samples ?? [];
+    const { rollout, batch, dropped, empty, rolloutMs } = await this.fullBatch({ run, dispatcher, n });
+    const samples = batch.samples;
     const t1 = performance.now();
-    const { weights, metrics: trainMetrics } = await this.train({ run, samples, n });
+    const { weights, metrics: trainMetrics } = await this.options.trainer.step({ samples, step: n });
     const trainMs = performance.now() - t1;
     await this.publish({ run, n, weights });
     dispatcher.trainerDone(n);
@@ -310,10 +317,14 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       'off_policy/staleness': n - 1 - rollout.version,
       'off_policy/dropped': dropped,
       'batch/samples': samples.length,
-      'batch/traces': batch?.numTraces ?? 0,
-      'batch/tokens': batch?.numTokens ?? 0,
-      'batch/dropped_samples': batch?.droppedSamples ?? 0,
-      'batch/masked_tokens': batch?.maskedTokens ?? 0,
+      'batch/traces': batch.numTraces,
+      'batch/tokens': batch.numTokens,
+      'batch/dropped_samples': batch.droppedSamples,
+      'batch/masked_tokens': batch.maskedTokens,
+      'batch/empty_rollouts': empty['failed-episodes'] + empty['zero-advantages'] + empty['off-policy'],
+      'batch/empty_rollouts/failed_episodes': empty['failed-episodes'],
+      'batch/empty_rollouts/zero_advantages': empty['zero-advantages'],
+      'batch/empty_rollouts/off_policy': empty['off-policy'],
     };
     for (const source of this.options.sources) {
       const sourceEpisodes = rollout.groups.filter((g) => g.source === source.name).flatMap((g) => g.episodes);
@@ -323,7 +334,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
     const final = n === maxSteps || (maxSeconds !== undefined && (performance.now() - started) / 1000 >= maxSeconds);
     await this.evaluate({ run, line, weights, n, final });
-    line['time/rollout'] = rollout.ms;
+    line['time/rollout'] = rolloutMs;
     line['time/train'] = trainMs;
     line['time/step'] = performance.now() - stepStart;
     line['time/elapsed'] = (performance.now() - started) / 1000;
@@ -331,6 +342,41 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     onStep?.(line);
     await this.checkpoint({ run, rollout, n, final });
     return { line, final };
+  }
+
+  /**
+   * Step `n`'s rollout and a batch with samples. prime-rl's rule (`src/prime_rl/orchestrator/
+   * orchestrator.py:640-652` at 559b447): an empty batch is never shipped and the step number does
+   * not advance; the orchestrator keeps collecting, and stops after
+   * {@link MAX_CONSECUTIVE_EMPTY_BATCHES} empty batches in a row. Each empty one is logged with its
+   * cause (every episode failed, every advantage 0, every group off-policy), counted in the step's
+   * `batch/empty_rollouts/*` metrics, and its episodes counted in `episodes`.
+   */
+  private async fullBatch(options: { run: RunState<W>; dispatcher: RolloutDispatcher<Rollout>; n: number }) {
+    const { run, dispatcher, n } = options;
+    const empty: Record<EmptyBatchReason, number> = { 'failed-episodes': 0, 'zero-advantages': 0, 'off-policy': 0 };
+    let rollout = await dispatcher.take(n);
+    let rolloutMs = rollout.ms;
+    for (let consecutive = 1; ; consecutive++) {
+      const { batch, dropped } = this.cutBatch(rollout, n, run.log);
+      if (batch && batch.samples.length > 0) return { rollout, batch, dropped, empty, rolloutMs };
+      const episodes = rollout.groups.flatMap((g) => g.episodes);
+      const reason: EmptyBatchReason =
+        dropped === rollout.groups.length && dropped > 0
+          ? 'off-policy'
+          : episodes.length > 0 && episodes.every((e) => !e.ok)
+            ? 'failed-episodes'
+            : 'zero-advantages';
+      empty[reason]++;
+      run.episodes += episodes.length;
+      run.log(
+        `step ${n}: empty batch after ${episodes.length} episodes (${reason}); not sent to the trainer, rolling again (consecutive empty batches: ${consecutive}/${MAX_CONSECUTIVE_EMPTY_BATCHES})`,
+      );
+      if (consecutive >= MAX_CONSECUTIVE_EMPTY_BATCHES)
+        throw new EmptyBatchesError({ step: n, consecutive, reason, counts: empty });
+      rollout = await dispatcher.again(n);
+      rolloutMs += rollout.ms;
+    }
   }
 
   /** One batch of the rollout's groups, less those more than `maxOffPolicySteps` behind step `n` (counted in `dropped`). */
@@ -349,19 +395,6 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     }
     if (dropped) log(`step ${n}: dropped ${dropped} group(s) more than ${this.maxOffPolicySteps} steps off-policy`);
     return { batch: builder.flush(), dropped };
-  }
-
-  /** One trainer step on `samples`; an empty batch keeps the weights of step `n − 1`. */
-  private async train(options: {
-    run: RunState<W>;
-    samples: TrainingSample[];
-    n: number;
-  }): Promise<{ weights: W; metrics: Record<string, number> }> {
-    const { run, samples, n } = options;
-    const { trainer } = this.options;
-    if (samples.length > 0) return trainer.step({ samples, step: n });
-    run.log(`step ${n}: empty batch (every advantage 0); weights unchanged`);
-    return { weights: run.published.get(n - 1) ?? (await trainer.state()).weights, metrics: {} };
   }
 
   /** Serves `weights` as version `n`, forgets versions no rollout can use, and snapshots them into the pools due one. */

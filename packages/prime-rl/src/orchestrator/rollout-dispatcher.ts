@@ -30,19 +30,25 @@ export interface RolloutDispatcherOptions<T> {
  * The rollout side of the orchestrator: the rollouts of steps `start + 1 … maxSteps` run one after
  * another from construction on, rollout m waiting until the trainer has finished step
  * m − 1 − `maxAsync` and playing at policy version max(0, m − 1 − `maxAsync`). The training loop
- * takes each with {@link take} and reports each trained step with {@link trainerDone}. A rollout
- * that throws rejects its step and every later one; {@link stop} ends the loop and waits for it.
+ * takes each with {@link take} and reports each trained step with {@link trainerDone}. A step whose
+ * rollout gave no sample asks for another with {@link again}: it plays next, before any rollout
+ * still waiting for the trainer, at the newest version the trainer has. Versions never go back:
+ * a rollout plays at least at the version of the one before. A rollout that throws rejects its
+ * step and every later one; {@link stop} ends the loop and waits for it.
  */
 export class RolloutDispatcher<T> {
   private readonly ready: (Deferred<T> | undefined)[];
+  private readonly extras: { step: number; result: Deferred<T> }[] = [];
   private trainerStep: number;
-  private waiters: { target: number; resolve: () => void }[] = [];
+  private lastVersion = 0;
+  private signal = deferred<void>();
   private stopped = false;
   private readonly loop: Promise<void>;
 
   constructor(options: RolloutDispatcherOptions<T>) {
     this.ready = Array.from({ length: options.maxSteps + 1 }, () => deferred<T>());
     this.trainerStep = options.start;
+    this.lastVersion = Math.max(0, options.start - options.maxAsync);
     this.loop = this.dispatch(options);
   }
 
@@ -53,37 +59,64 @@ export class RolloutDispatcher<T> {
     return rollout;
   }
 
+  /**
+   * One more rollout for `step`, whose rollout gave no training sample (prime-rl keeps collecting
+   * for the same step: `src/prime_rl/orchestrator/orchestrator.py:640-652` at 559b447). It plays
+   * after the rollout in flight, at the version of the last step the trainer finished.
+   */
+  again(step: number): Promise<T> {
+    const result = deferred<T>();
+    if (this.stopped) result.reject(new Error(`rollout dispatcher stopped before step ${step} could roll again`));
+    else this.extras.push({ step, result });
+    this.notify();
+    return result.promise;
+  }
+
   /** The trainer finished `step`: wakes the rollouts waiting for it. */
   trainerDone(step: number): void {
     this.trainerStep = step;
-    const woken = this.waiters.filter((w) => w.target <= step);
-    this.waiters = this.waiters.filter((w) => w.target > step);
-    for (const w of woken) w.resolve();
+    this.notify();
   }
 
   /** Starts no further rollout, releases the waiting one and waits for the loop to end. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.trainerStep = Number.POSITIVE_INFINITY;
-    for (const w of this.waiters) w.resolve();
+    this.notify();
     await this.loop;
   }
 
-  private untilTrainerStep(target: number): Promise<void> {
-    return this.trainerStep >= target
-      ? Promise.resolve()
-      : new Promise<void>((resolve) => this.waiters.push({ target, resolve }));
+  private notify(): void {
+    const signal = this.signal;
+    this.signal = deferred<void>();
+    signal.resolve();
   }
 
-  private async dispatch({ start, maxSteps, maxAsync, play }: RolloutDispatcherOptions<T>): Promise<void> {
-    for (let m = start + 1; m <= maxSteps && !this.stopped; m++) {
+  private async playAt(options: RolloutDispatcherOptions<T>, step: number, version: number): Promise<T> {
+    this.lastVersion = Math.max(this.lastVersion, version);
+    return options.play({ step, version: this.lastVersion });
+  }
+
+  private async dispatch(options: RolloutDispatcherOptions<T>): Promise<void> {
+    const { start, maxSteps, maxAsync } = options;
+    let m = start + 1;
+    for (;;) {
+      // Wait for: a step to roll again, the trainer reaching rollout m's version, or stop.
+      while (!this.stopped && this.extras.length === 0 && !(m <= maxSteps && this.trainerStep >= m - 1 - maxAsync))
+        await this.signal.promise;
+      if (this.stopped) break;
+      const extra = this.extras.shift();
       try {
-        await this.untilTrainerStep(m - 1 - maxAsync);
-        this.ready[m]?.resolve(await play({ step: m, version: Math.max(0, m - 1 - maxAsync) }));
+        if (extra) extra.result.resolve(await this.playAt(options, extra.step, this.trainerStep));
+        else this.ready[m]?.resolve(await this.playAt(options, m, Math.max(0, m - 1 - maxAsync)));
       } catch (error) {
+        extra?.result.reject(error);
         for (let k = m; k <= maxSteps; k++) this.ready[k]?.reject(error);
+        for (const other of this.extras.splice(0)) other.result.reject(error);
         return;
       }
+      if (!extra) m++;
     }
+    const stopped = new Error('rollout dispatcher stopped');
+    for (const other of this.extras.splice(0)) other.result.reject(stopped);
   }
 }

@@ -11,3 +11,4 @@ export * from './prime-rl-link.ts';
 export * from './encode-planned.ts';
 export * from './loopback.ts';
 export * from './sample-export.ts';
+export * from '../errors/served-model-error.ts';

@@ -8,6 +8,7 @@ import {
   type RetryOptions,
   type Sampling,
 } from '@troupe/verifiers';
+import { ServedModelError } from '../errors/served-model-error.ts';
 import { adminRoot, isLive } from './inference-admin.ts';
 import type { VersionedInference } from './weight-relay.ts';
 
@@ -67,6 +68,7 @@ export class InferencePool implements ModelClient, VersionedInference {
   private readonly live: boolean[];
   private readonly fetcher: typeof fetch;
   private readonly defaultTemperature: number;
+  private readonly apiKey: string;
   private current: number;
   private cursor = 0;
   private rechecking: Promise<boolean[]> | null = null;
@@ -78,6 +80,7 @@ export class InferencePool implements ModelClient, VersionedInference {
     this.fetcher = options.fetch ?? fetch;
     this.current = options.version ?? 0;
     this.defaultTemperature = options.sampling?.temperature ?? 1;
+    this.apiKey = options.apiKey ?? 'EMPTY';
     this.clients = options.baseUrls.map(
       (baseUrl) =>
         new OpenAICompatibleClient({
@@ -137,12 +140,16 @@ export class InferencePool implements ModelClient, VersionedInference {
     return () => clearInterval(timer);
   }
 
-  /** Waits until every server answers `/liveness` (startup). */
+  /**
+   * Waits until every server answers `/liveness`, then checks that each serves {@link model}
+   * (`GET <baseUrl>/models`), as prime-rl's `wait_for_ready` does (`src/prime_rl/utils/client.py:82-87`
+   * at 559b447): a {@link ServedModelError} names the first server that does not.
+   */
   async waitUntilLive(options: { timeoutMs: number; pollMs?: number }): Promise<void> {
     const deadline = Date.now() + options.timeoutMs;
     for (;;) {
       const results = await this.checkHealth();
-      if (results.every(Boolean)) return;
+      if (results.every(Boolean)) return this.checkServedModel({ timeoutMs: Math.max(5000, deadline - Date.now()) });
       if (Date.now() >= deadline) {
         const down = this.baseUrls.filter((_, index) => !results[index]);
         throw new ProviderError(`inference servers not live after ${options.timeoutMs} ms: ${down.join(', ')}`, {
@@ -151,6 +158,32 @@ export class InferencePool implements ModelClient, VersionedInference {
       }
       await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 500));
     }
+  }
+
+  /**
+   * `GET <baseUrl>/models` on every server: each must list {@link model} among `data[].id`
+   * (prime-rl's `maybe_check_has_model`, `src/prime_rl/utils/client.py:159-172` at 559b447), else a
+   * {@link ServedModelError} naming the server and the names it serves. A server that does not
+   * answer, or answers with something that is not a model list, fails the same way (no names).
+   */
+  async checkServedModel(options: { timeoutMs?: number } = {}): Promise<void> {
+    const lists = await Promise.all(
+      this.baseUrls.map(async (baseUrl) => {
+        try {
+          const response = await this.fetcher(`${baseUrl.replace(/\/+$/, '')}/models`, {
+            signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
+            headers: { authorization: `Bearer ${this.apiKey}` },
+          });
+          const body = (await response.json()) as { data?: { id?: unknown }[] };
+          if (!response.ok || !Array.isArray(body?.data)) throw new Error(`answered ${response.status}`);
+          return { baseUrl, served: body.data.map((entry) => String(entry?.id)) };
+        } catch (error) {
+          return { baseUrl, served: [] as string[], error };
+        }
+      }),
+    );
+    for (const { baseUrl, served, error } of lists as { baseUrl: string; served: string[]; error?: unknown }[])
+      if (!served.includes(this.model)) throw new ServedModelError({ baseUrl, model: this.model, served, cause: error });
   }
 
   /** Answers with the current version as `cache_salt`. */
@@ -176,10 +209,13 @@ export class InferencePool implements ModelClient, VersionedInference {
     let server = this.pick();
     if (server < 0) server = await this.recheck();
     const sampling: Sampling = { ...request.sampling, extra: { ...request.sampling.extra, cache_salt: cacheSalt } };
+    // The served name, whatever the request says (inside troupe it names the policy, e.g. `main`;
+    // vLLM refuses any name it does not serve). prime-rl sends its configured model name too
+    // (`src/prime_rl/orchestrator/dispatcher.py:503-530` at 559b447).
     this.inFlight[server]!++;
     const versionAtStart = this.current;
     try {
-      const response = await this.clients[server]!.complete({ ...request, sampling }, options);
+      const response = await this.clients[server]!.complete({ ...request, model: this.model, sampling }, options);
       // vLLM does not say which weights answered; the version did not change during the call, so
       // those were this one (a call across an update is left unmarked: drained or held, either can be).
       if (response.policyVersion === undefined && this.current === versionAtStart) response.policyVersion = versionAtStart;

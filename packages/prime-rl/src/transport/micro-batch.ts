@@ -36,8 +36,10 @@ export interface SampleProvenance {
 
 /**
  * prime-rl's `MicroBatch` (`transports/rollouts/types.py`): several samples packed end to end.
- * On the wire it is a msgpack array of these fields in this order; trailing absent fields are left
- * off (msgspec `array_like=True, omit_defaults=True`).
+ * On the wire it is a msgpack array of these fields in this order (msgspec `array_like=True`).
+ * msgspec itself writes all 16 fields, `nil` for an absent one (`omit_defaults` does not shorten an
+ * array-like struct); troupe leaves trailing absent fields off, which msgspec's decoder accepts
+ * (the fields after the 9th have defaults).
  */
 export interface WireMicroBatch {
   inputIds: number[];
@@ -106,9 +108,10 @@ const REQUIRED = 9;
 const FLOAT_FIELDS = new Set<number>([2, 3, 6, 9, 13, 14, 15]);
 
 /**
- * Encodes one rank's `list[MicroBatch]` as msgspec does: an array of arrays, floats always as
- * float64, integers in their smallest msgpack form, trailing absent fields omitted, absent fields
- * before a present one written as nil. Text only: `routedExperts` / `mmKwargs` must be absent.
+ * Encodes one rank's `list[MicroBatch]` for msgspec's decoder: an array of arrays, floats always as
+ * float64, integers in their smallest msgpack form, absent fields before a present one written as
+ * nil and trailing absent fields left off (msgspec's own encoder writes them as nil; both decode
+ * the same). Text only: `routedExperts` / `mmKwargs` must be absent.
  */
 export function encodeMicroBatches(microBatches: readonly WireMicroBatch[]): Uint8Array {
   let size = 5;

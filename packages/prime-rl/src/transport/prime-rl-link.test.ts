@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative as relativePath, resolve } from 'node:path';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VllmShapedServer } from '../testing.ts';
@@ -47,6 +47,27 @@ describe('one orchestrator step loop against a trainer on files and a vLLM-shape
     await vllm.close();
     await model.close();
     await rm(outputDir, { recursive: true, force: true });
+  });
+
+  it('sends the server an absolute weight_dir when output_dir is relative (vLLM resolves it from its own checkout)', async () => {
+    const relative = relativePath(process.cwd(), outputDir);
+    const policy = openExternalPolicy({
+      inference: InferenceEndpointsSchema.parse({ baseUrls: [vllm.baseUrl], model: 'policy' }),
+      outputDir: relative,
+      retry: { minDelayMs: 5, maxDelayMs: 10, multiplierMs: 5 },
+    });
+    try {
+      const dir = broadcastStepDir({ outputDir, step: 1 });
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'model.safetensors'), 'weights 1');
+      await writeFile(join(dir, 'STABLE'), '');
+      await policy.relay.advanceTo({ step: 1 });
+      expect(vllm.violations).toEqual([]);
+      expect(relative.startsWith('/')).toBe(false);
+      expect(vllm.weightDir).toBe(join(outputDir, 'broadcasts', 'step_1'));
+    } finally {
+      policy.close();
+    }
   });
 
   it('sends steps 1..3, each sampled by policy v(N−1), and pushes each broadcast to inference', async () => {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { InferenceEndpoints, TransportConfig } from './config.ts';
 import { encodePlannedMicroBatches } from './encode-planned.ts';
 import { FilesystemRolloutSender } from './filesystem.ts';
@@ -43,10 +44,16 @@ export class RolloutLink {
     return new RolloutLink(config, sender, options.cost);
   }
 
-  /** Packs and sends the batch of trainer step `step` (1-indexed). */
+  /**
+   * Packs and sends the batch of trainer step `step` (1-indexed). An empty batch is refused:
+   * prime-rl's trainer reads `micro_batches[0]` of every step (`src/prime_rl/trainer/rl/train.py:299`
+   * at 559b447) and its orchestrator never sends one (`orchestrator/orchestrator.py:640-652`).
+   */
   async send(options: { step: number; samples: readonly WireSample[] }): Promise<SentStep> {
     if (!Number.isInteger(options.step) || options.step < 1)
       throw new RangeError(`step: prime-rl steps are 1-indexed, got ${options.step}`);
+    if (options.samples.length === 0)
+      throw new RangeError(`samples: step ${options.step} is empty; prime-rl's trainer cannot train an empty step`);
     const plan = planBatch({
       samples: options.samples,
       seqLen: this.config.seqLen,
@@ -86,7 +93,11 @@ export interface ExternalPolicy {
   close(): void;
 }
 
-/** Wires an {@link InferencePool}, its {@link InferenceAdmin} and a {@link BroadcastWeightRelay} from the run config. */
+/**
+ * Wires an {@link InferencePool}, its {@link InferenceAdmin} and a {@link BroadcastWeightRelay} from
+ * the run config. `outputDir` is made absolute here: the `weight_dir` sent to a server is resolved
+ * by that server against its own working directory (vLLM runs from prime-rl's checkout).
+ */
 export function openExternalPolicy(options: {
   inference: InferenceEndpoints;
   outputDir: string;
@@ -106,7 +117,7 @@ export function openExternalPolicy(options: {
     ...(options.retry ? { retry: options.retry } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  const relay = new BroadcastWeightRelay({ outputDir: options.outputDir, admin, inference: pool });
+  const relay = new BroadcastWeightRelay({ outputDir: resolve(options.outputDir), admin, inference: pool });
   const stop = pool.startHealthChecks({ intervalMs: inference.healthIntervalSeconds * 1000 });
   return { pool, admin, relay, close: stop };
 }

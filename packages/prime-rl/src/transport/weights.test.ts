@@ -32,7 +32,9 @@ describe('weight updates on vLLM-shaped servers', () => {
 
   beforeEach(async () => {
     model = await ScriptedModelServer.start({ script: () => 'bet now', vllmTokens: true, latencyMs: 30 });
-    servers = [await VllmShapedServer.start({ upstream: model.url }), await VllmShapedServer.start({ upstream: model.url })];
+    // The admin protocol is what these tests hold; weight_dir names directories that do not exist.
+    const start = () => VllmShapedServer.start({ upstream: model.url, checkWeightDir: false });
+    servers = [await start(), await start()];
     outputDir = await mkdtemp(join(tmpdir(), 'troupe-weights-'));
   });
   afterEach(async () => {

@@ -222,6 +222,63 @@ describe.skipIf(!hasMsgpack)('wire check (prime-rl layout, checked by Python msg
     expect(hotter.stderr).toMatch(/line 7 \(role player\d, trace .*\) is not in the rank files as exported/);
   });
 
+  it("accepts upstream's padding: positions restart inside the last sample, rl_weights 0 on padding", async () => {
+    // prime-rl's pad_micro_batch (`src/prime_rl/trainer/batch.py:692-737` at 559b447): padding is
+    // appended to the last sample (its sequence_lengths / seq_lens grow), with positions
+    // 0, 1, … of its own, token 1, mask false, advantage 0, temperature 1, env name "", every
+    // weight stream 0. A last sample of one token gives positions [0, 0, 1, 2].
+    const upstreamPadded = (lengths: number[], padTo: number): WireMicroBatch => {
+      const batch: WireMicroBatch = {
+        inputIds: [],
+        lossMask: [],
+        advantages: [],
+        inferenceLogprobs: [],
+        positionIds: [],
+        sequenceLengths: [...lengths],
+        temperatures: [],
+        envNames: [],
+        seqLens: [...lengths],
+        rlWeights: [],
+      };
+      for (const length of lengths)
+        for (let t = 0; t < length; t++) {
+          batch.inputIds.push(3 + t);
+          batch.lossMask.push(t > 0);
+          batch.advantages.push(t > 0 ? 0.5 : 0);
+          batch.inferenceLogprobs.push(t > 0 ? -0.25 : 0);
+          batch.positionIds.push(t);
+          batch.temperatures.push(1);
+          batch.envNames.push('kuhn-poker');
+          batch.rlWeights?.push(1);
+        }
+      const pad = (padTo - (batch.inputIds.length % padTo)) % padTo;
+      for (let t = 0; t < pad; t++) {
+        batch.inputIds.push(1);
+        batch.lossMask.push(false);
+        batch.advantages.push(0);
+        batch.inferenceLogprobs.push(0);
+        batch.positionIds.push(t);
+        batch.temperatures.push(1);
+        batch.envNames.push('');
+        batch.rlWeights?.push(0);
+      }
+      (batch.sequenceLengths[lengths.length - 1] as number) += pad;
+      (batch.seqLens[lengths.length - 1] as number) += pad;
+      return batch;
+    };
+    const cases = [[3, 2], [2, 1], [1], [1, 1, 1], [5]];
+    cases.forEach((lengths, i) => {
+      const batch = upstreamPadded(lengths, 4);
+      if (i === 1) expect(batch.positionIds).toEqual([0, 1, 0, 0]);
+      if (i === 2) expect(batch.positionIds).toEqual([0, 0, 1, 2]);
+    });
+    const sender = new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 1 });
+    for (const [i, lengths] of cases.entries()) await sender.send({ step: i + 1, microBatches: [[upstreamPadded(lengths, 4)]] });
+    const result = check(dir, ['--seq-len', '8', '--pad-to-multiple-of', '4', '--world-size', '1']);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+
   it('fails a step numbered from 0 and a leftover temporary file', async () => {
     const grid = prepareBatch({ samples: stepSamples(1, 4), seqLen: 64, dataWorldSize: 1 });
     await new FilesystemRolloutSender({ outputDir: dir, dataWorldSize: 1 }).send({ step: 0, microBatches: grid });

@@ -1,0 +1,134 @@
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import { parse } from 'smol-toml';
+import { describe, expect, it } from 'vitest';
+import { PRIME_RL_COMMIT, primeRlLaunch } from './emit-prime-rl.ts';
+import { camelKeys, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
+
+// The keys and types of prime-rl's config classes at the commit docs/scale-out.md names, read from
+// its source by tooling/prime-rl-double/gen_upstream_config.py.
+interface Field {
+  type: string;
+  classes: string[];
+  default?: unknown;
+}
+interface Fixture {
+  commit: string;
+  roots: { trainer: string; inference: string };
+  classes: Record<string, { fields: Record<string, Field> }>;
+}
+const fixturePath = resolve(import.meta.dirname, '../../../tooling/prime-rl-double/upstream-config.json');
+const EXTERNAL = resolve(import.meta.dirname, '../configs/prime-rl-external.toml');
+
+/** Whether a TOML scalar fits one arm of a Python annotation (int, float, str, Path, bool, Literal[…]). */
+function fits(value: unknown, annotation: string): boolean {
+  return annotation.split('|').some((arm) => {
+    const type = arm.trim();
+    const literal = /^Literal\[(.*)\]$/.exec(type);
+    if (literal) return (literal[1] as string).split(',').some((option) => option.trim().replace(/^['"]|['"]$/g, '') === value);
+    if (type === 'int') return Number.isInteger(value);
+    if (type === 'float') return typeof value === 'number';
+    if (type === 'str' || type === 'Path') return typeof value === 'string';
+    if (type === 'bool') return typeof value === 'boolean';
+    return false;
+  });
+}
+
+/** Every key of `table` is a field of `cls` at the fixture's commit, and every scalar fits its annotation. */
+function checkTable(fixture: Fixture, table: Record<string, unknown>, cls: string, path = ''): string[] {
+  const problems: string[] = [];
+  const fields = fixture.classes[cls]?.fields ?? {};
+  for (const [key, value] of Object.entries(table)) {
+    const field = fields[key];
+    if (!field) {
+      problems.push(`${path}${key}: not a field of ${cls}`);
+      continue;
+    }
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      const type = (value as { type?: unknown }).type;
+      const chosen =
+        field.classes.length === 1
+          ? field.classes[0]
+          : field.classes.find((c) => fixture.classes[c]?.fields.type?.default === type);
+      if (!chosen) problems.push(`${path}${key}: no class of ${field.type} for type ${String(type)}`);
+      else problems.push(...checkTable(fixture, value as Record<string, unknown>, chosen, `${path}${key}.`));
+    } else if (!fits(value, field.type)) {
+      problems.push(`${path}${key}: ${JSON.stringify(value)} is not ${field.type}`);
+    }
+  }
+  return problems;
+}
+
+async function externalConfig(sets: (config: Record<string, unknown>) => void = () => {}) {
+  const raw = await readRunConfigFile(EXTERNAL);
+  sets(raw);
+  return parseRunConfig(camelKeys(raw));
+}
+
+describe('--emit-prime-rl', () => {
+  it('writes trainer and inference configs whose every key and type exists in prime-rl at the named commit', async () => {
+    const fixture = JSON.parse(await readFile(fixturePath, 'utf8')) as Fixture;
+    expect(fixture.commit).toBe(PRIME_RL_COMMIT);
+    const launch = primeRlLaunch({ config: await externalConfig(), configPath: EXTERNAL, out: 'runs/kuhn-llm' });
+    const trainer = parse(launch['trainer.toml']) as Record<string, unknown>;
+    const inference = parse(launch['inference.toml']) as Record<string, unknown>;
+    expect(checkTable(fixture, trainer, fixture.roots.trainer)).toEqual([]);
+    expect(checkTable(fixture, inference, fixture.roots.inference)).toEqual([]);
+    // The checker refuses what prime-rl refuses (pydantic forbids extra keys; types are checked).
+    expect(checkTable(fixture, { model: { seq_length: 2048 } }, fixture.roots.trainer)).toEqual([
+      'model.seq_length: not a field of trainer.ModelConfig',
+    ]);
+    expect(checkTable(fixture, { max_steps: '200' }, fixture.roots.trainer)).toEqual(['max_steps: "200" is not int | None']);
+
+    // What must agree with troupe: the output dir (absolute), the served name, seq_len, transports.
+    expect(isAbsolute(trainer.output_dir as string)).toBe(true);
+    expect(trainer.output_dir).toBe(resolve('outputs/kuhn'));
+    expect(inference.output_dir).toBe(trainer.output_dir);
+    expect(trainer).toMatchObject({
+      max_steps: 200,
+      model: { name: 'Qwen/Qwen3-0.6B', seq_len: 2048, cp: 1 },
+      rollout_transport: { type: 'filesystem' },
+      weight_broadcast: { type: 'filesystem' },
+    });
+    expect(inference).toMatchObject({
+      server: { port: 8000 },
+      vllm: { model: 'Qwen/Qwen3-0.6B' },
+      weight_broadcast: { type: 'filesystem' },
+    });
+    // Two data ranks, cp 1: torchrun starts two trainer processes.
+    expect(launch['launch.sh']).toContain(
+      'uv run torchrun --nproc-per-node 2 -m prime_rl.trainer.rl.train @ "$here/trainer.toml"',
+    );
+    expect(launch['launch.sh']).toContain('uv run inference @ "$here/inference.toml"');
+    expect(launch['launch.sh']).toContain(`\${TROUPE:-troupe} train --config '${EXTERNAL}' --out '${resolve('runs/kuhn-llm')}'`);
+  });
+
+  it('starts data ranks × cp trainer processes, with cp as the padding, and ZMQ where the run sends on ZMQ', async () => {
+    const config = await externalConfig((raw) => {
+      raw.transport = {
+        type: 'zmq',
+        output_dir: '/data/kuhn',
+        host: '10.0.0.5',
+        port: 6000,
+        data_world_size: 2,
+        pad_to_multiple_of: 2,
+      };
+    });
+    const launch = primeRlLaunch({ config, configPath: null, out: '/runs/x' });
+    const trainer = parse(launch['trainer.toml']) as Record<string, unknown>;
+    expect(trainer).toMatchObject({ model: { cp: 2 }, rollout_transport: { type: 'zmq', host: '10.0.0.5', port: 6000 } });
+    expect(launch['launch.sh']).toContain('--nproc-per-node 4 ');
+  });
+
+  it('refuses a run prime-rl cannot serve, naming the field', async () => {
+    const embedded = await externalConfig((raw) => {
+      (raw.policy as Record<string, unknown>).engine = 'embedded';
+    });
+    expect(() => primeRlLaunch({ config: embedded, configPath: null, out: 'x' })).toThrow(/^policy\.engine: /);
+    const ahead = await externalConfig((raw) => {
+      raw.max_async = 2;
+    });
+    expect(() => primeRlLaunch({ config: ahead, configPath: null, out: 'x' })).toThrow(RunConfigError);
+    expect(() => primeRlLaunch({ config: ahead, configPath: null, out: 'x' })).toThrow(/^max_async: 2 .*step_\{N-2\}/);
+  });
+});
