@@ -36,6 +36,7 @@ const EVAL_OPTIONS = {
   'dry-run': { type: 'boolean' },
   clean: { type: 'boolean' },
   'run-dir': { type: 'string' },
+  'only-noop': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   set: { type: 'string', short: 's', multiple: true },
 } as const;
@@ -60,6 +61,8 @@ export interface BuiltConfig {
   dryRun?: boolean;
   clean?: boolean;
   runDir?: string;
+  /** `validate --only-noop`: score each task with no agent action and flag the ones already ≥ 1. */
+  onlyNoop?: boolean;
 }
 
 const HELP_ONLY: BuiltConfig = {
@@ -99,6 +102,7 @@ export function buildConfig(args: string[]): BuiltConfig {
     preflight: values['no-preflight'] !== true,
     help: false,
     ...(values.shard !== undefined ? { shard: parseShard(values.shard) } : {}),
+    ...(values['only-noop'] ? { onlyNoop: true } : {}),
     ...runHygiene(values),
   };
 }

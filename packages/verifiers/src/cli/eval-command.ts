@@ -6,6 +6,7 @@ import type { ClientConfig } from '../agent/agent-config.ts';
 import type { Env } from '../env/env.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { type EvalResult, runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
+import { noopScores } from '../eval/noop-check.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { lazyInterceptionServer } from '../interception/interception-server.ts';
 import type { OpenAICompatibleClient } from '../model/openai-client.ts';
@@ -48,6 +49,8 @@ export async function evalCommand(args: string[], validateOnly: boolean): Promis
     log: runLog.log,
   });
   assertToolsServable(config, env, taskset);
+  if (built.onlyNoop && !validateOnly) throw new ConfigError('--only-noop is a troupe validate flag');
+  if (validateOnly && built.onlyNoop) return printNoopScores(env, taskset, config.numTasks);
   if (validateOnly) {
     printResolved(resolved.cleanConfig, env, taskset);
     return 0;
@@ -247,4 +250,24 @@ function harnessName(envConfig: Record<string, unknown>, roles: Record<string, {
 async function ensureDir(path: string): Promise<string> {
   await mkdir(path, { recursive: true });
   return path;
+}
+
+/**
+ * `validate --only-noop`: each task scored with no agent action by the env's first role (one JSON
+ * line per task on stdout); exit 3 when a task already scores >= 1, since its rewards cannot tell a
+ * solver from none.
+ */
+async function printNoopScores(env: Env, taskset: Taskset, numTasks: number | undefined): Promise<number> {
+  const role = env.roles[0];
+  const agent = role === undefined ? undefined : env.baseAgents[role];
+  if (!agent) throw new ConfigError(`--only-noop: env ${env.id} has no role`);
+  const scores = await noopScores({ agent, taskset, ...(numTasks !== undefined ? { numTasks } : {}) });
+  for (const score of scores) process.stdout.write(`${JSON.stringify({ role, ...score })}\n`);
+  const flagged = scores.filter((score) => score.solvedByNothing);
+  process.stderr.write(
+    `troupe validate --only-noop: ${flagged.length} of ${scores.length} task(s) score >= 1 with no agent action${
+      flagged.length ? `: ${flagged.map((score) => score.task).join(', ')}` : ''
+    }\n`,
+  );
+  return flagged.length > 0 ? EXIT_CODES.someFailed : EXIT_CODES.ok;
 }

@@ -3,7 +3,9 @@ export const HELP = `troupe — run agents on tasksets, record trainable traces
 
 Usage:
   troupe eval [options]            run an env on a taskset against a model endpoint
-  troupe validate [options]        check a config and print it resolved (no model calls)
+  troupe validate [options]        check a config and print it resolved: builds the env, roles
+                                   and taskset, calls no model, boots nothing, writes nothing;
+                                   --only-noop boots each task's sandbox and scores it untouched
   troupe view <run-dir> [--html FILE] [--port N]
                                    browse a run's episodes (or write one self-contained HTML file)
   troupe view <folder> | <run-a> <run-b> --html FILE
@@ -47,6 +49,9 @@ Eval options:
       --dry-run          print the resolved config and the task count; call nothing, create nothing
       --run-dir DIR      write the run to DIR instead of <outputs>/<env>--<model>--<harness>--<hex>
       --clean            replace --run-dir DIR when it exists (refused with --resume)
+      --only-noop        validate only: score each task with no agent action (its sandbox booted
+                         and set up, an empty reply, no model call) and list those already
+                         scoring >= 1 as JSON lines; exit 3 when any does
   -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
   -h, --help
 
