@@ -135,7 +135,7 @@ describe('renderReport', () => {
 });
 
 describe('writeReport', () => {
-  it('inlines the evaluator’s JSON tables and SVG plots, and never reads through a link', async () => {
+  it('inlines the evaluator’s JSON tables and SVG plots, and never reads an artifact or the config through a link', async () => {
     const out = await mkdtemp(join(tmpdir(), 'troupe-report-'));
     dirs.push(out);
     await writeFile(
@@ -147,8 +147,9 @@ describe('writeReport', () => {
     await writeFile(join(out, 'table.json'), JSON.stringify({ open: [0.25, 0.75], close: [0.5, 0.5] }));
     await writeFile(join(out, 'curve.svg'), '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
     const secret = join(out, 'secret.txt');
-    await writeFile(secret, 'do-not-show');
+    await writeFile(secret, JSON.stringify({ seed: 'do-not-show' }));
     await symlink(secret, join(out, 'leak.json'));
+    await symlink(secret, join(out, 'config.json'));
     const html = await readFile(await writeReport({ out }), 'utf8');
     expect(html).toContain('data-artifact="table.json"');
     expect(html).toMatch(/<th>open<\/th><td class="num bar" style="--bar:25.0%">0.25<\/td>/);

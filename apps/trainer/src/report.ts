@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { open, readdir, readFile, writeFile } from 'node:fs/promises';
+import { open, readdir, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { CHART_CSS, type ChartSeries, escapeHtml, renderChart, seriesStyle } from './report-chart.ts';
 import { renderSettings, renderTiles } from './report-header.ts';
@@ -297,7 +297,9 @@ async function readArtifacts(out: string): Promise<ReportArtifact[]> {
   for (const entry of entries) {
     const kind = ARTIFACT_KINDS[entry.name.split('.').pop() ?? ''];
     if (!kind || !entry.isFile() || entry.name === 'config.json') continue;
-    const handle = await open(join(out, entry.name), constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
+    const handle = await open(join(out, entry.name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+      () => null,
+    );
     if (!handle) continue;
     try {
       const stat = await handle.stat();
@@ -331,20 +333,33 @@ function parseMetrics(text: string): MetricsRow[] {
   return rows;
 }
 
+/** A regular file of the run directory read without following a link (null when it is missing, a link or not a file). */
+async function readRunFile(path: string): Promise<string | null> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!handle) return null;
+  try {
+    return (await handle.stat()).isFile() ? await handle.readFile('utf8') : null;
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * Writes `<out>/report.html` from `metrics.jsonl`, `config.json` and the evaluator's files in the
- * run directory (see {@link renderReport}); returns its path.
+ * run directory (see {@link renderReport}); returns its path. Files are read as regular files
+ * only, never through a link.
  */
 export async function writeReport(options: { out: string }): Promise<string> {
-  const rows = parseMetrics(await readFile(join(options.out, 'metrics.jsonl'), 'utf8'));
+  const metrics = await readRunFile(join(options.out, 'metrics.jsonl'));
+  if (metrics === null) throw new Error(`${join(options.out, 'metrics.jsonl')}: not a regular file of the run directory`);
   let config: unknown = null;
   try {
-    config = JSON.parse(await readFile(join(options.out, 'config.json'), 'utf8'));
+    config = JSON.parse((await readRunFile(join(options.out, 'config.json'))) ?? 'null');
   } catch {
     config = null;
   }
   const html = renderReport({
-    rows,
+    rows: parseMetrics(metrics),
     config,
     artifacts: await readArtifacts(options.out),
     runName: basename(resolve(options.out)),
