@@ -37,6 +37,7 @@ const EVAL_OPTIONS = {
   clean: { type: 'boolean' },
   'run-dir': { type: 'string' },
   'only-noop': { type: 'boolean' },
+  'only-gold': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   set: { type: 'string', short: 's', multiple: true },
 } as const;
@@ -63,6 +64,8 @@ export interface BuiltConfig {
   runDir?: string;
   /** `validate --only-noop`: score each task with no agent action and flag the ones already ≥ 1. */
   onlyNoop?: boolean;
+  /** `validate --only-gold`: score each task's gold reply and flag the ones below 1. */
+  onlyGold?: boolean;
 }
 
 const HELP_ONLY: BuiltConfig = {
@@ -103,6 +106,7 @@ export function buildConfig(args: string[]): BuiltConfig {
     help: false,
     ...(values.shard !== undefined ? { shard: parseShard(values.shard) } : {}),
     ...(values['only-noop'] ? { onlyNoop: true } : {}),
+    ...(values['only-gold'] ? { onlyGold: true } : {}),
     ...runHygiene(values),
   };
 }

@@ -6,7 +6,7 @@ import type { ClientConfig } from '../agent/agent-config.ts';
 import type { Env } from '../env/env.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { type EvalResult, runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
-import { noopScores } from '../eval/noop-check.ts';
+import { goldScores, noopScores } from '../eval/noop-check.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { lazyInterceptionServer } from '../interception/interception-server.ts';
 import type { OpenAICompatibleClient } from '../model/openai-client.ts';
@@ -49,8 +49,11 @@ export async function evalCommand(args: string[], validateOnly: boolean): Promis
     log: runLog.log,
   });
   assertToolsServable(config, env, taskset);
-  if (built.onlyNoop && !validateOnly) throw new ConfigError('--only-noop is a troupe validate flag');
-  if (validateOnly && built.onlyNoop) return printNoopScores(env, taskset, config.numTasks);
+  if ((built.onlyNoop || built.onlyGold) && !validateOnly)
+    throw new ConfigError(`--only-${built.onlyNoop ? 'noop' : 'gold'} is a troupe validate flag`);
+  if (built.onlyNoop && built.onlyGold) throw new ConfigError('--only-noop and --only-gold: choose one');
+  if (validateOnly && (built.onlyNoop || built.onlyGold))
+    return printTaskChecks({ env, taskset, numTasks: config.numTasks, gold: built.onlyGold === true });
   if (validateOnly) {
     printResolved(resolved.cleanConfig, env, taskset);
     return 0;
@@ -253,21 +256,34 @@ async function ensureDir(path: string): Promise<string> {
 }
 
 /**
- * `validate --only-noop`: each task scored with no agent action by the env's first role (one JSON
- * line per task on stdout); exit 3 when a task already scores >= 1, since its rewards cannot tell a
- * solver from none.
+ * `validate --only-noop` / `--only-gold`: each task scored without an agent run by the env's first
+ * role (one JSON line per task on stdout); exit 3 when a task already scores >= 1 with nothing
+ * done (its rewards cannot tell a solver from none), or when a gold reply scores below 1.
  */
-async function printNoopScores(env: Env, taskset: Taskset, numTasks: number | undefined): Promise<number> {
+async function printTaskChecks(options: {
+  env: Env;
+  taskset: Taskset;
+  numTasks: number | undefined;
+  gold: boolean;
+}): Promise<number> {
+  const { env, taskset, numTasks, gold } = options;
   const role = env.roles[0];
   const agent = role === undefined ? undefined : env.baseAgents[role];
-  if (!agent) throw new ConfigError(`--only-noop: env ${env.id} has no role`);
-  const scores = await noopScores({ agent, taskset, ...(numTasks !== undefined ? { numTasks } : {}) });
+  if (!agent) throw new ConfigError(`--only-${gold ? 'gold' : 'noop'}: env ${env.id} has no role`);
+  const which = { agent, taskset, ...(numTasks !== undefined ? { numTasks } : {}) };
+  const scores = gold ? await goldScores(which) : await noopScores(which);
   for (const score of scores) process.stdout.write(`${JSON.stringify({ role, ...score })}\n`);
-  const flagged = scores.filter((score) => score.solvedByNothing);
-  process.stderr.write(
-    `troupe validate --only-noop: ${flagged.length} of ${scores.length} task(s) score >= 1 with no agent action${
-      flagged.length ? `: ${flagged.map((score) => score.task).join(', ')}` : ''
-    }\n`,
-  );
+  const flagged = scores.filter((score) => ('goldFails' in score ? score.goldFails : score.solvedByNothing));
+  const names = flagged.length ? `: ${flagged.map((score) => score.task).join(', ')}` : '';
+  if (gold) {
+    const missing = scores.filter((score) => 'goldMissing' in score && score.goldMissing).length;
+    process.stderr.write(
+      `troupe validate --only-gold: ${flagged.length} of ${scores.length} gold repl(ies) score below 1${names}; ${missing} task(s) without gold\n`,
+    );
+  } else {
+    process.stderr.write(
+      `troupe validate --only-noop: ${flagged.length} of ${scores.length} task(s) score >= 1 with no agent action${names}\n`,
+    );
+  }
   return flagged.length > 0 ? EXIT_CODES.someFailed : EXIT_CODES.ok;
 }

@@ -5,7 +5,7 @@ Usage:
   troupe eval [options]            run an env on a taskset against a model endpoint
   troupe validate [options]        check a config and print it resolved: builds the env, roles
                                    and taskset, calls no model, boots nothing, writes nothing;
-                                   --only-noop boots each task's sandbox and scores it untouched
+                                   --only-noop / --only-gold boot each task's sandbox and score it
   troupe view <run-dir> [--html FILE] [--port N]
                                    browse a run's episodes (or write one self-contained HTML file)
   troupe view <folder> | <run-a> <run-b> --html FILE
@@ -52,6 +52,9 @@ Eval options:
       --only-noop        validate only: score each task with no agent action (its sandbox booted
                          and set up, an empty reply, no model call) and list those already
                          scoring >= 1 as JSON lines; exit 3 when any does
+      --only-gold        validate only: score each task with its gold reply (its data's gold,
+                         else answer) as the final message; JSON lines; exit 3 when a gold
+                         reply scores below 1 (tasks without one are listed, not failed)
   -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
   -h, --help
 

@@ -5,7 +5,7 @@ import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { Task } from '../task/task.ts';
 import { Taskset } from '../task/taskset.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
-import { noopScores } from './noop-check.ts';
+import { goldReply, goldScores, noopScores } from './noop-check.ts';
 
 describe('noopScores', () => {
   it('flags the tasks that score >= 1 with an untouched workspace and an empty reply, and calls no model', async () => {
@@ -71,8 +71,36 @@ describe('noopScores', () => {
       expect(scores[3]?.rewards.throws).toBeNull();
       expect(modelCalls).toBe(0);
       expect((await noopScores({ agent, taskset, numTasks: 1 })).length).toBe(1);
+
+      const graded = Taskset.fromTasks('gold', [
+        new Task(
+          { prompt: 'q', answer: 42 },
+          { key: 'right', rewards: [{ name: 'said', fn: ({ trace }) => (trace.lastReply === '42' ? 1 : 0) }] },
+        ),
+        new Task(
+          { prompt: 'q', gold: 'forty-two', answer: 42 },
+          { key: 'wrong', rewards: [{ name: 'said', fn: ({ trace }) => (trace.lastReply === '42' ? 1 : 0) }] },
+        ),
+        new Task({ prompt: 'q' }, { key: 'none', rewards: [{ name: 'said', fn: () => 0 }] }),
+      ]);
+      const gold = await goldScores({ agent, taskset: graded });
+      expect(gold.map((score) => [score.task, score.reward, score.goldFails, score.goldMissing])).toEqual([
+        ['right', 1, false, false],
+        ['wrong', 0, true, false],
+        ['none', 0, false, true],
+      ]);
+      expect(modelCalls).toBe(0);
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('goldReply', () => {
+  it('takes gold, else answer (a string or a finite number), else none', () => {
+    expect(goldReply({ gold: 'g', answer: 'a' })).toBe('g');
+    expect(goldReply({ answer: 7 })).toBe('7');
+    expect(goldReply({ answer: Number.NaN })).toBeUndefined();
+    expect(goldReply({ answer: { nested: true } })).toBeUndefined();
   });
 });
