@@ -82,6 +82,8 @@ export class VllmShapedServer {
   private port = 0;
   private cwd = tmpdir();
   private checkWeightDir = true;
+  private chatTemplate: 'qwen3' | null = null;
+  private readonly vocabulary = new Map<string, number>();
 
   private constructor(
     private readonly upstream: string,
@@ -113,10 +115,16 @@ export class VllmShapedServer {
     cwd?: string;
     /** Check that `weight_dir` holds safetensors, as vLLM's loader does (default true). */
     checkWeightDir?: boolean;
+    /**
+     * `qwen3`: token ids as vLLM gives them for a Qwen3 model, from its chat template (earlier
+     * assistant turns re-rendered without their `<think>` block), not the model server's.
+     */
+    chatTemplate?: 'qwen3';
   }): Promise<VllmShapedServer> {
     const server = new VllmShapedServer(options.upstream, options.servedModelName ?? 'policy');
     server.cwd = options.cwd ?? tmpdir();
     server.checkWeightDir = options.checkWeightDir ?? true;
+    server.chatTemplate = options.chatTemplate ?? null;
     await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve));
     server.port = (server.server.address() as AddressInfo).port;
     return server;
@@ -137,6 +145,48 @@ export class VllmShapedServer {
     for (const res of this.hung) res.destroy();
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Token ids of `text` in this server's vocabulary (one id per piece, assigned on first sight). */
+  private tokenize(text: string): number[] {
+    return templatePieces(text).map((piece) => {
+      let id = this.vocabulary.get(piece);
+      if (id === undefined) {
+        id = 10 + this.vocabulary.size;
+        this.vocabulary.set(piece, id);
+      }
+      return id;
+    });
+  }
+
+  /**
+   * The reply with vLLM's token fields as a Qwen3 model gives them: `prompt_token_ids` from the
+   * rendered template, `choices[0].token_ids` the reply text then `<|im_end|>` (vLLM returns the
+   * stop token it sampled), one logprob per completion token.
+   */
+  private withTemplateTokens(request: Record<string, unknown>, body: Record<string, unknown>): Record<string, unknown> {
+    const messages = (request.messages ?? []) as { role: string; content?: unknown }[];
+    const choice = ((body.choices ?? []) as Record<string, unknown>[])[0] ?? {};
+    const message = (choice.message ?? {}) as { content?: unknown };
+    const prompt = this.tokenize(renderQwen3Chat(messages));
+    const completion = [
+      ...this.tokenize(typeof message.content === 'string' ? message.content : ''),
+      ...this.tokenize('<|im_end|>'),
+    ];
+    const logprobs = completion.map((id, i) => -((id * 7 + i) % 13) / 16 - 0.0625);
+    choice.token_ids = completion;
+    choice.logprobs = {
+      content: completion.map((id, i) => ({ token: `token_id:${id}`, logprob: logprobs[i], bytes: null, top_logprobs: [] })),
+    };
+    return {
+      ...body,
+      prompt_token_ids: prompt,
+      usage: {
+        prompt_tokens: prompt.length,
+        completion_tokens: completion.length,
+        total_tokens: prompt.length + completion.length,
+      },
+    };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -231,12 +281,45 @@ export class VllmShapedServer {
         headers: { 'content-type': 'application/json', authorization: 'Bearer test' },
         ...(text ? { body: text } : {}),
       });
+      const bytes = Buffer.from(await reply.arrayBuffer());
+      if (this.chatTemplate && url.pathname === '/v1/chat/completions' && reply.ok && request?.stream !== true) {
+        res.writeHead(reply.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(this.withTemplateTokens(request ?? {}, JSON.parse(bytes.toString('utf8')))));
+        return;
+      }
       res.writeHead(reply.status, { 'content-type': reply.headers.get('content-type') ?? 'application/json' });
-      res.end(Buffer.from(await reply.arrayBuffer()));
+      res.end(bytes);
       return;
     }
     res.writeHead(404).end();
   }
+}
+
+/**
+ * Qwen3's chat template (the official one: huggingface.co/Qwen/Qwen3-8B, tokenizer_config.json
+ * `chat_template` at 895c8d1, L230): `<|im_start|>{role}\n{content}<|im_end|>\n` per message; an
+ * assistant message before the last user query is rendered with `content.split('</think>')[-1]
+ * .lstrip('\n')` — its reasoning dropped —, one after it with its `<think>` block; then the
+ * generation prompt `<|im_start|>assistant\n`.
+ */
+export function renderQwen3Chat(messages: readonly { role: string; content?: unknown }[]): string {
+  let lastQuery = -1;
+  messages.forEach((message, index) => {
+    if (message.role === 'user') lastQuery = index;
+  });
+  let text = '';
+  messages.forEach((message, index) => {
+    let content = typeof message.content === 'string' ? message.content : '';
+    if (message.role === 'assistant' && index < lastQuery && content.includes('</think>'))
+      content = (content.split('</think>').at(-1) as string).replace(/^\n+/, '');
+    text += `<|im_start|>${message.role}\n${content}<|im_end|>\n`;
+  });
+  return `${text}<|im_start|>assistant\n`;
+}
+
+/** Pieces of a rendered chat as one token each: the special tokens, runs of whitespace, words. */
+function templatePieces(text: string): string[] {
+  return text.match(/<\|im_start\|>|<\|im_end\|>|<\/?think>|\s+|[^\s<]+|</g) ?? [];
 }
 
 /** The names in `dir`, or none when it is not a readable directory. */
