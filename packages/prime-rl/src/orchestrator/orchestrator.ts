@@ -1,6 +1,6 @@
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Episode } from '@troupe/verifiers';
+import { type Episode, EpisodeWriter } from '@troupe/verifiers';
 import type { JsonValue } from '../algorithms/algorithm.ts';
 import { GroupScorer } from '../algorithms/group-scorer.ts';
 import { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
@@ -480,8 +480,14 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     }
     const tracesEvery = this.options.tracesEvery ?? 0;
     if (tracesEvery > 0 && step % tracesEvery === 0 && groups.length > 0) {
-      const lines = groups.flatMap((g) => g.episodes.map((episode) => `${JSON.stringify(episode)}\n`));
-      await appendFile(join(this.options.out, 'traces.jsonl'), lines.join(''));
+      // Streamed, one line per episode (never one string per step or per episode); an episode too
+      // large for one line is written as a failed stand-in naming its size.
+      const writer = new EpisodeWriter(join(this.options.out, 'traces.jsonl'));
+      try {
+        for (const group of groups) for (const episode of group.episodes) writer.write(episode);
+      } finally {
+        writer.close();
+      }
     }
     return {
       groups,

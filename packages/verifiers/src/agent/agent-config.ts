@@ -65,6 +65,12 @@ export const AgentConfigSchema = z
     maxInputTokens: z.number().int().positive().nullable().optional(),
     maxOutputTokens: z.number().int().positive().nullable().optional(),
     maxTotalTokens: z.number().int().positive().nullable().optional(),
+    /**
+     * Bytes one run of this agent may record (messages, token ids, calls, tool calls); default
+     * 64 MiB, null = unlimited. The call that would pass it is refused and the trace stops with
+     * `max_trace_bytes`.
+     */
+    maxTraceBytes: z.number().int().positive().nullable().optional(),
     /** Seconds per stage; the agent value wins over the task's. */
     timeout: z
       .object({

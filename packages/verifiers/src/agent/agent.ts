@@ -301,7 +301,10 @@ export class Agent {
     let mcp: Awaited<ReturnType<Agent['mcpServersFor']>>;
     try {
       // No task tools and no configured servers: nothing to serve or reach (the common case).
-      mcp = task.tools.length === 0 && !this.config.mcpServers ? NO_MCP_SERVERS : await this.mcpServersFor(task, trace, sandbox);
+      mcp =
+        task.tools.length === 0 && !this.config.mcpServers
+          ? NO_MCP_SERVERS
+          : await this.mcpServersFor(task, trace, sandbox, session);
     } catch (error) {
       host?.unregister(session);
       trace.recordError(error, 'setup');
@@ -376,6 +379,7 @@ export class Agent {
         maxInputTokens: this.config.maxInputTokens ?? null,
         maxOutputTokens: this.config.maxOutputTokens ?? null,
         maxTotalTokens: this.config.maxTotalTokens ?? null,
+        ...(this.config.maxTraceBytes !== undefined ? { maxTraceBytes: this.config.maxTraceBytes } : {}),
       }),
     });
   }
@@ -426,8 +430,10 @@ export class Agent {
     task: Task,
     trace: Trace,
     sandbox: Sandbox,
+    session: RolloutSession,
   ): Promise<{ servers?: Record<string, McpServerSpec>; close: () => Promise<void> }> {
-    const served = await serveTaskTools(this.harness, task, trace);
+    // The tool server takes the rollout's secret (its URL carries it) and charges its byte budget.
+    const served = await serveTaskTools(this.harness, task, trace, session);
     const merged = mergeMcpServers(this.config.mcpServers, served ? { troupe: { url: served.url } } : undefined);
     if (Object.keys(merged).length === 0) return { close: async () => {} };
     const inProcess = this.harness.inProcess === true;

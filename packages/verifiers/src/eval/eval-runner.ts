@@ -275,7 +275,9 @@ class RunLedger {
   }
 
   record(episode: Episode, item: QueueItem): void {
-    this.writer.write(episode);
+    // Too large for one line of the run file: written as a failed stand-in, and failed here too.
+    const refused = this.writer.write(episode);
+    if (refused) episode.errors.push(refused);
     this.finished.push(episode);
     if (!episode.ok) {
       this.failed++;

@@ -1,6 +1,9 @@
-import { closeSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
-import { Episode } from '../trace/episode.ts';
+import { closeSync, openSync, renameSync, writeSync } from 'node:fs';
+import { errorRecord, LimitError } from '../errors/troupe-error.ts';
+import { Episode, type EpisodeRecord } from '../trace/episode.ts';
 import { MAX_RUN_FILE_LINE_BYTES, openRunFile, runFileLines } from '../trace/run-file.ts';
+import type { TraceError } from '../trace/trace-schema.ts';
+import { jsonChunks } from './json-chunks.ts';
 
 /** What {@link readEpisodes} returns: the episodes parsed from `traces.jsonl` and the lines it skipped. */
 export interface ReadEpisodesResult {
@@ -57,26 +60,99 @@ function lineError(error: unknown): string {
   return (error as Error).message.slice(0, 200);
 }
 
-/** Rewrites the file atomically with exactly these episodes (temp file + rename). */
+/** Rewrites the file atomically with exactly these episodes (temp file + rename), one line each, streamed. */
 export function rewriteEpisodes(path: string, episodes: Episode[]): void {
   const temp = `${path}.tmp-${process.pid}`;
-  writeFileSync(temp, episodes.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  const writer = new EpisodeWriter(temp, { truncate: true });
+  try {
+    for (const episode of episodes) writer.write(episode);
+  } finally {
+    writer.close();
+  }
   renameSync(temp, path);
 }
 
-/** Appends one episode per line; each line is written by a single write call. */
+/** Options of {@link EpisodeWriter}. */
+export interface EpisodeWriterOptions {
+  /**
+   * The longest line written, in bytes (default: the longest a reader holds,
+   * `MAX_RUN_FILE_LINE_BYTES`, so every line written is read back by `--resume`, `view` and
+   * `export`); a longer episode is written as a stand-in.
+   */
+  maxLineBytes?: number;
+  /** Start the file empty instead of appending to it. */
+  truncate?: boolean;
+}
+
+/**
+ * Appends one episode per line, streamed: the line is serialized in pieces (never one string
+ * per episode) and written piece by piece. An episode whose line would pass `maxLineBytes` is
+ * written as a failed stand-in: its traces keep their rewards, stop conditions and errors but not
+ * their messages, calls and info, and the episode carries a `LimitError` naming the size.
+ */
 export class EpisodeWriter {
   private readonly fd: number;
-  constructor(path: string) {
-    this.fd = openSync(path, 'a');
+  private readonly maxLineBytes: number;
+  constructor(path: string, options: EpisodeWriterOptions = {}) {
+    this.fd = openSync(path, options.truncate ? 'w' : 'a');
+    this.maxLineBytes = options.maxLineBytes ?? MAX_RUN_FILE_LINE_BYTES;
   }
-  write(episode: Episode): void {
-    const line = `${JSON.stringify(episode)}\n`;
-    const buffer = Buffer.from(line);
-    let offset = 0;
-    while (offset < buffer.length) offset += writeSync(this.fd, buffer, offset);
+
+  /**
+   * Writes `episode` as one line. Returns null, or — when the line was too long and the stand-in
+   * was written instead — the `LimitError` record the stand-in carries (the caller may add it to
+   * the episode it keeps in memory).
+   */
+  write(episode: Episode): TraceError | null {
+    let chunks = jsonChunks(episode);
+    let refused: TraceError | null = null;
+    let length = 1;
+    for (const chunk of chunks) length += Buffer.byteLength(chunk);
+    if (length > this.maxLineBytes) {
+      refused = oversizedError(episode, length, this.maxLineBytes);
+      chunks = [JSON.stringify(oversizedStandIn(episode, refused))];
+    }
+    chunks.push('\n');
+    for (const chunk of chunks) {
+      const buffer = Buffer.from(chunk);
+      let offset = 0;
+      while (offset < buffer.length) offset += writeSync(this.fd, buffer, offset);
+    }
+    return refused;
   }
+
   close(): void {
     closeSync(this.fd);
   }
+}
+
+/** The error of an episode whose line would be `length` characters, over `max`. */
+function oversizedError(episode: Episode, length: number, max: number): TraceError {
+  const error: TraceError = {
+    ...errorRecord(
+      new LimitError(
+        `episode ${episode.id} is ${length} bytes as one line, over the ${max} a run file holds; its traces are kept without their messages, calls and info`,
+      ),
+    ),
+    stage: 'write',
+  };
+  delete error.stack;
+  return error;
+}
+
+/** The record written for an episode too large to write whole: bodies dropped, `error` added. */
+function oversizedStandIn(episode: Episode, error: TraceError): EpisodeRecord {
+  const record = episode.toJSON();
+  return {
+    ...record,
+    ok: false,
+    errors: [...record.errors, error],
+    traces: record.traces.map((trace) => ({
+      ...trace,
+      tools: [],
+      nodes: [],
+      calls: [],
+      info: { omitted: 'episode too large to record' },
+    })),
+  };
 }

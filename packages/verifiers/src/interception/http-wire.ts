@@ -77,14 +77,49 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-/** Parses a JSON body; malformed JSON is a 400 `WireRequestError`. */
-export function parseJsonBody(body: Buffer): unknown {
+/**
+ * How deeply a request body may nest objects and arrays (default of {@link parseJsonBody}). Real
+ * requests nest a few dozen levels (a tool's JSON schema); far deeper ones exist only to overflow
+ * the stack of whatever walks them later (hashing, re-serializing, schema checks).
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/**
+ * Parses a JSON body; malformed JSON, or JSON nesting deeper than `maxDepth`, is a 400
+ * `WireRequestError` (nothing downstream then recurses deeper than that).
+ */
+export function parseJsonBody(body: Buffer, maxDepth = MAX_JSON_DEPTH): unknown {
   if (body.length === 0) throw new WireRequestError('request body is empty (expected JSON)');
+  let value: unknown;
   try {
-    return JSON.parse(body.toString('utf8'));
+    value = JSON.parse(body.toString('utf8'));
   } catch (error) {
     throw new WireRequestError(`request body is not valid JSON: ${(error as Error).message}`);
   }
+  if (nestsDeeperThan(value, maxDepth)) {
+    throw new WireRequestError(`request body nests objects and arrays more than ${maxDepth} levels deep`);
+  }
+  return value;
+}
+
+/** Whether `value` nests objects/arrays more than `max` levels deep (walked without recursion). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: unknown[] = [value];
+  const depths: number[] = [1];
+  while (stack.length > 0) {
+    const item = stack.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth > max) return true;
+    const children = Array.isArray(item) ? item : Object.values(item);
+    for (const child of children) {
+      if (child !== null && typeof child === 'object') {
+        stack.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
 }
 
 /** Writes a JSON reply (no-op when the socket is already gone). */
@@ -116,9 +151,18 @@ export const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
-/** A rough token estimate for `count_tokens` (4 characters per token). */
-export function estimateTokens(value: unknown): number {
-  return Math.max(1, Math.ceil(JSON.stringify(value ?? '').length / 4));
+/**
+ * A rough token estimate for `count_tokens` (4 characters per token). A value that cannot be
+ * serialized (a cycle; nesting past the stack) is estimated from `fallbackChars` (the body's size).
+ */
+export function estimateTokens(value: unknown, fallbackChars = 0): number {
+  let chars: number;
+  try {
+    chars = JSON.stringify(value ?? '').length;
+  } catch {
+    chars = fallbackChars;
+  }
+  return Math.max(1, Math.ceil(chars / 4));
 }
 
 /** The body of `GET /v1/models` for one model, readable as OpenAI and as Anthropic. */

@@ -5,6 +5,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { InterceptionError, TroupeError } from '../errors/troupe-error.ts';
 import type { ModelResponse } from '../model/model-client.ts';
 import { turnBudget } from '../util/turn-budget.ts';
+import { ByteBudget } from './byte-budget.ts';
 import type { ParsedWireRequest, WireDialect, WireErrorInput } from './dialects/dialect.ts';
 import { WireRequestError } from './dialects/dialect.ts';
 import { estimateTokens, modelsBody, parseJsonBody, readBody, routeOf, SSE_HEADERS, secretOf, sendJson } from './http-wire.ts';
@@ -26,7 +27,16 @@ export interface InterceptionServerOptions {
   heartbeatMs?: number;
   /** How many unregistered secrets are remembered to answer 409 rather than 401 (default 4096). */
   tombstones?: number;
+  /**
+   * Request bodies the whole process reads and parses at once, in bytes (default 256 MiB): a
+   * request that does not fit waits, unread, until earlier ones are parsed (back-pressure; its
+   * bytes stay in the socket). A body without a declared length reserves `maxBodyBytes`.
+   */
+  maxBodyBytesInFlight?: number;
 }
+
+/** The default of {@link InterceptionServerOptions.maxBodyBytesInFlight}: 256 MiB. */
+export const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 256 * 1024 * 1024;
 
 const NO_RETRY = { 'x-should-retry': 'false' };
 
@@ -45,12 +55,14 @@ export class InterceptionServer {
   private readonly abort = new AbortController();
   private readonly maxBodyBytes: number;
   private readonly heartbeatMs: number;
+  private readonly bodies: ByteBudget;
   private port = 0;
 
   constructor(options: InterceptionServerOptions = {}) {
     this.options = options;
     this.maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
     this.heartbeatMs = options.heartbeatMs ?? 5000;
+    this.bodies = new ByteBudget(options.maxBodyBytesInFlight ?? DEFAULT_MAX_BODY_BYTES_IN_FLIGHT);
     // Every call in flight listens on this one signal (each removes its listener when it ends):
     // hundreds at once by design, not a leak, so Node's 10-listener warning is off for it.
     setMaxListeners(0, this.abort.signal);
@@ -112,6 +124,15 @@ export class InterceptionServer {
     }
   }
 
+  /**
+   * The process-wide budget of request bodies being read and parsed: its capacity, the bytes
+   * reserved now and at most so far, and the requests waiting for room.
+   */
+  get bodyBudget(): { capacity: number; inUse: number; peak: number; waiting: number } {
+    const { capacity, inUse, peak, queued } = this.bodies;
+    return { capacity, inUse, peak, waiting: queued };
+  }
+
   /** Number of registered rollouts. */
   get size(): number {
     return this.sessions.size;
@@ -170,39 +191,59 @@ export class InterceptionServer {
       req.resume();
       return sendJson(res, 200, modelsBody(session.model));
     }
+    const declared = declaredLength(req);
+    if (declared !== null && declared <= this.maxBodyBytes && route.kind === 'model-call' && declared > session.bytesLeft) {
+      // Cannot fit what is left of the rollout's byte budget: refused unread (the limit stops the trace).
+      req.resume();
+      return this.fail(res, dialect, wireErrorOf(session.refuseBytes(declared)), true);
+    }
     let parsed: ParsedWireRequest;
-    let body: unknown;
+    let bodyBytes = 0;
+    // The body's share of the process-wide budget, held while it is read and parsed.
+    const reserved = this.bodies.clamp(declared !== null && declared <= this.maxBodyBytes ? declared : this.maxBodyBytes);
+    let taken = this.bodies.tryTake(reserved);
     try {
+      if (!taken) taken = await this.waitForBodyBudget(reserved, res);
       const raw = await readBody(req, this.maxBodyBytes);
-      // Requests land in bursts (a thousand programs call at once): parsing and starting each
-      // call waits for a later event-loop turn once this turn has had its share (see TurnBudget);
-      // with budget left it goes on at once (no await of undefined, one microtask hop less).
+      bodyBytes = raw.length;
+      // Requests land in bursts: past this turn's share of work, parsing waits for a later turn
+      // (see TurnBudget); with budget left it goes on at once (no await of undefined).
       const turn = turnBudget.pass();
       if (turn) await turn;
-      body = parseJsonBody(raw);
+      const body = parseJsonBody(raw);
       if (route.kind === 'count-tokens') {
         const b = (body ?? {}) as Record<string, unknown>;
-        return sendJson(res, 200, { input_tokens: estimateTokens([b.system, b.messages, b.tools]) });
+        return sendJson(res, 200, { input_tokens: estimateTokens([b.system, b.messages, b.tools], raw.length) });
       }
       parsed = dialect.parseRequest(body);
     } catch (error) {
       return this.fail(res, dialect, wireErrorOf(error), WireRequestError.isInstance(error) && error.status === 413);
+    } finally {
+      if (taken) this.bodies.release(reserved);
     }
     const retryCount = Number(req.headers['x-stainless-retry-count'] ?? 0) || 0;
-    const meta = { dialect: dialect.name, retryCount, signal: this.abort.signal };
-    if (!parsed.stream) {
-      let response: ModelResponse;
-      try {
-        response = await session.handle(parsed.request, meta);
-      } catch (error) {
-        return this.fail(res, dialect, wireErrorOf(error));
-      }
-      // Replies land in bursts too (the model answers a burst of calls together).
-      const turn = turnBudget.pass();
-      if (turn) await turn;
-      return sendJson(res, 200, dialect.renderResponse(response, parsed));
+    const meta = { dialect: dialect.name, retryCount, signal: this.abort.signal, bodyBytes };
+    if (parsed.stream) return this.stream(res, dialect, parsed, session.handle(parsed.request, meta));
+    return this.answer(res, dialect, parsed, session.handle(parsed.request, meta));
+  }
+
+  /** Answers a non-streaming call with its reply, or with the wire error it failed with. */
+  private async answer(
+    res: ServerResponse,
+    dialect: WireDialect,
+    parsed: ParsedWireRequest,
+    call: Promise<ModelResponse>,
+  ): Promise<void> {
+    let response: ModelResponse;
+    try {
+      response = await call;
+    } catch (error) {
+      return this.fail(res, dialect, wireErrorOf(error));
     }
-    await this.stream(res, dialect, parsed, session.handle(parsed.request, meta));
+    // Replies land in bursts too (the model answers a burst of calls together).
+    const turn = turnBudget.pass();
+    if (turn) await turn;
+    return sendJson(res, 200, dialect.renderResponse(response, parsed));
   }
 
   /** Streams a reply; if the call is slow, commits the SSE reply early and keeps it alive. */
@@ -241,6 +282,20 @@ export class InterceptionServer {
     res.end(dialect.renderStream(response, parsed).join(''));
   }
 
+  /** Waits for `amount` of the process-wide body budget; gives up (rejects) when the client goes away first. */
+  private async waitForBodyBudget(amount: number, res: ServerResponse): Promise<true> {
+    // Waiting is the slow path (the budget is full): an abort controller only then.
+    const gone = new AbortController();
+    const onClose = () => gone.abort(new WireRequestError('the client went away while its body waited', { status: 499 }));
+    res.once('close', onClose);
+    try {
+      await this.bodies.wait(amount, gone.signal);
+      return true;
+    } finally {
+      res.off('close', onClose);
+    }
+  }
+
   private fail(res: ServerResponse, dialect: WireDialect, error: WireErrorInput, close = false): void {
     const noRetry = error.status === 400 || error.status === 401 || error.status === 409 || error.status === 413;
     if (error.status >= 500 || error.status === 409) this.options.log?.(`interception: ${error.status} ${error.message}`);
@@ -248,6 +303,14 @@ export class InterceptionServer {
     if (close) headers.connection = 'close';
     sendJson(res, error.status, dialect.errorBody(error), headers);
   }
+}
+
+/** The request's `content-length`, or null when it sent none (chunked) or an unreadable one. */
+function declaredLength(req: IncomingMessage): number | null {
+  const header = req.headers['content-length'];
+  if (header === undefined) return null;
+  const length = Number(header);
+  return Number.isSafeInteger(length) && length >= 0 ? length : null;
 }
 
 function keyOf(secret: string): string {

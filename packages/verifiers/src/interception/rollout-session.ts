@@ -11,7 +11,19 @@ export interface RolloutLimits {
   maxInputTokens?: number | null;
   maxOutputTokens?: number | null;
   maxTotalTokens?: number | null;
+  /**
+   * Bytes the rollout may record (its messages, token ids, calls and tool calls), default
+   * {@link DEFAULT_MAX_TRACE_BYTES}. A call that would pass it is refused and the trace stops with
+   * `max_trace_bytes`; calls in flight count with their request bodies. null = unlimited.
+   */
+  maxTraceBytes?: number | null;
 }
+
+/**
+ * The default per-rollout byte budget: 64 MiB, well under V8's longest string (512 Mi characters)
+ * so an episode of several such traces is still one line `--resume`, `view` and `export` read back.
+ */
+export const DEFAULT_MAX_TRACE_BYTES = 64 * 1024 * 1024;
 
 /**
  * What a {@link RolloutSession} records into and enforces: the trace, the client that answers, the
@@ -43,6 +55,12 @@ export interface HandleMeta {
   retryCount?: number;
   /** Aborts the call when the client disconnects or the run ends. */
   signal?: AbortSignal;
+  /**
+   * Size of the request body on the wire, when it came over HTTP: what the call reserves of the
+   * rollout's byte budget while in flight (an upper bound of what recording it adds). Without it,
+   * the size of the request's messages and tools is estimated.
+   */
+  bodyBytes?: number;
 }
 
 /**
@@ -74,6 +92,12 @@ export class RolloutSession {
   private sealed = false;
   /** Refused calls recorded on the trace (the rest are only counted in `calls/refused`). */
   private refusedRecorded = 0;
+  /** Bytes recorded so far (see {@link RolloutLimits.maxTraceBytes}) and reserved by calls in flight. */
+  private recordedBytes = 0;
+  private reservedBytes = 0;
+  private readonly maxTraceBytes: number | null;
+  /** Whether a token limit is set: calls then pass the limit check one at a time (see `start`). */
+  private readonly tokenLimited: boolean;
 
   constructor(options: RolloutSessionOptions) {
     this.trace = options.trace;
@@ -82,6 +106,9 @@ export class RolloutSession {
     this.sampling = options.sampling ?? {};
     this.limits = options.limits ?? {};
     this.stops = options.stops ?? [];
+    const { maxInputTokens, maxOutputTokens, maxTotalTokens, maxTraceBytes } = this.limits;
+    this.maxTraceBytes = maxTraceBytes === undefined ? DEFAULT_MAX_TRACE_BYTES : maxTraceBytes;
+    this.tokenLimited = maxInputTokens != null || maxOutputTokens != null || maxTotalTokens != null;
   }
 
   private secretValue: string | undefined;
@@ -216,14 +243,24 @@ export class RolloutSession {
     ) {
       return this.recentPromise;
     }
-    const why = this.limitReached(imposed);
+    // Token usage is known only once a call settles: with a token limit, a call that arrives while
+    // others are in flight waits for them, so every check sees the usage of every earlier call
+    // (concurrent calls cannot pass a limit together). Turns and bytes are reserved below instead.
+    if (this.tokenLimited && this.pending > 0) return this.drain().then(() => this.start(request, meta));
+    const cost = this.maxTraceBytes === null ? 0 : (meta.bodyBytes ?? requestBytes(request));
+    const why = this.limitReached(imposed, cost);
     if (why) {
       this.trace.stop(why);
-      throw new LimitError(`rollout stopped: ${why}`, { statusCode: 400 });
+      throw new LimitError(`rollout stopped: ${why}${why === 'max_trace_bytes' ? ` (${this.bytesNote(cost)})` : ''}`, {
+        statusCode: 400,
+      });
     }
     // Counted here, uncounted when `call` settles: no set of promises and no handlers per call.
+    // The check above and these reservations run in one synchronous step: calls made at once
+    // cannot all pass a limit that only one of them fits under.
     this.pending++;
-    const promise = this.call(imposed, meta);
+    this.reservedBytes += cost;
+    const promise = this.call(imposed, meta, cost);
     this.recentRequest = request;
     this.recentPromise = promise;
     return promise;
@@ -234,7 +271,7 @@ export class RolloutSession {
    * client's promise (no async frame per call); the answer arrives in the same microtask turn as
    * an awaiting frame's would.
    */
-  private call(request: ModelRequest, meta: HandleMeta): Promise<ModelResponse> {
+  private call(request: ModelRequest, meta: HandleMeta, cost: number): Promise<ModelResponse> {
     const startedAt = Date.now();
     let answer: Promise<ModelResponse>;
     try {
@@ -242,50 +279,60 @@ export class RolloutSession {
     } catch (error) {
       // A client that throws rather than rejects: recorded now, as the awaiting frame did.
       try {
-        this.failed(request, meta, startedAt, error);
+        this.failed({ request, meta, startedAt, cost }, error);
       } catch (providerError) {
         return Promise.reject(providerError);
       }
     }
     return answer.then(
-      (response) => this.answered(request, meta, startedAt, response),
-      (error: unknown) => this.failed(request, meta, startedAt, error),
+      (response) => this.answered({ request, meta, startedAt, cost }, response),
+      (error: unknown) => this.failed({ request, meta, startedAt, cost }, error),
     );
   }
 
   /** Records a call that `response` answered. */
-  private answered(request: ModelRequest, meta: HandleMeta, startedAt: number, response: ModelResponse): ModelResponse {
+  private answered(flight: CallInFlight, response: ModelResponse): ModelResponse {
+    const { request, meta, startedAt } = flight;
     if (this.closedReason !== null) {
       try {
         return this.cutOff(request, meta, startedAt);
       } finally {
-        this.settled();
+        this.settled(flight.cost);
       }
     }
     try {
       const durationMs = Date.now() - startedAt;
+      const nodesBefore = this.trace.nodes.length;
       this.trace.recordCall(request, response, { dialect: meta.dialect, startedAt, durationMs });
+      this.countRecorded(nodesBefore, flight.cost);
       this.trace.timing.model = (this.trace.timing.model ?? 0) + durationMs / 1000;
       return response;
     } catch (error) {
       // Recording failed: the call fails as it did when recording ran in the awaiting frame.
-      return this.failed(request, meta, startedAt, error, true);
+      return this.failed(flight, error, true);
     } finally {
-      this.settled();
+      this.settled(flight.cost);
     }
   }
 
   /** Records a failed call and throws the provider error it becomes. */
-  private failed(request: ModelRequest, meta: HandleMeta, startedAt: number, error: unknown, counted = false): never {
+  private failed(flight: CallInFlight, error: unknown, counted = false): never {
+    const { request, meta, startedAt } = flight;
     if (this.closedReason !== null) {
       try {
         return this.cutOff(request, meta, startedAt);
       } finally {
-        if (!counted) this.settled();
+        if (!counted) this.settled(flight.cost);
       }
     }
     try {
+      const nodesBefore = this.trace.nodes.length;
       this.trace.recordFailedCall(request, error, { dialect: meta.dialect, startedAt, durationMs: Date.now() - startedAt });
+      if (!counted) this.countRecorded(nodesBefore, flight.cost);
+      // This process's own refusal (a request that cannot be serialized, a stack overflow while
+      // recording it) is the program's error, answered 400: never a provider error, never retried.
+      const local = localError(error);
+      if (local) throw local;
       const status = statusOf(error);
       const message = (error as Error)?.message ?? String(error);
       if (status === 400 && /context|too long|maximum.*tokens/i.test(message)) this.trace.stop('context_length');
@@ -295,12 +342,65 @@ export class RolloutSession {
       this.providerError = providerError;
       throw providerError;
     } finally {
-      if (!counted) this.settled();
+      if (!counted) this.settled(flight.cost);
     }
   }
 
-  /** A call settled: wakes `drain` waiters when none is left in flight. */
-  private settled(): void {
+  /**
+   * Adds what recording a call added to the trace (the nodes from `nodesBefore` on, exactly as
+   * they serialize, and the call's record) to the bytes recorded; `cost` bounds a node that cannot
+   * be measured.
+   */
+  private countRecorded(nodesBefore: number, cost: number): void {
+    if (this.maxTraceBytes === null) return;
+    let bytes = CALL_RECORD_BYTES;
+    const nodes = this.trace.nodes;
+    for (let i = nodesBefore; i < nodes.length; i++) {
+      try {
+        bytes += JSON.stringify(nodes[i]).length;
+      } catch {
+        bytes += cost;
+      }
+    }
+    this.recordedBytes += bytes;
+  }
+
+  /**
+   * Charges `bytes` that something besides a model call records on this rollout's trace (a served
+   * tool call): false — and the trace stops with `max_trace_bytes` — when they do not fit in
+   * what is left of the budget, in which case nothing is charged and the caller records nothing.
+   */
+  chargeRecord(bytes: number): boolean {
+    if (this.maxTraceBytes !== null && this.recordedBytes + this.reservedBytes + bytes > this.maxTraceBytes) {
+      this.trace.stop('max_trace_bytes');
+      return false;
+    }
+    this.recordedBytes += bytes;
+    return true;
+  }
+
+  /** Bytes left of the rollout's byte budget (recorded and reserved bytes taken off); Infinity when unlimited. */
+  get bytesLeft(): number {
+    return this.maxTraceBytes === null ? Number.POSITIVE_INFINITY : this.maxTraceBytes - this.recordedBytes - this.reservedBytes;
+  }
+
+  /**
+   * Refuses a request of `bytes` that does not fit in {@link bytesLeft} before it is read: the
+   * trace stops with `max_trace_bytes`, and the returned error is what the program is answered.
+   */
+  refuseBytes(bytes: number): LimitError {
+    this.trace.stop('max_trace_bytes');
+    return new LimitError(`rollout stopped: max_trace_bytes (${this.bytesNote(bytes)})`, { statusCode: 400 });
+  }
+
+  /** What the byte budget looks like when a call of `cost` bytes is refused (for the error message). */
+  private bytesNote(cost: number): string {
+    return `${this.recordedBytes} bytes recorded, ${this.reservedBytes} reserved by calls in flight, this call ${cost}; the rollout's budget is ${this.maxTraceBytes} (maxTraceBytes)`;
+  }
+
+  /** A call settled: gives back its byte reservation and wakes `drain` waiters when none is left in flight. */
+  private settled(cost: number): void {
+    this.reservedBytes -= cost;
     if (--this.pending === 0 && this.idleWaiters) {
       const waiters = this.idleWaiters;
       this.idleWaiters = null;
@@ -323,10 +423,15 @@ export class RolloutSession {
   private lastCallOptions: ModelCallOptions | undefined;
   private lastSignal: AbortSignal | undefined;
 
-  private limitReached(request: ModelRequest): StopCondition | null {
+  /** The limit a call reserving `cost` bytes would pass, counting the calls in flight. */
+  private limitReached(request: ModelRequest, cost: number): StopCondition | null {
     const { maxTurns, maxInputTokens, maxOutputTokens, maxTotalTokens } = this.limits;
     if (this.trace.stopCondition && this.trace.stopCondition !== 'agent_completed') return this.trace.stopCondition;
-    if (maxTurns != null && this.trace.numTurns >= maxTurns) return 'max_turns';
+    // Every call in flight will record a turn if it succeeds: it holds one of the turns left.
+    if (maxTurns != null && this.trace.numTurns + this.pending >= maxTurns) return 'max_turns';
+    if (this.maxTraceBytes !== null && this.recordedBytes + this.reservedBytes + cost > this.maxTraceBytes) {
+      return 'max_trace_bytes';
+    }
     if (maxInputTokens != null || maxOutputTokens != null || maxTotalTokens != null) {
       const usage = this.trace.usage;
       const input = usage.promptTokens + (usage.cachedInputTokens ?? 0);
@@ -348,6 +453,46 @@ const CUT_OFF_GRACE_MS = 2000;
 /** Refused calls recorded per trace; later ones are only counted (a thief may call in a loop). */
 export const MAX_REFUSED_RECORDED = 32;
 
+/** One call between `start` and its settling: what recording and releasing it need. */
+interface CallInFlight {
+  request: ModelRequest;
+  meta: HandleMeta;
+  startedAt: number;
+  /** Bytes it reserves of the rollout's budget until it settles. */
+  cost: number;
+}
+
+/** What a call's record (model, sampling, usage, timing) adds to a trace, at most, besides its nodes. */
+const CALL_RECORD_BYTES = 1024;
+
+/**
+ * The size of a request that did not come over HTTP (an in-process call), estimated without
+ * serializing it: the characters of its texts and tool-call arguments, plus a little per message
+ * (the exact size of what it adds is counted once it is recorded).
+ */
+function requestBytes(request: ModelRequest): number {
+  let bytes = 0;
+  for (const message of request.messages) {
+    const content = message.content;
+    if (typeof content === 'string') bytes += content.length + 64;
+    else bytes += safeJsonLength(content) + 64;
+    if (message.role === 'assistant' && message.toolCalls) {
+      for (const call of message.toolCalls) bytes += call.arguments.length + call.name.length + 64;
+    }
+  }
+  if (request.tools?.length) bytes += safeJsonLength(request.tools);
+  return bytes;
+}
+
+/** The JSON length of `value`, or the longest body on the wire when it cannot be serialized. */
+function safeJsonLength(value: unknown): number {
+  try {
+    return JSON.stringify(value ?? null).length;
+  } catch {
+    return 32 * 1024 * 1024;
+  }
+}
+
 /** Secret bytes are cut from a pool refilled by one `randomBytes` call per 256 sessions (a syscall each otherwise). */
 const SECRET_BYTES = 24;
 let secretPool = Buffer.alloc(0);
@@ -360,6 +505,18 @@ function secretBytes(): Buffer {
   const bytes = secretPool.subarray(secretOffset, secretOffset + SECRET_BYTES);
   secretOffset += SECRET_BYTES;
   return bytes;
+}
+
+/** A `LimitError` as is, a `RangeError` (a stack overflow) as a `LimitError`, anything else null. */
+function localError(error: unknown): LimitError | null {
+  if (LimitError.isInstance(error)) return error;
+  if (error instanceof RangeError) {
+    return new LimitError(`the request could not be processed (${error.message}): a message or tool schema nests too deeply`, {
+      cause: error,
+      statusCode: 400,
+    });
+  }
+  return null;
 }
 
 function statusOf(error: unknown): number | undefined {

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { MalformedReplyError } from '../errors/malformed-reply-error.ts';
-import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
+import { ConfigError, LimitError, ProviderError } from '../errors/troupe-error.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../wire/openai-chat.ts';
 import { isChatCompletion } from '../wire/openai-chat-quick.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
@@ -95,13 +95,16 @@ export class OpenAICompatibleClient implements ModelClient {
       { ...request, model, sampling: { ...this.options.sampling, ...request.sampling } },
       { logprobs: this.options.logprobs, returnTokenIds: this.options.returnTokenIds },
     );
+    // Serialized once, before any attempt: a body that cannot be (a tool schema nested past the
+    // stack) is the caller's request, refused locally — never retried, never a provider error.
+    const text = this.completionsUrl ? serializeRequest(body) : null;
     let attempts = 0;
     try {
       return await withRetry(
         async () => {
           attempts++;
           const reply: unknown = this.completionsUrl
-            ? await postJson(this.completionsUrl, JSON.stringify(body), {
+            ? await postJson(this.completionsUrl, text as string, {
                 headers: this.postHeaders,
                 signal: options.signal,
                 timeoutMs: this.options.timeoutMs ?? 600_000,
@@ -122,6 +125,7 @@ export class OpenAICompatibleClient implements ModelClient {
       );
     } catch (error) {
       if (options.signal?.aborted) throw error;
+      if (error instanceof RangeError) throw unserializable(error);
       throw toProviderError(error, attempts, this.options.baseUrl);
     }
   }
@@ -172,8 +176,27 @@ function defaultFetch(): typeof fetch {
   return sharedFetch;
 }
 
+/** `JSON.stringify(body)`, or a local `LimitError` (400) when it cannot be serialized. */
+function serializeRequest(body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw unserializable(error);
+  }
+}
+
+/** The local error of a request that cannot be serialized (nesting past the stack, a cycle). */
+function unserializable(error: unknown): LimitError {
+  return new LimitError(
+    `the request cannot be serialized (${(error as Error)?.message ?? String(error)}): a message or tool schema nests too deeply`,
+    { cause: error, statusCode: 400 },
+  );
+}
+
 function classify(error: unknown): RetryDecision {
   if (error instanceof OpenAI.APIUserAbortError) return { retry: false };
+  // A stack overflow (or another RangeError) is this process's own failure: retrying repeats it.
+  if (error instanceof RangeError) return { retry: false };
   if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
     if (!isRetryableStatus(error.status)) return { retry: false };
     const after = retryAfterMs(error.headers ?? null);

@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
@@ -25,6 +26,75 @@ describe('serveToolsHttp', () => {
       const bad = await client.callTool({ name: 'add', arguments: { a: 'x' } });
       expect(bad.isError).toBe(true);
       expect(served.calls).toEqual([{ name: 'add', args: { a: 2, b: 40 }, result: '42', isError: false }]);
+    } finally {
+      await client.close();
+      await served.close();
+    }
+  });
+
+  it('refuses requests without the key, with a wrong key, a foreign Host or a foreign Origin; no tool runs', async () => {
+    let ran = 0;
+    const counted = defineTool({ ...add, handler: ({ a, b }) => String(++ran && a + b) });
+    const served = await serveToolsHttp([counted], { key: 'rollout-key' });
+    const url = new URL(served.url);
+    const port = Number(url.port);
+    const call = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'add', arguments: { a: 1, b: 2 } },
+    });
+    const send = (path: string, headers: Record<string, string> = {}) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port,
+            path,
+            method: 'POST',
+            headers: {
+              host: `127.0.0.1:${port}`,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              ...headers,
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end(call);
+      });
+    try {
+      expect(url.pathname).toBe('/mcp/rollout-key');
+      expect(await send('/mcp')).toBe(401);
+      expect(await send('/mcp/not-the-key')).toBe(401);
+      expect(await send('/mcp', { authorization: 'Bearer not-the-key' })).toBe(401);
+      expect(await send('/mcp/rollout-key', { host: `evil.example:${port}` })).toBe(403);
+      expect(await send('/mcp/rollout-key', { host: '127.0.0.1:1' })).toBe(403);
+      expect(await send('/mcp/rollout-key', { origin: 'http://evil.example' })).toBe(403);
+      expect(ran).toBe(0);
+      expect(served.calls).toEqual([]);
+      // The key in the path, or as a bearer token, with a loopback Host (and Origin) is served.
+      expect(await send('/mcp/rollout-key', { origin: `http://127.0.0.1:${port}` })).toBe(200);
+      expect(await send('/mcp', { authorization: 'Bearer rollout-key', host: `localhost:${port}` })).toBe(200);
+      expect(ran).toBe(2);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('answers a call whose record does not fit the rollout budget with an error, recording nothing', async () => {
+    const served = await serveToolsHttp([add], { charge: (bytes) => bytes < 10 });
+    const client = new Client({ name: 'test', version: '0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(served.url)));
+      const out = await client.callTool({ name: 'add', arguments: { a: 2, b: 40 } });
+      expect(out.isError).toBe(true);
+      expect(JSON.stringify(out.content)).toContain('max_trace_bytes');
+      expect(served.calls).toEqual([]);
     } finally {
       await client.close();
       await served.close();

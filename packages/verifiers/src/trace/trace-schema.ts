@@ -129,8 +129,8 @@ export const RewardSchema = z.object({
 export type Reward = z.infer<typeof RewardSchema>;
 
 /**
- * Why a trace stopped: the agent finished, the simulated user closed the conversation, a turn or
- * token limit was reached, the context was full, a stage timed out, or an error. Envs may add
+ * Why a trace stopped: the agent finished, the simulated user closed the conversation, a turn,
+ * token or byte limit was reached, the context was full, a stage timed out, or an error. Envs may add
  * their own (see {@link StopCondition}).
  */
 export const STOP_CONDITIONS = [
@@ -140,6 +140,7 @@ export const STOP_CONDITIONS = [
   'max_input_tokens',
   'max_output_tokens',
   'max_total_tokens',
+  'max_trace_bytes',
   'context_length',
   'timeout',
   'error',
