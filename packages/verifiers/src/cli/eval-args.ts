@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { parseShard, type Shard } from '../eval/shard.ts';
+import { assertSavedModulesPassedAgain } from '../util/config-keys.ts';
 import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from './eval-config.ts';
 import { hasRoleFlags, type RoleFlags } from './resolve-env.ts';
 
@@ -87,6 +88,13 @@ export function buildConfig(args: string[]): BuiltConfig {
   const raw = baseConfig(values);
   const overrides = flagOverrides(values);
   for (const [path, value] of overrides) if (value !== undefined) setPath(raw, path, value);
+  if (values.resume) {
+    // Modules come from what the user passes now, never from the run directory's config.json.
+    const passed: Record<string, unknown> = values.config ? readConfigFile(values.config) : {};
+    for (const [path, value] of overrides) if (value !== undefined) setPath(passed, path, value);
+    const saved = readConfigFile(join(values.resume, 'config.json'));
+    assertSavedModulesPassedAgain({ saved, passed, command: `--resume ${values.resume}` });
+  }
   applySets(raw, values.set ?? []);
   applyDefaults(raw);
   const roleFlags = roleFlagsOf(values);

@@ -8,6 +8,7 @@ import { PriceTableSchema } from '../eval/pricing.ts';
 import { formatReplayReport, replayRun } from '../eval/replay.ts';
 import { formatSummary } from '../eval/summary.ts';
 import type { Task } from '../task/task.ts';
+import { assertSavedModulesPassedAgain } from '../util/config-keys.ts';
 import { deepMerge, readConfigFile } from './eval-config.ts';
 import { makeClient } from './make-client.ts';
 
@@ -54,7 +55,10 @@ export async function replayCommand(args: string[]): Promise<number> {
   if (!Number.isInteger(numRescores) || numRescores < 1)
     throw new ConfigError(`--num-rescores must be a positive integer, got ${JSON.stringify(values['num-rescores'])}`);
   const override = values.config ? readConfigFile(values.config) : {};
-  const merged = deepMerge(savedConfig(sourceDir), override) as Record<string, unknown>;
+  const saved = savedConfig(sourceDir);
+  // A run directory is data: its modules (rewards, tasksets, an env file) are loaded only when --config names them now.
+  assertSavedModulesPassedAgain({ saved, passed: override, command: `troupe replay ${sourceDir}` });
+  const merged = deepMerge(saved, override) as Record<string, unknown>;
   const model = values.model ?? (typeof merged.model === 'string' ? merged.model : undefined);
   if (!model) throw new ConfigError('troupe replay: the run names no model; give the judges one with -m/--model');
   const client = judgeClientConfig(merged, values);

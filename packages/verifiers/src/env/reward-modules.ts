@@ -91,9 +91,14 @@ export interface PluggedScorers {
  * Imports a user module by path or package name: `.mjs` / `.js` with plain `import()`, a `.ts` /
  * `.mts` file through tsx's `tsImport` (the same loader `--env ./my-env.ts` uses; scoped to that
  * import). A `.ts` file outside a `"type": "module"` package loads as CommonJS, its exports under
- * `default`: they are lifted.
+ * `default`: they are lifted. A URL (`data:`, `http:`, `file:`, any scheme) is refused.
  */
 export async function importUserModule(specifier: string, baseDir: string): Promise<Record<string, unknown>> {
+  // A module is a file or an installed package: a `data:` or remote URL would run whatever a config names.
+  if (/^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(specifier) && !isAbsolute(specifier))
+    throw new ConfigError(
+      `module ${JSON.stringify(specifier.slice(0, 80))}: a URL is refused; name a file path or an installed package`,
+    );
   const isPath = specifier.startsWith('.') || isAbsolute(specifier);
   const file = isPath ? resolve(baseDir, specifier) : undefined;
   if (file && !existsSync(file)) throw new ConfigError(`module ${specifier} not found (no file ${file})`);

@@ -1,17 +1,20 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { buildConfig } from '../cli/eval-args.ts';
 import { readConfigFile } from '../cli/eval-config.ts';
 import { singleAgentEnv } from '../env/builtin/single-agent/single-agent-env.ts';
 import { Env } from '../env/env.ts';
+import { importUserModule } from '../env/reward-modules.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import type { ModelClient } from '../model/model-client.ts';
 import { arithmeticTaskset } from '../task/arithmetic.ts';
 import { loadViewerRun } from '../viewer/run-directory.ts';
 import { serveRun } from '../viewer/serve-run.ts';
 import { runEval } from './eval-runner.ts';
+import { replayRun } from './replay.ts';
 import { REJECTED_TRACES_FILE } from './resume-file.ts';
 import { readEpisodes } from './traces-file.ts';
 
@@ -150,5 +153,48 @@ describe('config files', () => {
       );
     }
     expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+  });
+});
+
+describe('run directories are data, never code', () => {
+  /** A reward module that would leave a marker file if it ever ran. */
+  const planted = (marker: string) =>
+    `data:text/javascript,import('node:fs').then((f)=>f.writeFileSync(${JSON.stringify(marker)},'ran'));export const r=()=>1;`;
+
+  async function runWithPlantedConfig() {
+    const outDir = fresh();
+    await evalRun(outDir, false);
+    const marker = join(outDir, 'marker');
+    // As `troupe eval` saves it, with a reward module someone planted.
+    const saved = {
+      model: 'calc',
+      env: { id: 'single-agent', agent: { harness: 'null', rewards: [{ module: planted(marker), export: 'r' }] } },
+    };
+    writeFileSync(join(outDir, 'config.json'), JSON.stringify(saved));
+    return { outDir, marker };
+  }
+
+  it("replay refuses a module named by the run's config.json, naming it, and never imports it", async () => {
+    const { outDir, marker } = await runWithPlantedConfig();
+    await expect(replayRun({ sourceDir: outDir, client: solverClient(), model: 'calc' })).rejects.toThrow(
+      /replay .*: the run's config.json names module "data:text\/javascript,.*" \(env.agent.rewards.0.module\); a run directory is data .* pass that config again with --config/,
+    );
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('eval --resume refuses the same, and accepts the module when --config names it again', async () => {
+    const { outDir, marker } = await runWithPlantedConfig();
+    expect(() => buildConfig(['--resume', outDir])).toThrow(
+      /--resume .*: the run's config.json names module "data:text\/javascript/,
+    );
+    const again = join(fresh(), 'again.json');
+    writeFileSync(again, readFileSync(join(outDir, 'config.json')));
+    // Named now by the user: past this check (the URL itself is then refused where modules load).
+    expect(() => buildConfig(['--resume', outDir, '--config', again])).not.toThrow(/a run directory is data/);
+    await expect(importUserModule(planted(marker), outDir)).rejects.toThrow(
+      /a URL is refused; name a file path or an installed package/,
+    );
+    await expect(importUserModule('https://example.com/reward.mjs', outDir)).rejects.toThrow(/a URL is refused/);
+    expect(existsSync(marker)).toBe(false);
   });
 });

@@ -8,7 +8,9 @@ import type { ModelClient } from '../model/model-client.ts';
 import { scoreTrace } from '../task/scoring.ts';
 import { Task } from '../task/task.ts';
 import { Episode } from '../trace/episode.ts';
+import { readRunFileText } from '../trace/run-file.ts';
 import { Trace } from '../trace/trace.ts';
+import { assertSavedModulesPassedAgain, rejectPrototypeKeys } from '../util/config-keys.ts';
 import { writeFileAtomic } from './eval-runner.ts';
 import { judgeCallsOf, type PriceTable } from './pricing.ts';
 import { type EvalSummary, summarize } from './summary.ts';
@@ -251,7 +253,12 @@ function readSource(options: ReplayOptions) {
   if (!Number.isInteger(numRescores) || numRescores < 1)
     throw new ConfigError(`--num-rescores must be a positive integer, got ${numRescores}`);
   const savedConfigPath = join(sourceDir, 'config.json');
-  const saved = existsSync(savedConfigPath) ? (JSON.parse(readFileSync(savedConfigPath, 'utf8')) as Record<string, unknown>) : {};
+  const saved = existsSync(savedConfigPath)
+    ? (JSON.parse(readRunFileText(savedConfigPath) ?? '{}') as Record<string, unknown>)
+    : {};
+  rejectPrototypeKeys(saved, savedConfigPath);
+  // Modules come from the config passed now (--config), never from the run directory's config.json.
+  assertSavedModulesPassedAgain({ saved, passed: options.config ?? {}, command: `replay ${options.sourceDir}` });
   const config = deepMerge(saved, options.config ?? {}) as Record<string, unknown>;
   const { replay: _previous, ...configWithoutReplay } = config;
   const envConfig = (configWithoutReplay.env ?? {}) as Record<string, unknown>;

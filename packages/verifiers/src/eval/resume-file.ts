@@ -1,7 +1,7 @@
 import { closeSync, constants, fsyncSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { openRunFile } from '../trace/run-file.ts';
+import { MAX_RUN_FILE_LINE_BYTES, openRunFile } from '../trace/run-file.ts';
 
 /** Bytes copied at a time. */
 const CHUNK_BYTES = 1 << 20;
@@ -21,7 +21,8 @@ export interface RejectedLine {
  * Rewrites `traces.jsonl` at `path` to the byte ranges `keep` (copied, never re-serialised, so
  * any size works) and first appends every line of `rejected` to `traces.rejected.jsonl` beside it,
  * one JSON object per line: `{"line", "reason", "rejectedAt", "text"}` with the original line as
- * `text`. Nothing a resume cannot read is deleted. The rejected file is fsynced before the new
+ * `text` (a line too long for one string goes to `traces.rejected-line-<n>-<ms>.bin`, named as
+ * `file`, with its `bytes`). Nothing a resume cannot read is deleted. The rejected file is fsynced before the new
  * traces file (a temp file, fsynced) is renamed over the old one.
  */
 export function compactTracesFile(options: {
@@ -41,7 +42,25 @@ export function compactTracesFile(options: {
       try {
         const rejectedAt = new Date().toISOString();
         for (const line of options.rejected) {
-          writeAll(out, `{"line":${line.line},"reason":${JSON.stringify(line.reason)},"rejectedAt":"${rejectedAt}","text":"`);
+          const head = `{"line":${line.line},"reason":${JSON.stringify(line.reason)},"rejectedAt":"${rejectedAt}"`;
+          if (line.end - line.start > MAX_RUN_FILE_LINE_BYTES) {
+            // Too long for a JSON string anyone could read back: its bytes go to a file of their own.
+            const name = `traces.rejected-line-${line.line}-${Date.now()}.bin`;
+            const raw = openSync(
+              join(dirname(options.path), name),
+              constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+              0o644,
+            );
+            try {
+              copyRange({ from: source, to: raw, start: line.start, end: line.end, escape: false });
+              fsyncSync(raw);
+            } finally {
+              closeSync(raw);
+            }
+            writeAll(out, `${head},"bytes":${line.end - line.start},"file":${JSON.stringify(name)}}\n`);
+            continue;
+          }
+          writeAll(out, `${head},"text":"`);
           copyRange({ from: source, to: out, start: line.start, end: line.end, escape: true });
           writeAll(out, '"}\n');
         }

@@ -18,3 +18,46 @@ export function rejectPrototypeKeys(value: unknown, where: string): void {
   };
   walk(value, []);
 }
+
+/** A module a config names: where (`env.player.rewards.0.module`) and the specifier. */
+export interface NamedModule {
+  path: string;
+  module: string;
+}
+
+/** Is `ref` an env module path rather than a registry id or package (`./x.ts`, `/abs/x.mjs`, `x.js`)? */
+function isModulePath(ref: string): boolean {
+  return ref.startsWith('.') || ref.startsWith('/') || /\.(m|c)?[jt]s$/.test(ref) || /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(ref);
+}
+
+/** Every module a config names: each string `module` field at any depth, and `env.id` when it is a module path. */
+export function modulesNamed(config: unknown): NamedModule[] {
+  const found: NamedModule[] = [];
+  const walk = (node: unknown, path: string[]) => {
+    if (typeof node !== 'object' || node === null) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'module' && typeof value === 'string') found.push({ path: [...path, key].join('.'), module: value });
+      else walk(value, [...path, key]);
+    }
+  };
+  walk(config, []);
+  const env = (config as { env?: { id?: unknown } } | null)?.env;
+  if (typeof env?.id === 'string' && isModulePath(env.id)) found.push({ path: 'env.id', module: env.id });
+  return found;
+}
+
+/**
+ * A run directory is data, never code: refuses (a `ConfigError` naming the module and where it
+ * is) when the saved `config.json` of the run at `runDir` names a module that the config passed
+ * now (`--config`, `--env`) does not name at the same place. `command` is how the refusal starts
+ * (`--resume <dir>`, `replay <dir>`).
+ */
+export function assertSavedModulesPassedAgain(options: { saved: unknown; passed: unknown; command: string }): void {
+  const passed = new Map(modulesNamed(options.passed).map((m) => [m.path, m.module]));
+  for (const { path, module } of modulesNamed(options.saved)) {
+    if (passed.get(path) === module) continue;
+    throw new ConfigError(
+      `${options.command}: the run's config.json names module ${JSON.stringify(module)} (${path}); a run directory is data and its modules are not loaded from it: pass that config again with --config <file>${path === 'env.id' ? ` (or --env ${module})` : ''}`,
+    );
+  }
+}
