@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,6 +108,28 @@ describe('troupe rerun --swap (counterfactual seat replay)', () => {
     expect(malformed.stderr).toMatch(/--swap: expected ROLE=MODEL/);
     const help = await troupe(['rerun', '--help']);
     expect(help.stdout).toMatch(/--swap ROLE=MODEL/);
+    expect(readdirSync(outputs)).toEqual(['source']);
+  }, 60_000);
+
+  it("refuses a module named by the run's config.json unless --config names it again, and never imports it", async () => {
+    const outputs = mkdtempSync(join(tmpdir(), 'troupe-rerun-planted-'));
+    const source = join(outputs, 'source');
+    expect(
+      (await troupe(['eval', '-n', '1', '--harness', 'null', '-m', 'm', '-b', server.baseUrl, '--run-dir', source])).code,
+    ).toBe(0);
+    // Someone rewrites the run's config.json to name a reward module that would leave a marker.
+    const marker = join(outputs, 'ran');
+    const module = `data:text/javascript,import('node:fs').then((f)=>f.writeFileSync(${JSON.stringify(marker)},'ran'));export const r=()=>1;`;
+    const configPath = join(source, 'config.json');
+    const config = JSON.parse(readFileSync(configPath, 'utf8'));
+    config.env = { ...config.env, agent: { ...config.env?.agent, rewards: [{ module, export: 'r' }] } };
+    writeFileSync(configPath, JSON.stringify(config));
+    const refused = await troupe(['rerun', source, '--swap', 'agent=other']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /troupe rerun .*: the run's config.json names module "data:text\/javascript,.*" \(env.agent.rewards.0.module\); a run directory is data/,
+    );
+    expect(existsSync(marker)).toBe(false);
     expect(readdirSync(outputs)).toEqual(['source']);
   }, 60_000);
 });

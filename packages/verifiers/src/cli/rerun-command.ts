@@ -6,7 +6,8 @@ import { ConfigError } from '../errors/troupe-error.ts';
 import { writeFileAtomic } from '../eval/eval-runner.ts';
 import { readEpisodes } from '../eval/traces-file.ts';
 import type { Episode } from '../trace/episode.ts';
-import { readConfigFile, setPath } from './eval-config.ts';
+import { assertSavedModulesPassedAgain } from '../util/config-keys.ts';
+import { deepMerge, readConfigFile, setPath } from './eval-config.ts';
 
 /** `troupe rerun --help`. */
 export const RERUN_HELP = `troupe rerun <run-dir> --swap ROLE=MODEL [options]
@@ -20,6 +21,9 @@ directory whose rerun.json names the source run, the swap and the differences.
 
 Options:
       --swap ROLE=MODEL  the role whose seat changes and the model name it gets (required)
+  -f, --config FILE      TOML/JSON merged over the run's config.json; required when that config
+                         names a module (an env, a reward): a run directory is data, and the
+                         modules it names are loaded only when this config names them again
   -b, --base-url URL     endpoint of the swapped seat (default: the seat's recorded endpoint)
       --api-key-var NAME environment variable with the swapped seat's API key
       --run-dir DIR      the new run directory (default <source>--rerun-<role>-<model>)
@@ -101,6 +105,7 @@ export function formatDifferences(differences: RoleDifference[]): string {
 /** The flags of `troupe rerun` (described in `RERUN_HELP`). */
 const RERUN_OPTIONS = {
   swap: { type: 'string' },
+  config: { type: 'string', short: 'f' },
   'base-url': { type: 'string', short: 'b' },
   'api-key-var': { type: 'string' },
   'run-dir': { type: 'string' },
@@ -127,7 +132,10 @@ export async function rerunCommand(args: string[], runEval: (args: string[]) => 
   const { role, model } = parseSwap(values.swap);
   const source = readSourceEpisodes(sourceDir, role);
 
-  const config = readConfigFile(join(sourceDir, 'config.json'));
+  const saved = readConfigFile(join(sourceDir, 'config.json'));
+  const override = values.config ? readConfigFile(values.config) : {};
+  assertSavedModulesPassedAgain({ saved, passed: override, command: `troupe rerun ${sourceDir}` });
+  const config = deepMerge(saved, override) as Record<string, unknown>;
   setPath(config, `env.${role}.model`, model);
   if (values['base-url']) setPath(config, `env.${role}.client.baseUrl`, values['base-url']);
   if (values['api-key-var']) setPath(config, `env.${role}.client.apiKeyVar`, values['api-key-var']);
