@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerHarness, registerRuntime } from '../../../src/agent/plugins.ts';
@@ -33,6 +33,8 @@ export interface HostileEvalOptions extends HostileProgramShape {
   interception?: InterceptionServerOptions;
   /** The agent's turn limit (`agent.maxTurns`). */
   maxTurns?: number;
+  /** Keep the run directory (default: removed once read back). */
+  keepOutDir?: boolean;
 }
 
 /** One episode of the run as `traces.jsonl` holds it. */
@@ -179,6 +181,7 @@ export async function runHostileEval(options: HostileEvalOptions): Promise<Hosti
       errors: [...episode.errors, ...(trace?.errors ?? [])].map((e) => `${e.type}: ${e.message.slice(0, 160)}`),
     };
   });
+  if (!options.keepOutDir) rmSync(outDir, { recursive: true, force: true });
   const seen = new Set(outcomes.map((o) => o.key));
   const budget = (interception as { bodyBudget?: { capacity: number; peak: number } } | undefined)?.bodyBudget;
   return {
