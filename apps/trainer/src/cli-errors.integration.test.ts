@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
@@ -10,12 +10,14 @@ function trainer(args: string[]): Promise<NodeProcessResult> {
   return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], { cwd: resolve(import.meta.dirname, '..') });
 }
 
-describe('trainer CLI errors', () => {
+describe('trainer CLI: errors, exit codes and the run directory', () => {
   it('answers --help with the usage and exit 0', async () => {
-    for (const args of [['--help'], ['train', '--help'], ['eval', '-h']]) {
+    for (const args of [['--help'], ['train', '--help'], ['kuhn-eval', '-h'], ['crossplay', '--help']]) {
       const result = await trainer(args);
       expect(result.code).toBe(0);
-      expect(result.stdout).toContain('usage: pnpm trainer');
+      expect(result.stdout).toMatch(/^troupe train — [\s\S]*\nUsage:\n[\s\S]*\nTrain options:\n[\s\S]*\nExit codes:\n/);
+      for (const flag of ['--config', '--run-dir', '--resume', '--clean', '--set', '--dry-run', '--time-budget'])
+        expect(result.stdout).toContain(flag);
     }
   });
 
@@ -29,7 +31,7 @@ describe('trainer CLI errors', () => {
       out,
     ]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^trainer: maxSteps: /);
+    expect(result.stderr).toMatch(/^troupe: maxSteps: /);
     expect(result.stderr).not.toMatch(/ZodError|\n\s+at /);
     expect(existsSync(out)).toBe(false);
   });
@@ -38,7 +40,7 @@ describe('trainer CLI errors', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
     const bad = await trainer(['train', '--time-budget', 'soon', '--out', out]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^trainer: --time-budget: .*"soon"/);
+    expect(bad.stderr).toMatch(/^troupe: --time-budget: .*"soon"/);
     expect(existsSync(out)).toBe(false);
     const good = await trainer(['train', '--time-budget', '5m', '--dry-run']);
     expect(good.code).toBe(0);
@@ -49,7 +51,7 @@ describe('trainer CLI errors', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
     const result = await trainer(['train', '--algorithm', 'ppo', '--out', out]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^trainer: train\.source\[0\]\.algorithm\.type: unknown algorithm 'ppo'.*rae/);
+    expect(result.stderr).toMatch(/^troupe: train\.source\[0\]\.algorithm\.type: unknown algorithm 'ppo'.*rae/);
     expect(result.stderr).not.toMatch(/invalid_union/);
     expect(existsSync(out)).toBe(false);
   });
@@ -59,7 +61,7 @@ describe('trainer CLI errors', () => {
     writeFileSync(join(dir, 'run.toml'), 'max_steps = 3\n[[train.source]]\nenv = "kuhn-poker"\nratio = -2\n');
     const result = await trainer(['train', '--config', join(dir, 'run.toml'), '--out', join(dir, 'run')]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^trainer: train\.source\[0\]\.ratio: /);
+    expect(result.stderr).toMatch(/^troupe: train\.source\[0\]\.ratio: /);
     expect(existsSync(join(dir, 'run'))).toBe(false);
   });
 
@@ -90,6 +92,42 @@ describe('trainer CLI errors', () => {
   it('rejects an unknown flag with exit 2 and the usage', async () => {
     const result = await trainer(['train', '--nope']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/Unknown option '--nope'[\s\S]*usage: pnpm trainer/);
+    expect(result.stderr).toMatch(/^troupe: Unknown option '--nope'[\s\S]*see troupe train --help/);
+  });
+
+  it('says a misspelt command is unknown (exit 2) and a missing --config file is a clean exit 2', async () => {
+    const misspelt = await trainer(['trian']);
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stderr).toMatch(/^troupe: unknown command "trian"/);
+    const dir = mkdtempSync(join(tmpdir(), 'trainer-cli-'));
+    const missing = await trainer(['train', '--config', join(dir, 'nope.toml'), '--run-dir', join(dir, 'run')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^troupe: --config: file .*nope\.toml does not exist/);
+    expect(missing.stderr).not.toMatch(/ENOENT|\n\s+at /);
+    expect(existsSync(join(dir, 'run'))).toBe(false);
+  });
+
+  it('refuses a --run-dir that holds a run without --resume or --clean, --clean with --resume, and --clean of a folder that holds no run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'trainer-cli-'));
+    const run = join(dir, 'run');
+    mkdirSync(run);
+    writeFileSync(join(run, 'metrics.jsonl'), '{"step":1}\n');
+    const again = await trainer(['train', '--run-dir', run]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/^troupe: --run-dir: .* already holds a run \(--resume continues it; --clean replaces it\)/);
+    const both = await trainer(['train', '--out', run, '--resume', '--clean']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/^troupe: --clean: refused with --resume/);
+    const other = join(dir, 'other');
+    mkdirSync(other);
+    writeFileSync(join(other, 'notes.txt'), 'mine');
+    const cleanOther = await trainer(['train', '--run-dir', other, '--clean']);
+    expect(cleanOther.code).toBe(2);
+    expect(cleanOther.stderr).toMatch(/^troupe: --clean: .* holds no training run/);
+    expect(readFileSync(join(other, 'notes.txt'), 'utf8')).toBe('mine');
+    expect(readFileSync(join(run, 'metrics.jsonl'), 'utf8')).toBe('{"step":1}\n');
+    const resumeNothing = await trainer(['train', '--run-dir', join(dir, 'absent'), '--resume']);
+    expect(resumeNothing.code).toBe(2);
+    expect(resumeNothing.stderr).toMatch(/^troupe: --resume: .*absent does not exist/);
   });
 });

@@ -1,7 +1,5 @@
-import { isAbsolute, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { TrainingHooks } from '@troupe/prime-rl/orchestrator';
-import { type EnvDefinition, envIds, kuhnPokerEnv, loadEnvDefinition, registerEnv } from '@troupe/verifiers';
+import { ConfigError, type EnvDefinition, envIds, importEnv, kuhnPokerEnv, registerEnv } from '@troupe/verifiers';
 import { RunConfigError } from './run-config.ts';
 
 /** An env definition with the training hooks its module declares. */
@@ -10,48 +8,25 @@ export interface ResolvedEnv {
   training?: TrainingHooks;
 }
 
-function isDefinition(value: unknown): value is EnvDefinition<string, Record<string, unknown>> {
-  const v = value as { id?: unknown; roles?: unknown; run?: unknown } | null;
-  return !!v && typeof v.id === 'string' && typeof v.roles === 'object' && typeof v.run === 'function';
-}
-
-function fromModule(module: Record<string, unknown>, ref: string, field: string): ResolvedEnv {
-  const candidates = [module.default, module.env, ...Object.values(module)];
-  const definition = candidates.find(isDefinition);
-  if (!definition)
-    throw new RunConfigError(`${field}: module ${ref} exports no env definition (an object with id, roles and run)`);
-  const training = (module.training ?? (definition as { training?: unknown }).training) as TrainingHooks | undefined;
-  return { definition, ...(training ? { training } : {}) };
-}
-
 /**
- * Resolves a source's `env`: a module path (`./envs/my-env.ts`, relative to `baseDir`), a
- * registry id, or an `@troupe/env-<id>` package. The module's `training` export (or the
- * definition's `training`) carries its training hooks.
+ * Resolves a source's `env` with the loader `troupe eval` uses (`importEnv`): a registry id, a
+ * module file (`./envs/my-env.ts`, `.mts`, `.mjs`, `.js`; relative to `baseDir`), or an installed
+ * package (`@troupe/env-<id>`, or a package named in full). The module's `training` export (or the
+ * definition's `training`) carries its training hooks. Errors name the field; the module's own
+ * error stays the `cause`.
  */
 export async function resolveEnv(ref: string, options: { baseDir: string; field: string }): Promise<ResolvedEnv> {
   if (!envIds().includes('kuhn-poker')) registerEnv('kuhn-poker', async () => kuhnPokerEnv as never);
-  if (ref.startsWith('.') || isAbsolute(ref) || /\.(m?[jt]s)$/.test(ref)) {
-    const path = isAbsolute(ref) ? ref : resolve(options.baseDir, ref);
-    let module: Record<string, unknown>;
-    try {
-      module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-    } catch (error) {
-      throw new RunConfigError(`${options.field}: cannot load env module ${path}: ${(error as Error).message}`);
-    }
-    return fromModule(module, path, options.field);
-  }
-  if (envIds().includes(ref)) {
-    const definition = await loadEnvDefinition(ref);
-    const training = (definition as { training?: TrainingHooks }).training;
-    return { definition, ...(training ? { training } : {}) };
-  }
-  const pkg = ref.startsWith('@') ? ref : `@troupe/env-${ref}`;
+  let imported: Awaited<ReturnType<typeof importEnv>>;
   try {
-    return fromModule((await import(pkg)) as Record<string, unknown>, pkg, options.field);
+    imported = await importEnv(ref, { baseDir: options.baseDir });
   } catch (error) {
-    throw new RunConfigError(
-      `${options.field}: env ${JSON.stringify(ref)} is not a registry id (${envIds().join(', ')}), nor an installed package ${pkg} (${(error as Error).message.split('\n')[0]}), nor a module path`,
-    );
+    if (!ConfigError.isInstance(error)) throw error;
+    throw new RunConfigError(`${options.field}: ${error.message.replace(/^env(\.id)? /, '')}`, {
+      ...(error.cause !== undefined ? { cause: error.cause } : {}),
+    });
   }
+  const { definition, module } = imported;
+  const training = (module?.training ?? (definition as { training?: unknown }).training) as TrainingHooks | undefined;
+  return { definition, ...(training ? { training } : {}) };
 }

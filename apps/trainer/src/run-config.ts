@@ -103,6 +103,12 @@ export const PolicySectionSchema = z
     maxTokens: z.number().int().positive().default(1),
     maxBatch: z.number().int().positive().default(512),
     maxWaitMs: z.number().min(0).default(0),
+    /**
+     * The onnxruntime that serves the embedded policy: `auto` (default) runs onnxruntime-node when it
+     * is installed (native, faster; `npm install onnxruntime-node`), else onnxruntime-web (WebAssembly,
+     * installed with @troupe/trainer, no download at install time).
+     */
+    onnxRuntime: z.enum(['auto', 'onnxruntime-node', 'onnxruntime-web']).default('auto'),
   })
   .strict();
 
@@ -133,6 +139,11 @@ export const RunConfigSchema = z
     maxOffPolicySteps: z.number().int().nonnegative().default(8),
     filterZeroAdvantages: z.boolean().default(true),
     checkpointEvery: z.number().int().nonnegative().default(25),
+    /**
+     * Stop the run (exit 4) after this many consecutive steps in which every episode failed; a first
+     * step whose every episode failed stops it at once.
+     */
+    stopAfterFailedSteps: z.number().int().positive().default(5),
     /** Append every N-th step's scored episodes to `<out>/traces.jsonl` for `troupe view` (0 = never). */
     tracesEvery: z.number().int().nonnegative().default(0),
     /** Steps whose checkpoint is also kept, as `checkpoint-step-<N>/` (e.g. `[100, 300, 700]` for cross-play). */

@@ -68,6 +68,37 @@ describe('train (Kuhn poker, the default config, through the orchestrator)', () 
     expect((await readMetrics(out)).map((m) => m.step)).toEqual([1, 2, 3]);
   });
 
+  it('trains on onnxruntime-web (the engine a plain npm install has) and says which runtime served the policy', async () => {
+    const out = await tempDir();
+    const lines: string[] = [];
+    const result = await train({
+      config: await tinyKuhn(['policy.onnx_runtime=onnxruntime-web']),
+      out,
+      log: (line) => lines.push(line),
+    });
+    expect(result.steps).toBe(2);
+    expect(result.episodes).toBe(8);
+    expect(lines.find((l) => l.startsWith('trainer:'))).toContain('inference: onnxruntime-web (1 thread)');
+    expect((await readMetrics(out)).map((m) => m.step)).toEqual([1, 2]);
+  });
+
+  it('stops at the first step when every episode fails (a frozen seat on an endpoint that is down), naming it; writes no checkpoint', async () => {
+    const out = await tempDir();
+    const error = (await train({
+      config: await tinyKuhn(['train.source.0.roles.player1={"model":{"base_url":"http://127.0.0.1:9/v1","name":"gone"}}']),
+      out,
+      clean: true,
+    }).catch((e: unknown) => e)) as Error & { step?: number };
+    expect(error.name).toBe('TrainingStoppedError');
+    expect(error.step).toBe(1);
+    expect(error.message).toMatch(
+      /every episode of the run's first step \(1\) failed \(4 of 4\); first error \(source kuhn-poker, role player1, stage agent\): ProviderError/,
+    );
+    expect(error.message).toContain('http://127.0.0.1:9/v1');
+    expect(existsSync(join(out, 'checkpoint'))).toBe(false);
+    expect((await readMetrics(out)).map((m) => m.step)).toEqual([1]);
+  });
+
   it('never sends a trainable=false role or a role bound to a frozen checkpoint to the trainer', async () => {
     const first = await tempDir();
     await train({ config: await tinyKuhn(), out: first });

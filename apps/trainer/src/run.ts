@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createAlgorithm } from '@troupe/prime-rl';
 import {
@@ -20,6 +20,7 @@ import {
 } from '@troupe/prime-rl/orchestrator';
 import { findRunCheckpoint } from '@troupe/prime-rl/trainer';
 import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
+import { FailureWatch, TrainingInterruptedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
@@ -33,7 +34,12 @@ export interface TrainOptions {
   /** The run config (raw: TOML/JSON object, snake_case or camelCase keys). */
   config: unknown;
   out: string;
+  /** Continue the run in `out` from its checkpoint. */
   resume?: boolean;
+  /** Replace the run in `out` (refused with `resume`, and for a folder that holds no run). */
+  clean?: boolean;
+  /** Aborted: the run stops at the next step boundary with {@link TrainingInterruptedError}. */
+  signal?: AbortSignal;
   /** Directory module paths in `env` are relative to (the config file's; default the working directory). */
   baseDir?: string;
   onStep?: (metrics: StepMetrics) => void;
@@ -48,6 +54,41 @@ export interface TrainResult {
   trainer: string;
   last: StepMetrics;
   config: RunConfig;
+  /** Episodes that failed over the run (the CLI exits 3 when there are any). */
+  failedEpisodes: number;
+  /** The run's checkpoint directory, or null when none was written (`checkpoint_every = 0`). */
+  checkpoint: string | null;
+}
+
+/** What a folder holds that makes it a training run's directory. */
+const RUN_FILES = new Set(['config.json', 'metrics.jsonl', 'checkpoint', 'checkpoints', 'report.html']);
+
+/**
+ * Checks `out` before anything is built: a folder that holds a run is refused unless `resume`
+ * continues it or `clean` replaces it; `clean` never replaces a folder that holds no run.
+ * Returns whether the folder must be emptied before the run writes (done only once the config,
+ * sources and engines are up, so a bad config leaves it as it was).
+ */
+function checkRunDir(out: string, options: { resume: boolean; clean: boolean }): { replace: boolean } {
+  if (options.resume && options.clean)
+    throw new RunConfigError('--clean: refused with --resume (--clean replaces the run that --resume continues)');
+  if (!existsSync(out)) {
+    if (options.resume) throw new RunConfigError(`--resume: ${out} does not exist`);
+    return { replace: false };
+  }
+  if (!lstatSync(out).isDirectory()) throw new RunConfigError(`--run-dir: ${out} is not a directory`);
+  const entries = readdirSync(out);
+  if (entries.length === 0 || options.resume) return { replace: false };
+  const isRun = entries.some((entry) => RUN_FILES.has(entry));
+  if (!options.clean)
+    throw new RunConfigError(
+      `--run-dir: ${out} already holds ${isRun ? 'a run' : 'files'} (--resume continues it; --clean replaces it)`,
+    );
+  if (!isRun)
+    throw new RunConfigError(
+      `--clean: ${out} holds no training run (no ${[...RUN_FILES].join(', ')}); it is not replaced — pick another --run-dir`,
+    );
+  return { replace: true };
 }
 
 interface BuiltSource {
@@ -82,6 +123,8 @@ async function buildSource(options: {
   main: () => ModelClient;
   /** Train sources may bind opponent pools; eval sources may not. */
   poolsAllowed: boolean;
+  /** Sees every finished episode of the source (train sources). */
+  watch?: FailureWatch;
 }): Promise<BuiltSource> {
   const { config, field } = options;
   const { definition, training } = await resolveEnv(config.env, { baseDir: options.baseDir, field: `${field}.env` });
@@ -138,6 +181,15 @@ async function buildSource(options: {
   } catch (error) {
     throw new RunConfigError(`${field}: ${(error as Error).message.replace(/\benv\./g, `${field}.options.`)}`);
   }
+  if (options.watch) {
+    const watch = options.watch;
+    const runEpisode = env.runEpisode.bind(env);
+    env.runEpisode = async (episodeOptions) => {
+      const episode = await runEpisode(episodeOptions);
+      watch.observe(name, episode);
+      return episode;
+    };
+  }
   const taskset = config.taskset ? await loadTaskset(config.taskset) : await definition.taskset?.(env.options);
   if (!taskset) throw new RunConfigError(`${field}.taskset: env ${definition.id} has no taskset of its own; name one`);
   let algorithm: ReturnType<typeof createAlgorithm>;
@@ -174,6 +226,7 @@ async function buildSource(options: {
 export async function train(options: TrainOptions): Promise<TrainResult> {
   registerGameRuntime();
   const log = options.log ?? (() => {});
+  const { replace } = checkRunDir(options.out, { resume: options.resume ?? false, clean: options.clean ?? false });
   // --resume never starts fresh: no checkpoint is an error (findRunCheckpoint also finds one a crash left unnamed).
   const checkpointDir = options.resume ? await findRunCheckpoint({ out: options.out }) : null;
   if (options.resume && !checkpointDir)
@@ -198,10 +251,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     if (!mainClient) throw new Error('the policy is not ready');
     return mainClient;
   };
+  const endpoints = new Map<string, string[]>();
+  for (const [i, source] of config.train.source.entries()) {
+    const urls = Object.values(source.roles).flatMap((binding) => (binding.model ? [binding.model.baseUrl] : []));
+    endpoints.set(source.name ?? String(i), [...urls, ...(config.inference?.baseUrls ?? [])]);
+  }
+  const watch = new FailureWatch({ stopAfter: config.stopAfterFailedSteps, endpoints });
   const built: BuiltSource[] = [];
   for (const [i, source] of config.train.source.entries()) {
     built.push(
-      await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main, poolsAllowed: true }),
+      await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main, poolsAllowed: true, watch }),
     );
   }
   const evalSources: { built: BuiltSource; use: (client: ModelClient) => void }[] = [];
@@ -246,7 +305,12 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     keepCheckpoints: config.keepCheckpoints,
     seed: config.seed,
     out: options.out,
-    ...(options.onStep ? { onStep: options.onStep } : {}),
+    onStep: (metrics: StepMetrics) => {
+      options.onStep?.(metrics);
+      watch.onStep(metrics);
+      if (options.signal?.aborted)
+        throw new TrainingInterruptedError(`interrupted after step ${metrics.step}`, Number(metrics.step));
+    },
     log,
   } satisfies Omit<OrchestratorOptions, 'trainer' | 'inference'>;
   if (config.policy.engine === 'external') {
@@ -265,8 +329,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     };
     let orchestrator: Orchestrator<WeightsHandle, null>;
     try {
-      await mkdir(options.out, { recursive: true });
-      await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+      await writeRunConfig({ out: options.out, config, replace });
       orchestrator = new Orchestrator({
         ...orchestratorOptions,
         trainer: engines.trainer,
@@ -286,7 +349,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       await closeEngines();
       throw error;
     }
-    return await runToEnd({ orchestrator, trainer: engines.trainer, inference: engines.inference, config, out: options.out });
+    return await runToEnd({
+      orchestrator,
+      trainer: engines.trainer,
+      inference: engines.inference,
+      config,
+      out: options.out,
+      watch,
+    });
   }
   const shape = embeddedPolicy({
     sources: [...built, ...evalSources.map((e) => e.built)].map((b) => ({
@@ -354,6 +424,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     maxTokens,
     maxBatch: config.policy.maxBatch,
     maxWaitMs: config.policy.maxWaitMs,
+    runtime: config.policy.onnxRuntime,
   });
   const inference =
     transport && config.inference
@@ -366,13 +437,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       : embedded;
   mainClient = inference.client;
   log(
-    `trainer: ${trainer.description}; inference: ${inference === embedded ? 'onnxruntime-node (1 thread)' : config.inference?.baseUrls.join(', ')}; policy: vocabulary ${tokenizer.size}, context ${policy.contextLength}, head ${policy.outputTokens?.length ?? tokenizer.size} tokens`,
+    `trainer: ${trainer.description}; inference: ${inference === embedded ? `${embedded.policyClient.runtime} (1 thread)` : config.inference?.baseUrls.join(', ')}; policy: vocabulary ${tokenizer.size}, context ${policy.contextLength}, head ${policy.outputTokens?.length ?? tokenizer.size} tokens`,
   );
-  await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`).catch(async () => {
-    const { mkdir } = await import('node:fs/promises');
-    await mkdir(options.out, { recursive: true });
-    await writeFile(join(options.out, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  });
+  await writeRunConfig({ out: options.out, config, replace });
   const orchestrator = new Orchestrator({
     ...orchestratorOptions,
     trainer,
@@ -380,7 +447,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     runState: { config, tokenizer: tokenizer.toJSON(), policy },
     ...(resumed ? { resume: resumed } : {}),
   });
-  return await runToEnd({ orchestrator, trainer, inference, config, out: options.out });
+  return await runToEnd({ orchestrator, trainer, inference, config, out: options.out, watch });
+}
+
+/** The first write of a run: the folder (emptied first when `--clean` replaces a run) and its `config.json`. */
+async function writeRunConfig(options: { out: string; config: RunConfig; replace: boolean }): Promise<void> {
+  if (options.replace) await rm(options.out, { recursive: true, force: true });
+  await mkdir(options.out, { recursive: true });
+  await writeFile(join(options.out, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
 }
 
 /** Where an external-engine run's checkpoint keeps the orchestrator's state and the broadcast step. */
@@ -393,11 +467,20 @@ async function runToEnd(options: {
   inference: { close?(): Promise<void> };
   config: RunConfig;
   out: string;
+  watch: FailureWatch;
 }): Promise<TrainResult> {
   const { trainer, inference } = options;
   try {
-    const result = await options.orchestrator.run();
+    let result: Awaited<ReturnType<Orchestrator['run']>>;
+    try {
+      result = await options.orchestrator.run();
+    } catch (error) {
+      // A stopped or interrupted run still gets its report of the steps it wrote.
+      if (existsSync(join(options.out, 'metrics.jsonl'))) await writeReport({ out: options.out }).catch(() => {});
+      throw error;
+    }
     await writeReport({ out: options.out });
+    const checkpoint = join(options.out, 'checkpoint');
     return {
       steps: result.steps,
       episodes: result.episodes,
@@ -405,6 +488,8 @@ async function runToEnd(options: {
       trainer: trainer.description,
       last: result.last,
       config: options.config,
+      failedEpisodes: options.watch.failedEpisodes,
+      checkpoint: existsSync(checkpoint) ? checkpoint : null,
     };
   } finally {
     await trainer.close();

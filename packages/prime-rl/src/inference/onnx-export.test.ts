@@ -49,4 +49,26 @@ describe('ONNX export', () => {
     await onnx.release();
     model.dispose();
   });
+
+  it('runs the same graph on onnxruntime-web (WebAssembly) as on onnxruntime-node, to 1e-5; auto picks the native one when installed', async () => {
+    const config = PolicyConfigSchema.parse({ vocabSize: 30, contextLength: 16, dModel: 16, layers: 1, heads: 2, seed: 5 });
+    const model = new PolicyModel({ config });
+    const graph = exportOnnx({ config, weights: model.getWeights() });
+    model.dispose();
+    const native = await OnnxPolicy.load({ model: graph, vocabSize: 30, runtime: 'onnxruntime-node' });
+    const wasm = await OnnxPolicy.load({ model: graph, vocabSize: 30, runtime: 'onnxruntime-web' });
+    const auto = await OnnxPolicy.load({ model: graph, vocabSize: 30 });
+    expect([native.runtime, wasm.runtime, auto.runtime]).toEqual(['onnxruntime-node', 'onnxruntime-web', 'onnxruntime-node']);
+    const batch = 4;
+    const time = 9;
+    const tokens = Int32Array.from({ length: batch * time }, (_, i) => (i * 11 + 3) % 30);
+    const rows = [8, 17, 20, 35];
+    const a = await native.logits({ tokens, batch, time, rows });
+    const b = await wasm.logits({ tokens, batch, time, rows });
+    expect(b.length).toBe(rows.length * 30);
+    let maxDiff = 0;
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs((a[i] as number) - (b[i] as number)));
+    expect(maxDiff).toBeLessThan(1e-5);
+    for (const p of [native, wasm, auto]) await p.release();
+  });
 });

@@ -10,7 +10,7 @@ import {
 import type { PolicyConfig } from '../policy/config.ts';
 import type { WordTokenizer } from '../policy/tokenizer.ts';
 import { type BatchRequest, MicroBatcher } from './micro-batcher.ts';
-import { OnnxPolicy } from './onnx-policy.ts';
+import { OnnxPolicy, type OnnxRuntimeChoice } from './onnx-policy.ts';
 import { Rng } from './rng.ts';
 import { sampleToken } from './sampling.ts';
 
@@ -39,6 +39,8 @@ export interface PolicyModelClientOptions {
   seed?: number;
   /** onnxruntime intra-op threads (default 1). */
   threads?: number;
+  /** Which onnxruntime runs the graph (default `auto`: onnxruntime-node when installed, else onnxruntime-web). */
+  runtime?: OnnxRuntimeChoice;
   /**
    * Concurrent requests with the same tokens share one row of a forward pass (default true: the
    * same logits, computed once). False runs one row per request, e.g. to measure the full cost.
@@ -69,6 +71,7 @@ export class PolicyModelClient implements ModelClient {
   private readonly batcher: MicroBatcher;
   private readonly maxTokens: number;
   private readonly threads: number;
+  private readonly runtimeChoice: OnnxRuntimeChoice;
   /**
    * Token ids of message texts rendered before, per role, by text: programs re-send the whole
    * conversation on every call, and games and user simulators send the same few messages as new
@@ -94,6 +97,7 @@ export class PolicyModelClient implements ModelClient {
     this.version = options.version ?? 0;
     this.maxTokens = options.maxTokens ?? 4;
     this.threads = options.threads ?? 1;
+    this.runtimeChoice = session.runtime;
     this.rng = new Rng(options.seed ?? 0);
     this.generationSuffix = this.tokenizer.renderChat({ messages: [] });
     this.batcher = new MicroBatcher({
@@ -110,8 +114,14 @@ export class PolicyModelClient implements ModelClient {
       model: options.onnx,
       vocabSize: options.config.vocabSize,
       threads: options.threads ?? 1,
+      ...(options.runtime ? { runtime: options.runtime } : {}),
     });
     return new PolicyModelClient(options, session);
+  }
+
+  /** The onnxruntime that runs the policy (`onnxruntime-node` or `onnxruntime-web`). */
+  get runtime(): 'onnxruntime-node' | 'onnxruntime-web' {
+    return this.session.runtime;
   }
 
   get stats() {
@@ -120,7 +130,13 @@ export class PolicyModelClient implements ModelClient {
 
   /** Swaps in new weights (an ONNX graph); requests in flight continue. */
   async updateWeights(options: { onnx: Uint8Array; version: number }): Promise<void> {
-    const next = await OnnxPolicy.load({ model: options.onnx, vocabSize: this.config.vocabSize, threads: this.threads });
+    // New weights stay on the runtime the client started on (the same arithmetic for a whole run).
+    const next = await OnnxPolicy.load({
+      model: options.onnx,
+      vocabSize: this.config.vocabSize,
+      threads: this.threads,
+      runtime: this.runtimeChoice,
+    });
     const old = this.session;
     this.session = next;
     this.version = options.version;

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Message, Task, Taskset } from '@troupe/verifiers';
 import { exportOnnx } from '../inference/onnx-export.ts';
+import type { OnnxRuntimeChoice } from '../inference/onnx-policy.ts';
 import type { PolicyModelClient } from '../inference/policy-model-client.ts';
 import { type NamedWeight, type PolicyConfig, PolicyConfigSchema } from '../policy/config.ts';
 import { WordTokenizer } from '../policy/tokenizer.ts';
@@ -197,6 +198,8 @@ export async function embeddedInference(options: {
   maxTokens: number;
   maxBatch?: number;
   maxWaitMs?: number;
+  /** Which onnxruntime runs the policy (default `auto`: onnxruntime-node when installed, else onnxruntime-web). */
+  runtime?: OnnxRuntimeChoice;
 }): Promise<Inference & { readonly policyClient: PolicyModelClient }> {
   const Client = await policyModelClient();
   const make = (weights: NamedWeight[], version: number, seed: number) =>
@@ -209,6 +212,7 @@ export async function embeddedInference(options: {
       maxWaitMs: options.maxWaitMs ?? 0,
       maxTokens: options.maxTokens,
       seed,
+      ...(options.runtime ? { runtime: options.runtime } : {}),
     });
   const client = await make(options.weights, options.version, options.seed);
   return {

@@ -23,6 +23,12 @@ Usage:
   troupe debug --env ID|MODULE --task I [-f FILE] -- COMMAND...
                                    run a command in task I's sandbox, booted as eval would (troupe debug --help)
 
+Training (package @troupe/trainer: npm install @troupe/trainer; each command runs its bin):
+  troupe train [-f run.toml] [--run-dir DIR] [--resume|--clean] [-s PATH=VALUE]...
+                                   train a policy on envs (troupe train --help)
+  troupe kuhn-eval | crossplay | serve-inference | serve-trainer ...
+                                   play, compare and serve training checkpoints (troupe train --help)
+
 Eval options:
   -f, --config FILE      TOML or JSON config; CLI options override it
   -m, --model NAME       model name (required unless in the config)

@@ -21,6 +21,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'init') return (await import('./init-command.ts')).initCommand(rest);
   if (command === 'debug') return (await import('./debug-command.ts')).debugCommand(rest);
   if (command === 'rerun') return (await import('./rerun-command.ts')).rerunCommand(rest, (args) => evalCommand(args, false));
+  const delegated = await import('./trainer-command.ts');
+  if (command in delegated.DELEGATED_COMMANDS) return delegated.delegatedCommand(command, rest);
   process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
   return 2;
 }
@@ -31,7 +33,9 @@ main(process.argv.slice(2)).then(
   },
   (error) => {
     if (TroupeError.isInstance(error) && error.name === 'ConfigError') {
-      process.stderr.write(`troupe: ${error.message}\n`);
+      // The user's own error (an env module that throws at import) keeps its stack: their file and line.
+      const cause = error.cause instanceof Error && error.cause.stack ? `\n  caused by ${error.cause.stack}` : '';
+      process.stderr.write(`troupe: ${error.message}${cause}\n`);
       process.exitCode = EXIT_CODES.config;
     } else if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`troupe: ${(error as Error).message}\n(see troupe --help)\n`);

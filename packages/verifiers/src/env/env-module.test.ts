@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setPluginSearchPaths } from '../agent/plugins.ts';
-import { isEnvModulePath, loadEnvDefinition } from './registry.ts';
+import { importEnv, isEnvModulePath, loadEnvDefinition } from './registry.ts';
 
 const body = (id: string) => `{ id: '${id}', roles: { solver: {} }, async run(task, agents) { await agents.solver.run(task); } }`;
 
@@ -57,6 +57,41 @@ describe('loadEnvDefinition', () => {
 
   it('names the package it looked for when an id is unknown', async () => {
     await expect(loadEnvDefinition('no-such-env')).rejects.toThrow(/@troupe\/env-no-such-env/);
+  });
+
+  it('importEnv: one loader for .ts, .mts, .mjs and a package named in full, relative to baseDir, with the module exports', async () => {
+    const dir = folder();
+    writeFileSync(
+      join(dir, 'a.mts'),
+      `const id: string = 'from-mts';\nexport default ${body('x').replace("'x'", 'id')};\nexport const training = { marker: 1 };\n`,
+    );
+    writeFileSync(join(dir, 'b.ts'), `export const only = ${body('from-named')};\n`);
+    writeFileSync(join(dir, 'c.mjs'), `export default ${body('from-mjs')};\n`);
+    const pkg = join(dir, 'node_modules', '@acme', 'dice');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: '@acme/dice', type: 'module', exports: './index.js' }));
+    writeFileSync(join(pkg, 'index.js'), `export default ${body('dice')};\n`);
+    setPluginSearchPaths([dir]);
+    const mts = await importEnv('./a.mts', { baseDir: dir });
+    expect(mts.definition.id).toBe('from-mts');
+    expect(mts.module?.training).toEqual({ marker: 1 });
+    expect(mts.where).toBe(join(dir, 'a.mts'));
+    expect((await importEnv('./b.ts', { baseDir: dir })).definition.id).toBe('from-named');
+    expect((await importEnv('./c.mjs', { baseDir: dir })).definition.id).toBe('from-mjs');
+    expect((await importEnv('@acme/dice')).definition.id).toBe('dice');
+    expect((await importEnv('kuhn-poker')).module).toBeNull();
+  });
+
+  it("keeps the module's own error, with its file and line, as the cause of the ConfigError", async () => {
+    const dir = folder();
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+    writeFileSync(join(dir, 'boom.ts'), `const n: number = 1;\nthrow new RangeError('boom at import ' + n);\n`);
+    const error = (await importEnv(join(dir, 'boom.ts')).catch((e: unknown) => e)) as Error & { cause?: Error };
+    expect(error.name).toBe('ConfigError');
+    expect(error.message).toMatch(/boom\.ts: boom at import 1/);
+    expect(error.cause).toBeInstanceOf(RangeError);
+    // (The line is mapped by Node's source maps, which vitest's stack formatting bypasses; the consumer test checks it.)
+    expect(error.cause?.stack).toMatch(/boom\.ts/);
   });
 
   it('tells module paths from ids', () => {

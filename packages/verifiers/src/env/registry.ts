@@ -57,6 +57,15 @@ function definitionFrom(module: Record<string, unknown>, where: string): EnvDefi
   // A .ts file outside a `"type": "module"` package loads as CommonJS: its exports sit under `default`.
   if (candidate && typeof candidate.run !== 'function' && (candidate.default ?? candidate.env))
     candidate = (candidate.default ?? candidate.env) as typeof candidate;
+  if (!candidate || typeof candidate.run !== 'function') {
+    // No default or `env` export: the module's one exported definition, when it has exactly one
+    // (a CommonJS-loaded .ts module keeps its named exports under `default`).
+    const namespace = candidate && typeof candidate === 'object' ? { ...module, ...candidate } : module;
+    const definitions = Object.values(namespace).filter(
+      (v) => !!v && typeof v === 'object' && typeof (v as Partial<EnvDefinition>).run === 'function' && 'roles' in v,
+    );
+    if (definitions.length === 1) candidate = definitions[0] as typeof candidate;
+  }
   if (
     !candidate ||
     typeof candidate !== 'object' ||
@@ -65,10 +74,71 @@ function definitionFrom(module: Record<string, unknown>, where: string): EnvDefi
     typeof candidate.roles !== 'object'
   ) {
     throw new ConfigError(
-      `env ${where}: expected a default export (or an \`env\` export) made with defineEnv({ id, roles, run })`,
+      `env ${where}: expected a default export (or an \`env\` export, or exactly one exported env) made with defineEnv({ id, roles, run })`,
     );
   }
   return candidate as EnvDefinition<string, Record<string, unknown>>;
+}
+
+/** What {@link importEnv} loaded: the definition and the module it came from (`null` for a registered id). */
+export interface ImportedEnv {
+  definition: EnvDefinition<string, Record<string, unknown>>;
+  /** The module's exports (a training config reads `training` there); `null` for a registered id. */
+  module: Record<string, unknown> | null;
+  /** What was loaded: the file's absolute path, the package name, or the id. */
+  where: string;
+}
+
+/** Imports a module file: `.mjs` / `.js` / `.cjs` with plain `import()`, `.ts` / `.mts` / `.cts` through tsx's `tsImport`. */
+async function importModuleFile(file: string, ref: string): Promise<Record<string, unknown>> {
+  if (!existsSync(file)) throw new ConfigError(`env ${ref}: file ${file} does not exist`);
+  const url = pathToFileURL(file).href;
+  try {
+    if (/\.(m|c)?ts$/.test(file)) {
+      // The TypeScript loader is loaded only for a TypeScript file, and only for that import.
+      const { tsImport } = await import('tsx/esm/api');
+      // tsx emits inline source maps: with them on, the module's stacks name its own lines.
+      process.setSourceMapsEnabled(true);
+      return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    }
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    // The module's own error (a syntax error, a throw at import) is kept as the cause, with its stack.
+    throw new ConfigError(`env ${ref}: cannot load ${file}: ${(error as Error).message.split('\n')[0]}`, { cause: error });
+  }
+}
+
+/**
+ * The one env loader of `troupe eval` and `troupe train`: a registered id (built in or
+ * `registerEnv`), a module file (`./my-env.ts`, `.mts`, `.mjs`, `.js`; relative to `baseDir`,
+ * default the working directory), or an installed package (`@troupe/env-<id>`, or any package
+ * named in full, e.g. `@acme/my-env`), resolved from the user's project as well as from here.
+ */
+export async function importEnv(ref: string, options: { baseDir?: string } = {}): Promise<ImportedEnv> {
+  const loader = envs.get(ref);
+  if (loader) return { definition: await loader(), module: null, where: ref };
+  if (isEnvModulePath(ref)) {
+    const file = resolve(options.baseDir ?? process.cwd(), ref);
+    const module = await importModuleFile(file, ref);
+    return { definition: definitionFrom(module, ref), module, where: file };
+  }
+  const candidates = ref.startsWith('@') ? [ref] : [`@troupe/env-${ref.replace(/_/g, '-')}`, ref];
+  for (const pkg of candidates) {
+    let module: Record<string, unknown>;
+    try {
+      module = await importPluginPackage(pkg);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg))
+        continue;
+      throw new ConfigError(`env ${ref}: cannot load package ${pkg}: ${(error as Error).message.split('\n')[0]}`, {
+        cause: error,
+      });
+    }
+    return { definition: definitionFrom(module, pkg), module, where: pkg };
+  }
+  throw new ConfigError(
+    `env.id ${JSON.stringify(ref)} is unknown; known envs: ${envIds().join(', ')} (or a module path, or an installed ${candidates[0]})`,
+  );
 }
 
 /**
@@ -76,17 +146,7 @@ function definitionFrom(module: Record<string, unknown>, where: string): EnvDefi
  * `tsImport` (the TypeScript loader is loaded only for a `.ts` file, and only for that import).
  */
 export async function loadEnvModule(path: string): Promise<EnvDefinition<string, Record<string, unknown>>> {
-  const file = resolve(path);
-  if (!existsSync(file)) throw new ConfigError(`env ${path}: file ${file} does not exist`);
-  const url = pathToFileURL(file).href;
-  let module: Record<string, unknown>;
-  if (/\.(m|c)?ts$/.test(file)) {
-    const { tsImport } = await import('tsx/esm/api');
-    module = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
-  } else {
-    module = (await import(url)) as Record<string, unknown>;
-  }
-  return definitionFrom(module, path);
+  return (await importEnv(path)).definition;
 }
 
 /**
@@ -94,21 +154,7 @@ export async function loadEnvModule(path: string): Promise<EnvDefinition<string,
  * path (`./my-env.ts`, `./my-env.mjs`), or an installed `@troupe/env-<id>` package.
  */
 export async function loadEnvDefinition(id: string): Promise<EnvDefinition<string, Record<string, unknown>>> {
-  const loader = envs.get(id);
-  if (loader) return loader();
-  if (isEnvModulePath(id)) return loadEnvModule(id);
-  const pkg = `@troupe/env-${id.replace(/_/g, '-')}`;
-  let module: Record<string, unknown>;
-  try {
-    module = await importPluginPackage(pkg);
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(pkg))
-      throw new ConfigError(
-        `env.id ${JSON.stringify(id)} is unknown; known envs: ${envIds().join(', ')} (or a module path, or an installed ${pkg})`,
-      );
-    throw error;
-  }
-  return definitionFrom(module, pkg);
+  return (await importEnv(id)).definition;
 }
 
 /**

@@ -79,4 +79,23 @@ describe('TroupeError kinds', () => {
     expect(new InterceptionError('i').name).toBe('InterceptionError');
     expect(errorRecord(new copy.ConfigError('bad'))).toMatchObject({ type: 'ConfigError', message: 'bad' });
   });
+
+  it('records the user error a wrapper carries as its cause: the user stack follows as "Caused by:"', () => {
+    function userRewardFunction(): never {
+      throw new TypeError('reply.split is not a function');
+    }
+    let user: Error | undefined;
+    try {
+      userRewardFunction();
+    } catch (error) {
+      user = error as Error;
+    }
+    const record = errorRecord(new copy.RewardError(`exact: ${user?.message}`, { cause: user }));
+    expect(record.type).toBe('RewardError');
+    expect(record.stack).toMatch(/^RewardError: exact: reply\.split is not a function\n/);
+    expect(record.stack).toMatch(
+      /\nCaused by: TypeError: reply\.split is not a function\n\s+at userRewardFunction \(.*troupe-error\.test\.ts:\d+:\d+\)/,
+    );
+    expect(errorRecord(new Error('plain')).stack).not.toContain('Caused by');
+  });
 });

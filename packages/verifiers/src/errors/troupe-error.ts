@@ -101,6 +101,13 @@ export function errorRecord(error: unknown): { type: string; message: string; st
     const status = (error as { statusCode?: unknown; status?: unknown }).statusCode ?? (error as { status?: unknown }).status;
     if (typeof status === 'number') record.statusCode = status;
     if (error.stack) record.stack = error.stack.split('\n').slice(0, 8).join('\n');
+    // A wrapper (EnvError, RewardError, …) around the user's own error: the user's stack, naming
+    // their file and line, follows the wrapper's as `Caused by:`.
+    const cause = (error as { cause?: unknown }).cause;
+    if (cause instanceof Error && cause.stack) {
+      const caused = `Caused by: ${cause.stack.split('\n').slice(0, 8).join('\n')}`;
+      record.stack = record.stack ? `${record.stack}\n${caused}` : caused;
+    }
     return record;
   }
   return { type: 'Error', message: String(error) };
