@@ -67,6 +67,15 @@ export class FailureWatch {
     if (error) this.first = { source, error };
   }
 
+  /** The first error seen and the endpoints, for a stop message. */
+  details(): string {
+    const endpoints = [...new Set([...this.options.endpoints.values()].flat())];
+    const where = this.first
+      ? `first error (source ${this.first.source}${this.first.error.role ? `, role ${this.first.error.role}` : ''}${this.first.error.stage ? `, stage ${this.first.error.stage}` : ''}): ${this.first.error.type}: ${this.first.error.message}`
+      : 'no error was recorded';
+    return `${where}${endpoints.length ? `; endpoints: ${endpoints.join(', ')}` : ''}`;
+  }
+
   /** After each step's metrics line: throws {@link TrainingStoppedError} when the run must stop. */
   onStep(metrics: StepMetrics): void {
     let episodes = 0;

@@ -20,7 +20,7 @@ import {
 } from '@troupe/prime-rl/orchestrator';
 import { findRunCheckpoint } from '@troupe/prime-rl/trainer';
 import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
-import { FailureWatch, TrainingInterruptedError } from './failure-watch.ts';
+import { FailureWatch, TrainingInterruptedError, TrainingStoppedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
@@ -477,6 +477,10 @@ async function runToEnd(options: {
     } catch (error) {
       // A stopped or interrupted run still gets its report of the steps it wrote.
       if (existsSync(join(options.out, 'metrics.jsonl'))) await writeReport({ out: options.out }).catch(() => {});
+      // The orchestrator stops after prime-rl's 10 empty batches in a row; when every episode failed, name why.
+      const stop = error as { name?: string; reason?: string; step?: number; message?: string };
+      if (stop.name === 'EmptyBatchesError' && stop.reason === 'failed-episodes')
+        throw new TrainingStoppedError(`${stop.message}; ${options.watch.details()}`, stop.step ?? 0);
       throw error;
     }
     await writeReport({ out: options.out });
