@@ -106,13 +106,19 @@ function outcome(out: string): TrainOutcome {
   };
 }
 
+/**
+ * The run reached its last step: exit 0, or 3 when some episodes failed (an untrained policy's
+ * malformed proposals fail proposer-solver episodes; the run goes on and records them).
+ */
+const finished = (code: number | null) => code === 0 || code === 3;
+
 /** Runs the trainer to the end without interruption. */
 export async function trainUninterrupted(config: Record<string, unknown>): Promise<TrainOutcome> {
   const out = mkdtempSync(join(tmpdir(), 'troupe-train-ref-'));
   const configPath = join(out, 'config.json');
   writeFileSync(configPath, JSON.stringify(config));
   const result = await trainer(['--config', configPath, '--out', join(out, 'run')]).done;
-  if (result.code !== 0) throw new Error(`trainer failed: ${result.output.slice(-2000)}`);
+  if (!finished(result.code)) throw new Error(`trainer failed: ${result.output.slice(-2000)}`);
   return outcome(join(out, 'run'));
 }
 
@@ -168,6 +174,6 @@ export async function trainWithKills(
   }
   resumedFrom.push((JSON.parse(readFileSync(join(run, 'checkpoint/meta.json'), 'utf8')) as { step: number }).step);
   const final = await trainer(['--config', configPath, '--out', run, '--resume']).done;
-  if (final.code !== 0) throw new Error(`resumed trainer failed: ${final.output.slice(-2000)}`);
+  if (!finished(final.code)) throw new Error(`resumed trainer failed: ${final.output.slice(-2000)}`);
   return { outcome: outcome(run), killedAt, resumedFrom };
 }

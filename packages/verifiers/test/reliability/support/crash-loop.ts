@@ -89,7 +89,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       const result = await run.done;
       if (result.signal !== 'SIGKILL')
         throw new Error(`kill ${k}: expected death by SIGKILL, got ${result.code}/${result.signal}`);
-      if (/resume: dropping line \d+ of traces\.jsonl/.test(result.stderr)) tornDetected++;
+      if (/resume: moving line \d+ of traces\.jsonl to traces\.rejected\.jsonl/.test(result.stderr)) tornDetected++;
       kills.push(byTime ? `at ${Date.now() - startedAt} ms` : `after ${tracesLines(runDir).complete.length} episodes`);
       if (options.tearAfter.includes(k)) {
         const path = join(runDir, 'traces.jsonl');
@@ -102,7 +102,7 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       }
     }
     const final = await runCli({ args: ['eval', '--resume', runDir] }).done;
-    if (/resume: dropping line \d+ of traces\.jsonl/.test(final.stderr)) tornDetected++;
+    if (/resume: moving line \d+ of traces\.jsonl to traces\.rejected\.jsonl/.test(final.stderr)) tornDetected++;
     const { complete, tornTail } = tracesLines(runDir);
     let unparsable = tornTail ? 1 : 0;
     const episodes: {
