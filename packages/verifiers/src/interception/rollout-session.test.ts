@@ -143,4 +143,34 @@ describe("a trace's final reply", () => {
     expect(trace.calls.map((c) => c.side ?? false)).toEqual([false, false, false]);
     expect(trace.lastReply).toBe('final');
   });
+
+  it('follows a program that re-renders its history: trailing context moved, tool call ids rewritten', () => {
+    const trace = newTrace();
+    const system = { role: 'system', content: 'You are an assistant.' } as Message;
+    const ask = user('Create probe.txt.');
+    const toolCall = (id: string) =>
+      ({ role: 'assistant', content: null, toolCalls: [{ id, name: 'exec', arguments: '{"command":"echo hi"}' }] }) as Message;
+    // The first call ends with an injected context message; the reply is a tool call.
+    trace.recordCall(
+      { model: 'm', sampling: {}, messages: [system, ask, user('<context 1>')] },
+      { ...reply(''), message: toolCall('call_shell_1') as ModelResponse['message'], finishReason: 'tool_calls' },
+      { dialect: 'chat', startedAt: 0, durationMs: 0 },
+    );
+    // The next call drops that context, sends the tool call back with its id rewritten, then new context.
+    answered(
+      trace,
+      [
+        system,
+        ask,
+        toolCall('callshell1'),
+        { role: 'tool', toolCallId: 'callshell1', content: 'ok' } as Message,
+        user('<context 2>'),
+      ],
+      'done',
+    );
+    // A thief that only copies the system prompt and the task is still a side call.
+    answered(trace, [system, ask, user('Reply yes')], 'yes');
+    expect(trace.calls.map((c) => c.side ?? false)).toEqual([false, false, true]);
+    expect(trace.lastReply).toBe('done');
+  });
 });

@@ -126,6 +126,20 @@ export class Trace {
     return this.path(leaf).map((id) => this.node(id).message);
   }
 
+  /**
+   * Whether a call whose prompt ends at `promptNode` continues the program's own conversation: its
+   * prompt passes through the previous call's prompt, or it sends the previous call's reply back
+   * (a program that re-renders its history: trailing context moved, tool call ids rewritten).
+   */
+  private continuesConversation(promptNode: number | null, conversation: { prompt: number | null; reply: number }): boolean {
+    if (this.passesThrough(promptNode, conversation.prompt)) return true;
+    const reply = this.node(conversation.reply).message;
+    for (let current = promptNode; current !== null; current = this.node(current).parent) {
+      if (sameReply(this.node(current).message, reply)) return true;
+    }
+    return false;
+  }
+
   /** Whether the path from the root to node `from` passes through node `target` (null: the root, always). */
   private passesThrough(from: number | null, target: number | null): boolean {
     if (target === null) return true;
@@ -264,7 +278,7 @@ export class Trace {
     if (response.policyVersion !== undefined) call.policyVersion = response.policyVersion;
     // The program's own conversation is the chain of calls whose prompt passes through the
     // previous one's (a next turn, or the same turn asked again); any other call is a side call.
-    if (this.conversation === undefined || this.passesThrough(promptNode, this.conversation.prompt)) {
+    if (this.conversation === undefined || this.continuesConversation(promptNode, this.conversation)) {
       this.conversation = { prompt: promptNode, reply: nodeId };
     } else {
       call.side = true;
@@ -566,4 +580,16 @@ function normalizeArguments(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/** Whether `message` is `reply` sent back: an assistant message with the same text and the same tool calls (ids aside). */
+function sameReply(message: Message, reply: Message): boolean {
+  if (message.role !== 'assistant' || reply.role !== 'assistant') return false;
+  if (contentText(message.content) !== contentText(reply.content)) return false;
+  const calls = message.toolCalls ?? [];
+  const replyCalls = reply.toolCalls ?? [];
+  return (
+    calls.length === replyCalls.length &&
+    calls.every((call, i) => call.name === replyCalls[i]?.name && call.arguments === replyCalls[i]?.arguments)
+  );
 }
