@@ -1,4 +1,4 @@
-import type { MessageNode, Trace } from '@troupe/verifiers';
+import type { Trace } from '@troupe/verifiers';
 import { tokenChains, traceToSamples } from '../samples/trace-to-samples.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
 import type { WireSample } from './micro-batch.ts';
