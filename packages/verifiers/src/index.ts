@@ -36,16 +36,13 @@ export {
   type ExportMetadata,
   type ExportOptions,
   exportRecords,
-  FilterSyntaxError,
-  type FilterFields,
-  filterFields,
   metadataOf,
-  parseFilter,
   toChatMessages,
   toMessagesRecord,
   traceTokens,
-} from './cli/export-command.ts';
-export { mergeRuns } from './cli/merge-command.ts';
+} from './export/export-records.ts';
+export { FilterSyntaxError, type FilterFields, filterFields, parseFilter } from './export/export-filter.ts';
+export { mergeRuns } from './eval/merge-runs.ts';
 export { inShard, parseShard, readShardManifest, type Shard, type ShardManifest } from './eval/shard.ts';
 export * from './env/env.ts';
 export * from './env/builtin/best-of-n/best-of-n-env.ts';

@@ -3,10 +3,10 @@ import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ClientConfig } from '../agent/agent-config.ts';
 import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
+import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from '../eval/eval-config.ts';
+import { createEvalEnv, type RoleFlags, resolveEnvConfig } from '../eval/resolve-env.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { ExecResult, Sandbox } from '../runtime/runtime.ts';
-import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from './eval-config.ts';
-import { createEvalEnv, type RoleFlags, resolveEnvConfig } from './resolve-env.ts';
 
 const HELP = `troupe debug — run a command inside a task's sandbox, booted as troupe eval would boot it
 

@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from '../eval/eval-config.ts';
+import { hasRoleFlags, type RoleFlags } from '../eval/resolve-env.ts';
 import { parseShard, type Shard } from '../eval/shard.ts';
 import { assertSavedModulesPassedAgain } from '../util/config-keys.ts';
-import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from './eval-config.ts';
-import { hasRoleFlags, type RoleFlags } from './resolve-env.ts';
 
 /** The flags of `troupe eval` and `troupe validate` (described in `HELP`). */
 const EVAL_OPTIONS = {

@@ -5,19 +5,19 @@ import pino from 'pino';
 import type { ClientConfig } from '../agent/agent-config.ts';
 import type { Env } from '../env/env.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { type EvalConfig, readConfigFile } from '../eval/eval-config.ts';
 import { type EvalResult, runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { goldScores, noopScores } from '../eval/noop-check.ts';
+import { createEvalEnv, type ResolvedEnvConfig, resolveEnvConfig } from '../eval/resolve-env.ts';
 import { formatSummary } from '../eval/summary.ts';
 import { lazyInterceptionServer } from '../interception/interception-server.ts';
+import { makeClient } from '../model/make-client.ts';
 import type { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { assertRunToolsServable } from '../tools/mcp-server.ts';
 import { type BuiltConfig, buildConfig } from './eval-args.ts';
-import { type EvalConfig, readConfigFile } from './eval-config.ts';
 import { EXIT_CODES, HELP } from './help.ts';
-import { makeClient } from './make-client.ts';
 import { progressReporter } from './progress.ts';
-import { createEvalEnv, type ResolvedEnvConfig, resolveEnvConfig } from './resolve-env.ts';
 
 /**
  * `troupe eval` (and `troupe validate` when `validateOnly`): everything that can be refused is

@@ -4,8 +4,8 @@ import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { deepMerge } from '../agent/agent-config.ts';
+import { readConfigFile } from '../eval/eval-config.ts';
 import { type NodeProcessResult, runNode } from '../testing/node-process.ts';
-import { readConfigFile } from './eval-config.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
 const cli = join(root, 'packages/verifiers/src/cli/main.ts');

@@ -6,12 +6,13 @@ import { troupe } from '../../test/support/troupe-process.ts';
 import { defineEnv, Env } from '../env/env.ts';
 import { runEval } from '../eval/eval-runner.ts';
 import { readEpisodes } from '../eval/traces-file.ts';
+import { parseFilter } from '../export/export-filter.ts';
+import { exportRecords } from '../export/export-records.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import type { ModelRequest } from '../model/model-client.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { arithmeticTaskset } from '../task/arithmetic.ts';
 import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
-import { exportRecords, parseFilter } from './export-command.ts';
 
 const root = resolve(import.meta.dirname, '../../../..');
 const _cli = join(root, 'packages/verifiers/src/cli/main.ts');

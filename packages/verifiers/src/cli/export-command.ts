@@ -3,11 +3,8 @@ import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { readEpisodes } from '../eval/traces-file.ts';
-import { parseFilter } from './export-filter.ts';
-import { EXPORT_FORMATS, type ExportFormat, exportRecords } from './export-records.ts';
-
-export * from './export-filter.ts';
-export * from './export-records.ts';
+import { parseFilter } from '../export/export-filter.ts';
+import { EXPORT_FORMATS, type ExportFormat, exportRecords } from '../export/export-records.ts';
 
 /** `troupe export --help`. */
 export const EXPORT_HELP = `troupe export <run-dir> --format chat|sft|preference [options]

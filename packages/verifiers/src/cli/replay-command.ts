@@ -4,13 +4,13 @@ import { parseArgs } from 'node:util';
 import { type ClientConfig, ClientConfigSchema } from '../agent/agent-config.ts';
 import { loadTaskset } from '../env/registry.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { deepMerge, readConfigFile } from '../eval/eval-config.ts';
 import { PriceTableSchema } from '../eval/pricing.ts';
 import { formatReplayReport, replayRun } from '../eval/replay.ts';
 import { formatSummary } from '../eval/summary.ts';
+import { makeClient } from '../model/make-client.ts';
 import type { Task } from '../task/task.ts';
 import { assertSavedModulesPassedAgain } from '../util/config-keys.ts';
-import { deepMerge, readConfigFile } from './eval-config.ts';
-import { makeClient } from './make-client.ts';
 
 const HELP = `troupe replay <run-dir> [options] — re-score a run's saved traces without re-running agents
 

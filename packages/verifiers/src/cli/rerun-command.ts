@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { deepMerge, readConfigFile, setPath } from '../eval/eval-config.ts';
 import { writeFileAtomic } from '../eval/eval-runner.ts';
 import { readEpisodes } from '../eval/traces-file.ts';
 import type { Episode } from '../trace/episode.ts';
 import { assertSavedModulesPassedAgain } from '../util/config-keys.ts';
-import { deepMerge, readConfigFile, setPath } from './eval-config.ts';
 
 /** `troupe rerun --help`. */
 export const RERUN_HELP = `troupe rerun <run-dir> --swap ROLE=MODEL [options]

@@ -1,13 +1,13 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEvalConfig } from '../../src/cli/eval-config.ts';
 import { KUHN_ACTIONS, type KuhnAction, kuhnLegalActions } from '../../src/env/builtin/kuhn-poker/game.ts';
 import { kuhnParseAction } from '../../src/env/builtin/kuhn-poker/prompts.ts';
 import { parseProposal } from '../../src/env/builtin/proposer-solver/proposal-parser.ts';
 import { singleAgentEnv } from '../../src/env/builtin/single-agent/single-agent-env.ts';
 import { Env } from '../../src/env/env.ts';
 import { TroupeError } from '../../src/errors/troupe-error.ts';
+import { parseEvalConfig } from '../../src/eval/eval-config.ts';
 import { type InterceptedRollout, startInterceptedRollout } from '../../src/testing/intercepted-rollout.ts';
 import { type ScriptedClient, scriptedClient } from '../../src/testing/scripted-model-server.ts';
 

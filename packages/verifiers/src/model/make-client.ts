@@ -1,5 +1,5 @@
 import type { ClientConfig } from '../agent/agent-config.ts';
-import { OpenAICompatibleClient } from '../model/openai-client.ts';
+import { OpenAICompatibleClient } from './openai-client.ts';
 
 /**
  * Builds an OpenAI-compatible client for `troupe eval` and `troupe replay`; the API key is read

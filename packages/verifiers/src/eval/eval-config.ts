@@ -3,9 +3,9 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { ClientConfigSchema, deepMerge, describeZodError } from '../agent/agent-config.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
-import { PriceTableSchema } from '../eval/pricing.ts';
 import { SamplingSchema } from '../model/model-client.ts';
 import { rejectPrototypeKeys } from '../util/config-keys.ts';
+import { PriceTableSchema } from './pricing.ts';
 
 /** The whole `troupe eval` config: run-level model settings, counts, outputs, and the env. */
 export const EvalConfigSchema = z
