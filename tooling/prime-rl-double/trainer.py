@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for prime-rl's RL trainer, rank by rank, for tests on a machine with no GPU.
 
-    python3 torchrun.py --nproc-per-node 2 trainer.py @ trainer.toml
+    python3 torchrun.py --nproc-per-node 2 trainer.py @ trainer.toml [--resume | --resume.step N]
 
 One process per rank (started by torchrun or `torchrun.py`, which set RANK and WORLD_SIZE). Each
 rank does what `src/prime_rl/trainer/rl/train.py` at 559b447 does with a step, less the model: it
@@ -10,6 +10,11 @@ reads only its own data rank's micro batches (file or ZMQ), decodes them with th
 broadcasts `broadcasts/step_N/` + `STABLE` after every rank is done with step N. No tensors: each
 rank appends what it read to `<output_dir>/trainer-double/rank_<r>.jsonl`, so a test can see that
 every rank file of every step was read, by the rank that owns it.
+
+With `[ckpt]` it checkpoints as `train.py` does (`checkpoints/step_N/trainer/`, one file per rank,
+at `ckpt.interval` and after the last step) and `--resume` / `[resume]` continues from one: the
+rank state is read back, the startup broadcast is `v{checkpoint step}` and the first rank file read
+is that of the next step.
 
 Every rule below names the upstream line it follows. The weights it broadcasts are a
 `config.json` and a `model.safetensors` that is a named pipe nobody writes: whoever opens it for
@@ -180,6 +185,88 @@ def broadcast(output_dir, step, interval_to_keep):
         shutil.rmtree(output_dir / "broadcasts" / f"step_{candidate}", ignore_errors=True)
 
 
+def parse_overrides(args, config):
+    """The CLI after `@ trainer.toml` (pydantic-settings: a nested key as `--a.b value`). Only the
+    resume keys are understood; a bare `--resume` resumes from the latest checkpoint
+    (`configs/shared.py:48-56`: `ResumeConfig`, `step` >= 1, exclusive with `dir`)."""
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--resume":
+            config.setdefault("resume", {})
+        elif arg.startswith("--resume.step"):
+            value = arg.split("=", 1)[1] if "=" in arg else (rest.pop(0) if rest else "")
+            if not value.isdigit() or int(value) < 1:
+                raise SystemExit(f"trainer config: resume.step: Input should be greater than or equal to 1 (got {value!r})")
+            config.setdefault("resume", {})["step"] = int(value)
+        else:
+            raise SystemExit(f"trainer (double): {arg}: only --resume and --resume.step N are understood here")
+    resume = config.get("resume")
+    if resume is not None and resume.get("step") is not None and resume.get("dir") is not None:
+        raise SystemExit("trainer config: resume.step and resume.dir are mutually exclusive")  # shared.py:58-62
+    return config
+
+
+def ckpt_dir(output_dir, config):
+    """`setup_ckpt_manager` (`trainer/ckpt.py:309-318`): `ckpt.output_dir` or the trainer's
+    `output_dir`, then `checkpoints/` (`utils/pathing.py:97-98`)."""
+    base = (config.get("ckpt") or {}).get("output_dir") or output_dir
+    return Path(base) / "checkpoints"
+
+
+def all_ckpt_steps(directory):
+    """`get_all_ckpt_steps` (`utils/pathing.py:117-120`): every `step_*` name, ascending."""
+    if not directory.exists():
+        return []
+    return sorted(int(p.name.split("_")[-1]) for p in directory.glob("step_*"))
+
+
+def resume_step(config, directory, rank):
+    """`train.py:133-139`: `resume.dir`'s step, else `resume.step`, else the latest checkpoint
+    (`resolve_latest_ckpt_step`, `utils/pathing.py:123-133`: None, a fresh start, when there is none)."""
+    resume = config.get("resume")
+    if resume is None:
+        return None
+    if resume.get("dir") is not None:
+        return int(Path(resume["dir"]).name.removeprefix("step_"))
+    if resume.get("step") is not None:
+        return resume["step"]
+    steps = all_ckpt_steps(directory)
+    if not steps:
+        if rank == 0:
+            print(f"trainer (double): No checkpoints found in {directory}. Starting from scratch.", file=sys.stderr)
+        return None
+    return steps[-1]
+
+
+def load_ckpt(directory, step, rank):
+    """`CheckpointManager.load` (`trainer/ckpt.py:237-252`): `checkpoints/step_N/trainer` must exist
+    (FileNotFoundError otherwise); each rank reads its shard (the double's stands for dcp's)."""
+    path = directory / f"step_{step}" / "trainer"
+    if not path.exists():
+        raise FileNotFoundError(f"Checkpoint not found at {path}")
+    shard = path / f"rank_{rank}.json"
+    if not shard.exists():
+        raise RuntimeError(f"{shard}: no shard of rank {rank} (the checkpoint was written by another world size)")
+    state = json.loads(shard.read_text())
+    if state["step"] != step:
+        raise RuntimeError(f"{shard}: holds step {state['step']}, not {step}")
+    return state
+
+
+def save_ckpt(directory, step, rank, world, state, barriers):
+    """`CheckpointManager.save` (`trainer/ckpt.py:254-272`): the master makes
+    `checkpoints/step_N/trainer`, every rank writes its shard, a barrier."""
+    path = directory / f"step_{step}" / "trainer"
+    if rank == 0:
+        path.mkdir(parents=True, exist_ok=True)
+    barrier(barriers, f"ckpt_mkdir_{step}", rank, world)
+    tmp = path / f"rank_{rank}.json.tmp"
+    tmp.write_text(json.dumps({**state, "step": step, "world_size": world}) + "\n")
+    tmp.rename(path / f"rank_{rank}.json")
+    barrier(barriers, f"ckpt_{step}", rank, world)
+
+
 class FileReceiver:
     """`FileSystemMicroBatchReceiver` (`transports/rollouts/filesystem.py:38-62`): polls for
     `rollouts/step_N/rank_<data_rank>.bin`, reads it, moves to the next step."""
@@ -227,9 +314,9 @@ class ZmqReceiver:
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] != "@":
-        sys.exit("trainer (double): usage: trainer.py @ trainer.toml")
-    config = load_config(sys.argv[2])
+    if len(sys.argv) < 3 or sys.argv[1] != "@":
+        sys.exit("trainer (double): usage: trainer.py @ trainer.toml [--resume | --resume.step N]")
+    config = parse_overrides(sys.argv[3:], load_config(sys.argv[2]))
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     output_dir = Path(config.get("output_dir", "outputs"))  # trainer.py config.output_dir, default "outputs"
     max_steps = config.get("max_steps")  # None: runs for ever
@@ -242,39 +329,61 @@ def main():
     data_rank = rank // (world // dp)
     # rollout_transport defaults to ZMQ (`configs/trainer.py:620` at 559b447), weight_broadcast to filesystem.
     transport = config.get("rollout_transport", {"type": "zmq"})
-    interval_to_keep = (config.get("ckpt") or {}).get("interval")
+    ckpt = config.get("ckpt")  # None: no checkpoints are saved (`setup_ckpt_manager`, ckpt.py:309-318)
+    interval = (ckpt or {}).get("interval")
+    interval_to_keep = interval
+    checkpoints = ckpt_dir(output_dir, config)
     log_dir = output_dir / "trainer-double"
-    barriers = log_dir / "barrier"
+    barriers = log_dir / "barrier" / str(os.getppid())  # one barrier set per launch
     barriers.mkdir(parents=True, exist_ok=True)
+    # `Progress.step` starts at 1 (`trainer/ckpt.py:28-32`); a resume loads the checkpoint of step S
+    # and continues at S + 1 (`train.py:217-231`).
+    state = {"tokens": 0, "samples": 0}
     start_step = 1
+    checkpoint_step = resume_step(config, checkpoints, rank)
+    if checkpoint_step is not None:
+        loaded = load_ckpt(checkpoints, checkpoint_step, rank)
+        state = {"tokens": loaded["tokens"], "samples": loaded["samples"]}
+        start_step = checkpoint_step + 1
+        if rank == 0:
+            print(f"trainer (double): Resuming training from checkpoint step {checkpoint_step}", file=sys.stderr)
     # The incoming policy v{start_step - 1} is broadcast before the first batch is awaited (`train.py:271-277`).
     barrier(barriers, f"start_{start_step}", rank, world)
     if rank == 0:
         broadcast(output_dir, start_step - 1, interval_to_keep)
     receiver = (
-        FileReceiver(output_dir, data_rank, start_step)
+        FileReceiver(output_dir, data_rank, start_step)  # DataLoader(output_dir, progress.step, ...): train.py:243-248
         if transport.get("type", "zmq") == "filesystem"
         else ZmqReceiver(transport, data_rank)
     )
     step = start_step
     while True:
+        is_last_step = max_steps is not None and step == max_steps  # train.py:266
         payload, where = receiver.receive()  # dataloader.wait_for_batch + get_batch (train.py:281-290)
         micro_batches = decode_micro_batches(payload)
+        tokens = sum(len(batch[0]) for batch in micro_batches)
         with open(log_dir / f"rank_{rank}.jsonl", "a") as log:
-            tokens = sum(len(batch[0]) for batch in micro_batches)
             loss_tokens = sum(sum(1 for m in batch[1] if m) for batch in micro_batches)
             log.write(json.dumps({"step": step, "rank": rank, "data_rank": data_rank, "source": where,
-                                  "micro_batches": len(micro_batches), "tokens": tokens, "loss_tokens": loss_tokens}) + "\n")
+                                  "micro_batches": len(micro_batches), "tokens": tokens, "loss_tokens": loss_tokens,
+                                  "resumed_from": checkpoint_step}) + "\n")
         # train.py:299: `seq_len = micro_batches[0]["input_ids"].shape[1]`: an empty list raises IndexError here.
         seq_len = len(micro_batches[0][0])
         del seq_len
         check_shapes(micro_batches, where)
+        state["tokens"] += tokens
+        state["samples"] += sum(len(batch[5]) for batch in micro_batches)
         barrier(barriers, f"step_{step}", rank, world)
         if rank == 0:
             broadcast(output_dir, step, interval_to_keep)  # train.py:582-597 (filesystem: every version)
-        if max_steps is not None and step >= max_steps:  # train.py:266 is_last_step, then the loop ends
+        # train.py:602-616: a checkpoint on the interval, except the last step (written after the loop).
+        if interval and not is_last_step and step % interval == 0:
+            save_ckpt(checkpoints, step, rank, world, state, barriers)
+        if is_last_step:  # then the loop ends (train.py:713-715)
             break
         step += 1
+    if ckpt is not None:  # the final checkpoint (train.py:726-730)
+        save_ckpt(checkpoints, step, rank, world, state, barriers)
 
 
 if __name__ == "__main__":

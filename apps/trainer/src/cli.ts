@@ -36,7 +36,9 @@ Train options:
                           self-play, configs/kuhn-poker.toml); env module paths are relative to the file
   -s, --set PATH=VALUE    set any config field, e.g. --set policy.d_model=64 (repeatable)
       --run-dir DIR       write the run to DIR (alias --out; default runs/<source names>)
-      --resume            continue the run in --run-dir from its checkpoint (this config's max_steps)
+      --resume            continue the run in --run-dir from its checkpoint (this config's max_steps);
+                          policy.engine = "external": prime-rl's trainer resumes from its checkpoint
+                          of the same step (launch.sh --resume), else exit 2 naming both steps
       --clean             replace the run in --run-dir (refused with --resume)
       --seed N            run seed
       --max-steps N       training steps
@@ -350,6 +352,11 @@ main(process.argv.slice(2)).then(
     const code = (error as { code?: string }).code;
     if (error.name === 'RunConfigError' || error.name === 'ConfigError' || code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`troupe: ${describeError(error)}\n(see troupe train --help; nothing was written)\n`);
+      process.exitCode = EXIT_CODES.config;
+    } else if (error.name === 'ResumeStepMismatchError') {
+      process.stderr.write(
+        `troupe: ${error.name}: ${error.message}\n(the checkpoint is kept; --resume again once both sides are at one step)\n`,
+      );
       process.exitCode = EXIT_CODES.config;
     } else if (error.name === 'TrainingStoppedError') {
       process.stderr.write(`troupe: ${error.name}: ${error.message}\n(metrics and the last checkpoint, if any, are kept)\n`);

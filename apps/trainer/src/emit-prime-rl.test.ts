@@ -1,5 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { isAbsolute, resolve } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { PRIME_RL_COMMIT, primeRlLaunch } from './emit-prime-rl.ts';
@@ -100,7 +102,56 @@ describe('--emit-prime-rl', () => {
       'uv run torchrun --nproc-per-node 2 -m prime_rl.trainer.rl.train @ "$here/trainer.toml"',
     );
     expect(launch['launch.sh']).toContain('uv run inference @ "$here/inference.toml"');
-    expect(launch['launch.sh']).toContain(`\${TROUPE:-troupe} train --config '${EXTERNAL}' --out '${resolve('runs/kuhn-llm')}'`);
+    expect(launch['launch.sh']).toContain(`out='${resolve('runs/kuhn-llm')}'`);
+    expect(launch['launch.sh']).toContain(
+      `(cd '${resolve('.')}' && \${TROUPE:-npx --no-install troupe} train --config '${EXTERNAL}' --out "$out" "\${troupe_args[@]}")`,
+    );
+    // The trainer checkpoints the steps the orchestrator does (prime-rl wants one interval on both sides).
+    expect(trainer.ckpt).toEqual({ interval: 25 });
+  });
+
+  it("launch.sh --resume clears the wire past troupe's checkpoint step and resumes both sides at that step", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'emit-launch-'));
+    try {
+      const out = join(dir, 'run');
+      const outputDir = join(dir, 'wire');
+      const bin = join(dir, 'bin');
+      const calls = join(dir, 'calls.log');
+      const config = await externalConfig((raw) => {
+        (raw.transport as Record<string, unknown>).output_dir = outputDir;
+      });
+      const launch = primeRlLaunch({ config, configPath: EXTERNAL, out, projectDir: dir });
+      await writeFile(join(dir, 'launch.sh'), launch['launch.sh'], { mode: 0o755 });
+      for (const name of ['trainer.toml', 'inference.toml'] as const) await writeFile(join(dir, name), launch[name]);
+      // uv and npx stand-ins record their arguments and the directory they ran in.
+      await mkdir(bin);
+      for (const name of ['uv', 'npx'])
+        await writeFile(join(bin, name), `#!/bin/sh\necho "${name} $(pwd) $*" >> '${calls}'\n`, { mode: 0o755 });
+      await mkdir(join(out, 'checkpoints', 'step-4'), { recursive: true });
+      await symlink('checkpoints/step-4', join(out, 'checkpoint'));
+      for (const step of [3, 4, 5, 6]) {
+        await mkdir(join(outputDir, 'rollouts', `step_${step}`), { recursive: true });
+        await mkdir(join(outputDir, 'broadcasts', `step_${step}`), { recursive: true });
+      }
+      // A link past the step is not followed nor removed.
+      await mkdir(join(dir, 'elsewhere'));
+      await symlink(join(dir, 'elsewhere'), join(outputDir, 'broadcasts', 'step_9'));
+      const env = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
+      const run = spawnSync('bash', [join(dir, 'launch.sh'), '--resume'], { cwd: dir, env, encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(0);
+      expect((await readdir(join(outputDir, 'rollouts'))).sort()).toEqual(['step_3', 'step_4']);
+      expect((await readdir(join(outputDir, 'broadcasts'))).sort()).toEqual(['step_3', 'step_4', 'step_9']);
+      const log = await readFile(calls, 'utf8');
+      expect(log).toContain(`-m prime_rl.trainer.rl.train @ ${dir}/trainer.toml --resume.step 4`);
+      expect(log).toContain(`npx ${dir} --no-install troupe train --config ${EXTERNAL} --out ${out} --resume`);
+      // No checkpoint to resume: refused before anything runs.
+      await rm(join(out, 'checkpoint'));
+      const refused = spawnSync('bash', [join(dir, 'launch.sh'), '--resume'], { cwd: dir, env, encoding: 'utf8' });
+      expect(refused.status).toBe(2);
+      expect(refused.stderr).toMatch(/names no checkpoint of troupe/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('starts data ranks × cp trainer processes, with cp as the padding, and ZMQ where the run sends on ZMQ', async () => {

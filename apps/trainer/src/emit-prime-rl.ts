@@ -28,7 +28,8 @@ export interface PrimeRlLaunch {
  *   under that name (`vllm.model`), so the requests' `model` is found;
  * - `rollout_transport` = `[transport]` (the trainer's default is ZMQ: `configs/trainer.py:620`),
  *   `weight_broadcast` = filesystem (what troupe's orchestrator reads: `broadcasts/step_N/STABLE`);
- * - `max_steps` = the run's.
+ * - `max_steps` = the run's; `[ckpt] interval` = `checkpoint_every`, so the trainer checkpoints
+ *   the steps the orchestrator does and `launch.sh --resume` finds both at one step.
  *
  * Refuses (a {@link RunConfigError} naming the field) a run that is not `policy.engine = "external"`
  * over files or ZMQ, or `max_async` above 1: prime-rl's trainer deletes `broadcasts/step_{N-2}`
@@ -41,6 +42,8 @@ export function primeRlLaunch(options: {
   configPath: string | null;
   /** The run directory `troupe train --out` writes. */
   out: string;
+  /** Where the launch script runs `npx --no-install troupe` (the project that installed `@troupe/trainer`; default the working directory). */
+  projectDir?: string;
 }): PrimeRlLaunch {
   const { config } = options;
   const transport = config.transport;
@@ -68,6 +71,9 @@ export function primeRlLaunch(options: {
     rollout_transport:
       transport.type === 'zmq' ? { type: 'zmq', host: transport.host, port: transport.port } : { type: 'filesystem' },
     weight_broadcast: { type: 'filesystem' },
+    // The trainer checkpoints the steps the orchestrator does, so a resume finds both at one step
+    // (prime-rl wants both sides checkpointing: `validate_shared_ckpt_config`, `utils/validation.py:194-206`).
+    ...(config.checkpointEvery > 0 ? { ckpt: { interval: config.checkpointEvery } } : {}),
   };
   const inference = {
     output_dir: outputDir,
@@ -81,28 +87,79 @@ export function primeRlLaunch(options: {
   return {
     'trainer.toml': `${header('prime-rl TrainerConfig')}${stringify(trainer)}\n`,
     'inference.toml': `${header('prime-rl InferenceConfig')}${stringify(inference)}\n`,
-    'launch.sh': launchScript({ ranks, served, outputDir, configPath: options.configPath, out: resolve(options.out) }),
+    'launch.sh': launchScript({
+      ranks,
+      served,
+      outputDir,
+      configPath: options.configPath,
+      out: resolve(options.out),
+      projectDir: resolve(options.projectDir ?? '.'),
+    }),
   };
 }
 
-/** The launch script: vLLM, the trainer ranks under torchrun, then the orchestrator (troupe). */
-function launchScript(options: { ranks: number; served: string; outputDir: string; configPath: string | null; out: string }) {
+/**
+ * The launch script: vLLM, the trainer ranks under torchrun, then the orchestrator (troupe), run as
+ * `npx --no-install troupe` in the project that installed `@troupe/trainer` (`projectDir`).
+ * `launch.sh --resume` continues the run: the step S is the one troupe's `<out>/checkpoint` names;
+ * rollouts and broadcasts past S are removed (prime-rl's launcher does the same on resume:
+ * `clean_future_steps`, `utils/pathing.py:196-214`, called at `entrypoints/rl.py:640-651`), the trainer
+ * starts with `--resume.step S` and troupe with `--resume`.
+ */
+function launchScript(options: {
+  ranks: number;
+  served: string;
+  outputDir: string;
+  configPath: string | null;
+  out: string;
+  projectDir: string;
+}) {
   const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
   const train = options.configPath
-    ? `\${TROUPE:-troupe} train --config ${quote(options.configPath)} --out ${quote(options.out)}`
-    : '# troupe train --config <the run config> (it was inline)';
+    ? `(cd ${quote(options.projectDir)} && \${TROUPE:-npx --no-install troupe} train --config ${quote(options.configPath)} --out "$out" "\${troupe_args[@]}")`
+    : '# npx --no-install troupe train --config <the run config> --out "$out" [--resume] (the config was inline)';
   return `#!/usr/bin/env bash
 # prime-rl's trainer (${options.ranks} rank${options.ranks > 1 ? 's' : ''}) and vLLM serving ${options.served}, then troupe's
-# orchestrator. Run from a prime-rl checkout at ${PRIME_RL_COMMIT.slice(0, 9)} (\`uv sync\`); GPUs by
-# INFERENCE_GPUS (default 0) and TRAINER_GPUS (default 1..${options.ranks}); the orchestrator by TROUPE
-# (default \`troupe\`; in the troupe repository: TROUPE="pnpm --dir <troupe checkout> trainer").
+# orchestrator. Run from a prime-rl checkout at ${PRIME_RL_COMMIT.slice(0, 9)} (\`uv sync\`):
+#   launch.sh             a fresh run
+#   launch.sh --resume    continue from troupe's checkpoint (<out>/checkpoint, step S): the trainer
+#                         resumes from its own checkpoint of step S (--resume.step S), and what the
+#                         wire holds past S (rollouts/, broadcasts/) is removed first
+# GPUs by INFERENCE_GPUS (default 0) and TRAINER_GPUS (default 1..${options.ranks}). The orchestrator runs as
+# \`npx --no-install troupe\` in ${options.projectDir}, where @troupe/trainer is installed; TROUPE
+# replaces that command (in a troupe checkout: TROUPE="node <checkout>/packages/verifiers/bin/troupe.js").
 set -euo pipefail
 here="$(cd "$(dirname "\${BASH_SOURCE[0]}")" && pwd)"
-mkdir -p ${quote(options.outputDir)}
+out=${quote(options.out)}
+output_dir=${quote(options.outputDir)}
+trainer_args=()
+troupe_args=()
+case "\${1:-}" in
+  "") ;;
+  --resume)
+    link="$(readlink "$out/checkpoint" || true)"
+    if [[ ! "$link" =~ ^checkpoints/step-([0-9]+)$ ]]; then
+      echo "launch.sh --resume: $out/checkpoint names no checkpoint of troupe" >&2
+      exit 2
+    fi
+    step="\${BASH_REMATCH[1]}"
+    for dir in "$output_dir"/rollouts/step_* "$output_dir"/broadcasts/step_*; do
+      n="\${dir##*/step_}"
+      if [[ -d "$dir" && ! -L "$dir" && "$n" =~ ^[0-9]+$ ]] && (( n > step )); then rm -rf -- "$dir"; fi
+    done
+    trainer_args=(--resume.step "$step")
+    troupe_args=(--resume)
+    ;;
+  *)
+    echo "usage: launch.sh [--resume]" >&2
+    exit 2
+    ;;
+esac
+mkdir -p "$output_dir"
 CUDA_VISIBLE_DEVICES="\${INFERENCE_GPUS:-0}" uv run inference @ "$here/inference.toml" &
 inference=$!
 CUDA_VISIBLE_DEVICES="\${TRAINER_GPUS:-${Array.from({ length: options.ranks }, (_, i) => i + 1).join(',')}}" \\
-  uv run torchrun --nproc-per-node ${options.ranks} -m prime_rl.trainer.rl.train @ "$here/trainer.toml" &
+  uv run torchrun --nproc-per-node ${options.ranks} -m prime_rl.trainer.rl.train @ "$here/trainer.toml" "\${trainer_args[@]}" &
 trainer=$!
 trap 'kill "$inference" "$trainer" 2>/dev/null || true' EXIT
 ${train}

@@ -137,8 +137,9 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
         expect(metrics.filter((m) => m['eval/held-out/episodes'] === 2).map((m) => m.step)).toEqual([2, 4]);
 
         // Never read: every model.safetensors is still a pipe no one opened (an open would have hung the
-        // run). The trainer deleted step_{N-2} after broadcasting step N, as prime-rl's does.
-        expect((await readdir(join(outputDir, 'broadcasts'))).sort()).toEqual(['step_3', 'step_4']);
+        // run). The trainer deleted step_{N-2} after broadcasting step N, as prime-rl's does, except a
+        // step on its checkpoint interval (trainer.toml's [ckpt] interval = checkpoint_every = 4: step 0).
+        expect((await readdir(join(outputDir, 'broadcasts'))).sort()).toEqual(['step_0', 'step_3', 'step_4']);
         for (let step = 3; step <= steps; step++) {
           expect((await lstat(join(outputDir, 'broadcasts', `step_${step}`, 'model.safetensors'))).isFIFO()).toBe(true);
         }
@@ -148,9 +149,12 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
         expect(checkpoint.broadcast).toEqual({ step: 4, dir: join(outputDir, 'broadcasts', 'step_4') });
         expect(checkpoint.state.orchestrator.cursors).toEqual({ 'say-color': 12 });
         expect(existsSync(join(outputDir, 'model.json'))).toBe(false);
-        await expect(train({ config: externalConfig(outputDir, vllm.baseUrl, steps), out, resume: true })).rejects.toThrow(
-          /--resume: .*policy\.engine = "external"/,
-        );
+        // The trainer wrote its own checkpoint of the same step; without it, --resume is refused naming both sides.
+        expect(existsSync(join(outputDir, 'checkpoints', 'step_4', 'trainer'))).toBe(true);
+        await rm(join(outputDir, 'checkpoints'), { recursive: true });
+        await expect(
+          train({ config: externalConfig(outputDir, vllm.baseUrl, steps), out, resume: true, baseDir: import.meta.dirname }),
+        ).rejects.toThrow(/the orchestrator is at step 4, the trainer has no checkpoint/);
       } finally {
         await vllm.close();
         await model.close();

@@ -12,13 +12,14 @@ import {
   ModelRouter,
   OpponentPool,
   Orchestrator,
+  type OrchestratorCheckpoint,
   type OrchestratorOptions,
   type StepMetrics,
   type TrainingHooks,
   type TrainSource,
   type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
-import { findRunCheckpoint } from '@troupe/prime-rl/trainer';
+import { findRunCheckpoint, readCheckpointFile } from '@troupe/prime-rl/trainer';
 import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
 import { FailureWatch, TrainingInterruptedError, TrainingStoppedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
@@ -233,15 +234,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     throw new RunConfigError(
       `--resume: no checkpoint in ${options.out} (no ${join(options.out, 'checkpoint')}); run without --resume to start this run fresh`,
     );
-  if (checkpointDir && existsSync(join(checkpointDir, EXTERNAL_CHECKPOINT_FILE)))
-    throw new RunConfigError(
-      `--resume: ${options.out} was trained with policy.engine = "external"; resume is not supported there yet (prime-rl's trainer resumes from its own checkpoints)`,
-    );
-  const restored = checkpointDir ? await loadEmbeddedCheckpoint(checkpointDir) : null;
-  if (checkpointDir && !restored) throw new RunConfigError(`--resume: ${checkpointDir} holds no meta.json`);
+  const external = checkpointDir ? await loadExternalCheckpoint(checkpointDir) : null;
+  const restored = checkpointDir && !external ? await loadEmbeddedCheckpoint(checkpointDir) : null;
+  if (checkpointDir && !restored && !external)
+    throw new RunConfigError(`--resume: ${checkpointDir} holds no meta.json or ${EXTERNAL_CHECKPOINT_FILE}`);
   const resumed = restored?.checkpoint ?? null;
   const requested = parseRunConfig(options.config);
-  const runState = restored?.run as { config: RunConfig } | undefined;
+  const runState = (restored?.run ?? external?.state.run) as { config: RunConfig } | undefined;
   const config: RunConfig = runState
     ? { ...runState.config, maxSteps: requested.maxSteps, maxSeconds: requested.maxSeconds }
     : requested;
@@ -320,6 +319,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       transport: config.transport,
       inference: config.inference,
       temperature: config.policy.temperature,
+      ...(external ? { resumeStep: external.step } : {}),
       log,
     });
     mainClient = engines.inference.client;
@@ -335,6 +335,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         trainer: engines.trainer,
         inference: engines.inference,
         runState: { config },
+        ...(external ? { resume: external } : {}),
         // The weights and optimizer live in the trainer's own checkpoints; this holds the orchestrator's state and the broadcast steps.
         async writeCheckpoint({ dir, step, state, weights, inference }) {
           await mkdir(dir, { recursive: true });
@@ -459,6 +460,35 @@ async function writeRunConfig(options: { out: string; config: RunConfig; replace
 
 /** Where an external-engine run's checkpoint keeps the orchestrator's state and the broadcast step. */
 const EXTERNAL_CHECKPOINT_FILE = 'orchestrator.json';
+
+/**
+ * The orchestrator's checkpoint of an external-engine run (`orchestrator.json`, checked against the
+ * checkpoint's manifest), as the orchestrator resumes it: the step S, its state, and the broadcast
+ * of S as the only policy version held (the trainer may have removed older broadcasts, and
+ * prime-rl's orchestrator serves v{S} first on resume). Null for a checkpoint of the embedded engines.
+ */
+async function loadExternalCheckpoint(dir: string): Promise<OrchestratorCheckpoint<WeightsHandle, null> | null> {
+  if (!existsSync(join(dir, EXTERNAL_CHECKPOINT_FILE))) return null;
+  const text = (await readCheckpointFile({ dir, name: EXTERNAL_CHECKPOINT_FILE })).toString('utf8');
+  const body = JSON.parse(text) as { step?: unknown; broadcast?: unknown; state?: unknown };
+  const broadcast = body.broadcast as Partial<WeightsHandle> | undefined;
+  if (
+    !Number.isInteger(body.step) ||
+    (body.step as number) < 1 ||
+    typeof body.state !== 'object' ||
+    body.state === null ||
+    broadcast?.step !== body.step ||
+    typeof broadcast?.dir !== 'string'
+  )
+    throw new RunConfigError(`--resume: ${join(dir, EXTERNAL_CHECKPOINT_FILE)} is not an orchestrator checkpoint of troupe`);
+  return {
+    step: body.step as number,
+    state: body.state as Record<string, unknown>,
+    weights: { step: body.step as number, dir: broadcast.dir },
+    optimizer: null,
+    inference: [],
+  };
+}
 
 /** Runs the orchestrator, then the report; closes the engines whatever happens. */
 async function runToEnd(options: {

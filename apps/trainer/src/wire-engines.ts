@@ -7,10 +7,13 @@ import type { NamedWeight, PolicyConfig, WordTokenizer } from '@troupe/prime-rl/
 import type { OptimizerState } from '@troupe/prime-rl/trainer';
 import {
   broadcastStepDir,
+  checkExternalResume,
   clearRunDir,
   openExternalPolicy,
+  ResumeStepMismatchError,
   RolloutLink,
   readBroadcast,
+  stableBroadcastSteps,
   toWireSample,
   type WireSample,
   waitForFile,
@@ -136,9 +139,9 @@ export async function wireInference(options: {
   };
 }
 
-/** Sends steps over the rollout link one at a time, in step order; a step out of order is refused (no step is ever skipped). */
-function orderedSender(link: RolloutLink) {
-  let sent = 0;
+/** Sends steps over the rollout link one at a time, in step order from `start + 1`; a step out of order is refused (no step is ever skipped). */
+function orderedSender(link: RolloutLink, start = 0) {
+  let sent = start;
   // One send at a time, in step order (ZMQ frames are read in the order they are sent).
   let queue: Promise<unknown> = Promise.resolve();
   return {
@@ -151,6 +154,38 @@ function orderedSender(link: RolloutLink) {
       await next;
     },
   };
+}
+
+/**
+ * Waits for `broadcasts/step_<step>/STABLE`. A stable broadcast of a later step is a trainer that
+ * is not on the orchestrator's step numbering (it can only broadcast step N after reading the
+ * rank files of step N): a {@link ResumeStepMismatchError} naming both steps.
+ */
+async function waitForStep(options: { outputDir: string; step: number; timeoutMs: number; resumedFrom: number | null }) {
+  const { outputDir, step } = options;
+  const deadline = Date.now() + options.timeoutMs;
+  for (let polls = 0; ; polls++) {
+    try {
+      await waitForFile({ path: join(broadcastStepDir({ outputDir, step }), 'STABLE'), timeoutMs: 0 });
+      return;
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+    }
+    if (polls % 10 === 0) {
+      const ahead = (await stableBroadcastSteps({ outputDir })).filter((s) => s > step).at(-1);
+      if (ahead !== undefined)
+        throw new ResumeStepMismatchError({
+          orchestratorStep: step,
+          trainerStep: ahead,
+          found: `${broadcastStepDir({ outputDir, step: ahead })} is stable while step ${step} is awaited`,
+          hint:
+            options.resumedFrom === null
+              ? 'the trainer was started with --resume (start it fresh, or resume troupe with --resume)'
+              : `start the trainer with --resume.step ${options.resumedFrom} (launch.sh --resume does)`,
+        });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /**
@@ -169,27 +204,47 @@ export async function externalEngines(options: {
   inference: NonNullable<InferenceSection>;
   /** Sampling temperature of every token (the trainer divides its logits by it). */
   temperature: number;
+  /**
+   * Resume after the orchestrator's checkpoint of this step: the trainer must hold its own
+   * checkpoint of the step and be started with `--resume.step <step>` (see `checkExternalResume`);
+   * the servers are given `broadcasts/step_<step>` before the first rollout.
+   */
+  resumeStep?: number;
   log?: (line: string) => void;
 }): Promise<{ trainer: WireTrainer<WeightsHandle, null>; inference: Inference<WeightsHandle> }> {
   const { transport } = options;
   const outputDir = transport.outputDir;
-  // The rollouts are ours to clear; the broadcasts are the trainer's, which may already be running.
-  await rm(join(outputDir, 'rollouts'), { recursive: true, force: true });
-  await rm(join(outputDir, 'samples'), { recursive: true, force: true });
-  const stale = (await readdir(join(outputDir, 'broadcasts')).catch(() => [] as string[]))
-    .map((name) => /^step_(\d+)$/.exec(name)?.[1])
-    .filter((step): step is string => step !== undefined && Number(step) > 0);
-  if (stale.length)
-    throw new Error(
-      `transport.outputDir: ${outputDir}/broadcasts holds step_${stale.sort((a, b) => Number(a) - Number(b))[0]} of an earlier run; give a fresh output_dir (or delete its broadcasts/) and restart the trainer`,
-    );
+  const start = options.resumeStep ?? 0;
+  if (options.resumeStep !== undefined) {
+    // Refused before anything is removed; then the rollouts past the step (ours) are cleared.
+    await checkExternalResume({ outputDir, step: start });
+  } else {
+    // The rollouts are ours to clear; the broadcasts are the trainer's, which may already be running.
+    await rm(join(outputDir, 'rollouts'), { recursive: true, force: true });
+    await rm(join(outputDir, 'samples'), { recursive: true, force: true });
+    const stale = (await readdir(join(outputDir, 'broadcasts')).catch(() => [] as string[]))
+      .map((name) => /^step_(\d+)$/.exec(name)?.[1])
+      .filter((step): step is string => step !== undefined && Number(step) > 0);
+    if (stale.length)
+      throw new Error(
+        `transport.outputDir: ${outputDir}/broadcasts holds step_${stale.sort((a, b) => Number(a) - Number(b))[0]} of an earlier run; give a fresh output_dir (or delete its broadcasts/) and restart the trainer (or run with --resume)`,
+      );
+  }
   const external = openExternalPolicy({ inference: options.inference, outputDir });
   const link = await RolloutLink.open({ config: transport });
   const handle = (step: number): WeightsHandle => ({ step, dir: broadcastStepDir({ outputDir, step }) });
-  let latest = handle(0);
-  const sender = orderedSender(link);
+  let latest = handle(start);
+  const sender = orderedSender(link, start);
+  const resumedFrom = options.resumeStep ?? null;
   try {
     await external.pool.waitUntilLive({ timeoutMs: options.inference.startTimeoutSeconds * 1000 });
+    if (resumedFrom !== null) {
+      // As prime-rl's orchestrator on resume (`orchestrator/orchestrator.py:331-376` at 559b447): wait
+      // for the trainer's start-up broadcast of the resumed step, load it into every server.
+      options.log?.(`--resume: step ${start}; waiting for ${broadcastStepDir({ outputDir, step: start })}/STABLE`);
+      await waitForStep({ outputDir, step: start, timeoutMs: options.inference.startTimeoutSeconds * 1000, resumedFrom });
+      await external.relay.advanceTo({ step: start });
+    }
   } catch (error) {
     external.close();
     await link.close();
@@ -207,7 +262,7 @@ export async function externalEngines(options: {
         samples.map((sample) => toWireSample(sample, { temperatures: options.temperature })),
       );
       latest = handle(step);
-      await waitForFile({ path: join(latest.dir, 'STABLE'), timeoutMs: Number.POSITIVE_INFINITY, pollMs: 50 });
+      await waitForStep({ outputDir, step, timeoutMs: Number.POSITIVE_INFINITY, resumedFrom });
       return { weights: latest, metrics: {} };
     },
     async state() {

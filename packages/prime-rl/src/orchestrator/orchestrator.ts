@@ -206,6 +206,9 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       start: run.start,
       maxSteps: options.maxSteps,
       maxAsync: this.maxAsync,
+      // A resumed run plays at no version older than its checkpoint holds (an external trainer's
+      // holds only its own step: prime-rl serves v{resume step} first, `orchestrator/orchestrator.py:331-376`).
+      firstVersion: Math.min(...run.published.keys()),
       play: async ({ step, version }) => {
         if (options.inference.version !== version) {
           const weights = run.published.get(version);

@@ -22,6 +22,11 @@ export interface RolloutDispatcherOptions<T> {
   maxSteps: number;
   /** Steps the rollouts may run ahead of the trainer (0 = on-policy). */
   maxAsync: number;
+  /**
+   * The oldest policy version a rollout may play at (default max(0, `start` − `maxAsync`)): a
+   * resumed run whose checkpoint holds only the weights of its own step plays from that step on.
+   */
+  firstVersion?: number;
   /** Plays the rollout of `step` at policy `version`. */
   play(options: { step: number; version: number }): Promise<T>;
 }
@@ -48,7 +53,7 @@ export class RolloutDispatcher<T> {
   constructor(options: RolloutDispatcherOptions<T>) {
     this.ready = Array.from({ length: options.maxSteps + 1 }, () => deferred<T>());
     this.trainerStep = options.start;
-    this.lastVersion = Math.max(0, options.start - options.maxAsync);
+    this.lastVersion = Math.max(0, options.start - options.maxAsync, options.firstVersion ?? 0);
     this.loop = this.dispatch(options);
   }
 

@@ -12,3 +12,4 @@ export * from './encode-planned.ts';
 export * from './loopback.ts';
 export * from './sample-export.ts';
 export * from '../errors/served-model-error.ts';
+export * from './external-resume.ts';
