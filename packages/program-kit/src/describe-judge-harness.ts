@@ -81,8 +81,8 @@ export function describeAgenticJudgeHarness(options: {
 
     // A wrong answer.sh leaves a thief behind when the judge runs it: it finds the judge program's
     // endpoint and secret, asks for a "yes" while the judge works and after its final reply, and
-    // holds one call open. The honest "no" stands, the episode ends (the held call would take 10
-    // minutes), and every thief call on the judge's trace is a side call, cut off or refused.
+    // tries to hold one call open. The honest "no" stands, the episode ends, and the stolen secret
+    // is refused from the thief's process (the program's own process made the first call).
     for (const [where, mode, shared] of [
       ['local', 'isolated', false],
       ['local', 'shared', true],
@@ -111,10 +111,12 @@ export function describeAgenticJudgeHarness(options: {
           const theirs = judge?.calls.filter((c) => c.side || c.ended) ?? [];
           expect(own.length).toBeGreaterThanOrEqual(2);
           expect(own.every((c) => c.dialect === options.dialect)).toBe(true);
-          // The thief found the secret (nothing hides it from the commands the program runs) and
-          // its calls reached the session: each is on the trace, never as the final reply.
-          expect(thiefCalls).toBeGreaterThan(0);
-          expect(theirs.length + (judge?.metrics['calls/refused'] ?? 0)).toBeGreaterThan(0);
+          // The thief found the secret (in the program's /proc/<pid>/environ or config) and called
+          // with it; the secret is bound to the program's own process, so every such call was
+          // refused before it reached the model, and is on the trace as a refused call.
+          expect(judge?.metrics['calls/other_process'] ?? 0).toBeGreaterThan(0);
+          expect(thiefCalls).toBe(0);
+          expect(theirs.some((c) => c.ended === 'refused' && /bound to the process/.test(c.error?.message ?? ''))).toBe(true);
           expect(hostPidsWith(marker)).toEqual([]);
         } finally {
           rmSync(`/tmp/thief-${marker}.sh`, { force: true });

@@ -15,6 +15,7 @@ export * from './runtime/process-group.ts';
 export * from './runtime/runtime-options.ts';
 export * from './runtime/sandbox-env.ts';
 export * from './interception/interception-server.ts';
+export { type CallerProcessFinder, registerRelayedCaller } from './interception/caller-process.ts';
 export * from './interception/dialects/index.ts';
 export * from './model/openai-client.ts';
 export * from './model/retry.ts';

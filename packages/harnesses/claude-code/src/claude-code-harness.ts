@@ -26,7 +26,7 @@ export const ClaudeCodeHarness = defineProgramHarness({
   dialect: 'messages',
   program: (version) => `@anthropic-ai/claude-code ${version}`,
   install: npmPackage({ packageName: '@anthropic-ai/claude-code', bin: 'claude', node: 'none' }),
-  capabilities: { appendsSystemPrompt: true, supportsMcp: true },
+  capabilities: { appendsSystemPrompt: true, supportsMcp: true, callsFromOneProcess: true },
   launch: ({ launch, scratch, prompt, install, options }) => {
     const argv = [
       install.binPath,

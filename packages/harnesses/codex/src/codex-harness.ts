@@ -59,7 +59,7 @@ export const CodexHarness = defineProgramHarness({
   dialect: 'responses',
   program: (version) => `@openai/codex ${version}`,
   install: npmPackage({ packageName: '@openai/codex', bin: 'codex', node: 'none' }),
-  capabilities: { supportsMcp: true },
+  capabilities: { supportsMcp: true, callsFromOneProcess: true },
   launch: ({ launch, scratch, prompt, install, options }) => {
     const codexHome = `${scratch}/codex-home`;
     const native = launch.sandbox.runtime === 'local' ? null : nativeCodex(install.binPath);

@@ -374,6 +374,7 @@ export class Agent {
       model: this.model,
       sampling: this.config.sampling ?? {},
       ...(this.plugged?.stops.length ? { stops: this.plugged.stops } : {}),
+      ...(this.harness.capabilities.callsFromOneProcess ? { bindCaller: true } : {}),
       limits: (this.sessionLimits ??= {
         maxTurns: this.config.maxTurns ?? null,
         maxInputTokens: this.config.maxInputTokens ?? null,

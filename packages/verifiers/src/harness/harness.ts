@@ -17,6 +17,12 @@ export interface HarnessCapabilities {
   supportsSkills: boolean;
   /** Takes a system prompt of its own; otherwise it is folded into the prompt. */
   appendsSystemPrompt: boolean;
+  /**
+   * Every model call of the program comes from the one process that makes its first call (no
+   * helper process calls the model): its rollout secret is then bound to that process, and code
+   * the program runs cannot call with it (see `RolloutSessionOptions.bindCaller`).
+   */
+  callsFromOneProcess?: boolean;
 }
 
 /** The API dialects interception speaks. */

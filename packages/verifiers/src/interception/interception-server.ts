@@ -6,6 +6,8 @@ import { InterceptionError, TroupeError } from '../errors/troupe-error.ts';
 import type { ModelResponse } from '../model/model-client.ts';
 import { turnBudget } from '../util/turn-budget.ts';
 import { ByteBudget } from './byte-budget.ts';
+import { CallerBinding } from './caller-binding.ts';
+import { CALLER_BINDING_SUPPORTED, type CallerProcessFinder, procCallerFinder } from './caller-process.ts';
 import type { ParsedWireRequest, WireDialect, WireErrorInput } from './dialects/dialect.ts';
 import { WireRequestError } from './dialects/dialect.ts';
 import { estimateTokens, modelsBody, parseJsonBody, readBody, routeOf, SSE_HEADERS, secretOf, sendJson } from './http-wire.ts';
@@ -33,6 +35,12 @@ export interface InterceptionServerOptions {
    * bytes stay in the socket). A body without a declared length reserves `maxBodyBytes`.
    */
   maxBodyBytesInFlight?: number;
+  /**
+   * How the process behind a connection is found, for sessions that bind their secret to their
+   * first caller (`bindCaller`): default `/proc` on Linux; null (or another platform) enforces no
+   * binding.
+   */
+  callerFinder?: CallerProcessFinder | null;
 }
 
 /** The default of {@link InterceptionServerOptions.maxBodyBytesInFlight}: 256 MiB. */
@@ -56,6 +64,11 @@ export class InterceptionServer {
   private readonly maxBodyBytes: number;
   private readonly heartbeatMs: number;
   private readonly bodies: ByteBudget;
+  private readonly callerFinder: CallerProcessFinder | null;
+  /** Per session that binds its caller, the process its secret is bound to. */
+  private readonly bindings = new WeakMap<RolloutSession, CallerBinding>();
+  /** Per connection, the session whose caller binding it passed. */
+  private readonly callerChecked = new WeakMap<Socket, RolloutSession>();
   private port = 0;
 
   constructor(options: InterceptionServerOptions = {}) {
@@ -63,6 +76,8 @@ export class InterceptionServer {
     this.maxBodyBytes = options.maxBodyBytes ?? 32 * 1024 * 1024;
     this.heartbeatMs = options.heartbeatMs ?? 5000;
     this.bodies = new ByteBudget(options.maxBodyBytesInFlight ?? DEFAULT_MAX_BODY_BYTES_IN_FLIGHT);
+    this.callerFinder =
+      options.callerFinder !== undefined ? options.callerFinder : CALLER_BINDING_SUPPORTED ? procCallerFinder() : null;
     // Every call in flight listens on this one signal (each removes its listener when it ends):
     // hundreds at once by design, not a leak, so Node's 10-listener warning is off for it.
     setMaxListeners(0, this.abort.signal);
@@ -165,6 +180,44 @@ export class InterceptionServer {
     return this.ended.has(key) ? 'ended' : null;
   }
 
+  /**
+   * Whether the connection `socket` may call for `session`, whose secret is bound to the process
+   * of its first call (see {@link CallerBinding}): null when it may (remembered for the
+   * connection), else why not.
+   */
+  private async checkCaller(session: RolloutSession, socket: Socket): Promise<string | null> {
+    let binding = this.bindings.get(session);
+    if (!binding) {
+      binding = new CallerBinding(this.callerFinder as CallerProcessFinder);
+      this.bindings.set(session, binding);
+    }
+    const refusal = await binding.check(socket);
+    // A first caller this host may not read (another user's process): the binding is not enforced.
+    if (binding.caller === 'unknown') session.trace.metrics['calls/caller_unknown'] = 1;
+    if (refusal === null) this.callerChecked.set(socket, session);
+    else this.options.log?.(`interception: 403 ${refusal}`);
+    return refusal;
+  }
+
+  /**
+   * Whether the call on `req` comes from a process the session's secret is not bound to (see
+   * {@link CallerBinding}): then it is answered 403 and recorded on the session's trace.
+   */
+  private async refusedCaller(call: {
+    session: RolloutSession;
+    req: IncomingMessage;
+    res: ServerResponse;
+    dialect: WireDialect;
+  }): Promise<boolean> {
+    if (!this.callerFinder || this.callerChecked.get(call.req.socket) === call.session) return false;
+    const refusal = await this.checkCaller(call.session, call.req.socket);
+    if (refusal === null) return false;
+    call.session.refused(call.dialect.name, new InterceptionError(refusal, { statusCode: 403 }));
+    call.req.resume();
+    this.fail(call.res, call.dialect, { status: 403, message: refusal }, true);
+    return true;
+  }
+
   /** Per connection, the last secret that matched a session (see `lookup`). */
   private readonly proven = new WeakMap<Socket, { secret: string; key: string; session: RolloutSession }>();
 
@@ -187,6 +240,7 @@ export class InterceptionServer {
       req.resume();
       return this.fail(res, dialect, { status: 409, message: 'this rollout has ended' });
     }
+    if (session.bindsCaller && (await this.refusedCaller({ session, req, res, dialect }))) return;
     if (route.kind === 'models') {
       req.resume();
       return sendJson(res, 200, modelsBody(session.model));
@@ -297,7 +351,8 @@ export class InterceptionServer {
   }
 
   private fail(res: ServerResponse, dialect: WireDialect, error: WireErrorInput, close = false): void {
-    const noRetry = error.status === 400 || error.status === 401 || error.status === 409 || error.status === 413;
+    const noRetry =
+      error.status === 400 || error.status === 401 || error.status === 403 || error.status === 409 || error.status === 413;
     if (error.status >= 500 || error.status === 409) this.options.log?.(`interception: ${error.status} ${error.message}`);
     const headers: Record<string, string> = noRetry ? { ...NO_RETRY } : {};
     if (close) headers.connection = 'close';

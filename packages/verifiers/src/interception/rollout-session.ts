@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { LimitError, ProviderError, RolloutConcludedError } from '../errors/troupe-error.ts';
+import { type InterceptionError, LimitError, ProviderError, RolloutConcludedError } from '../errors/troupe-error.ts';
 import type { ModelCallOptions, ModelClient, ModelRequest, ModelResponse, Sampling } from '../model/model-client.ts';
 import type { Trace } from '../trace/trace.ts';
 import type { StopCondition } from '../trace/trace-schema.ts';
@@ -42,6 +42,13 @@ export interface RolloutSessionOptions {
   limits?: RolloutLimits;
   /** Extra stop checks run before each call; return a condition name to stop. */
   stops?: ((trace: Trace, request: ModelRequest) => StopCondition | null | undefined)[];
+  /**
+   * The secret works only from the process that made the rollout's first call (see
+   * `CallerBinding`): a program whose every model call comes from its own process sets it, so code
+   * it runs cannot call with a secret it stole. Enforced by the interception server where it can
+   * tell processes apart (Linux); default false.
+   */
+  bindCaller?: boolean;
 }
 
 /**
@@ -71,6 +78,8 @@ export interface HandleMeta {
 export class RolloutSession {
   readonly trace: Trace;
   readonly model: string;
+  /** Whether the secret works only from the process that made the first call ({@link RolloutSessionOptions.bindCaller}). */
+  readonly bindsCaller: boolean;
   private readonly client: ModelClient;
   private readonly sampling: Sampling;
   private readonly limits: RolloutLimits;
@@ -106,6 +115,7 @@ export class RolloutSession {
     this.sampling = options.sampling ?? {};
     this.limits = options.limits ?? {};
     this.stops = options.stops ?? [];
+    this.bindsCaller = options.bindCaller ?? false;
     const { maxInputTokens, maxOutputTokens, maxTotalTokens, maxTraceBytes } = this.limits;
     this.maxTraceBytes = maxTraceBytes === undefined ? DEFAULT_MAX_TRACE_BYTES : maxTraceBytes;
     this.tokenLimited = maxInputTokens != null || maxOutputTokens != null || maxTotalTokens != null;
@@ -176,18 +186,23 @@ export class RolloutSession {
   }
 
   /**
-   * Records a call that arrived after the session closed (the interception server answers it 409
-   * without reading its body): on the trace as an `ended: 'refused'` call, the first
-   * {@link MAX_REFUSED_RECORDED} of them, and every one counted in the `calls/refused` metric.
+   * Records a call the interception server refused without reading its body: one that arrived
+   * after the session closed (409), or — with `error` — one from a process the secret is not bound
+   * to (403, also counted in `calls/other_process`). On the trace as an `ended: 'refused'` call, the
+   * first {@link MAX_REFUSED_RECORDED} of them, and every one counted in the `calls/refused` metric.
    */
-  refused(dialect: string): void {
-    this.trace.metrics['calls/refused'] = (this.trace.metrics['calls/refused'] ?? 0) + 1;
+  refused(dialect: string, error?: InterceptionError): void {
+    const metrics = this.trace.metrics;
+    metrics['calls/refused'] = (metrics['calls/refused'] ?? 0) + 1;
+    if (error) metrics['calls/other_process'] = (metrics['calls/other_process'] ?? 0) + 1;
     if (this.refusedRecorded >= MAX_REFUSED_RECORDED) return;
     this.refusedRecorded++;
-    const error = new RolloutConcludedError(`refused: rollout ${this.trace.id} had ended (${this.concludedReason ?? 'ended'})`, {
-      statusCode: 409,
-    });
-    this.trace.recordEndedCall({ ended: 'refused', model: this.model, dialect, startedAt: Date.now(), error });
+    const reason =
+      error ??
+      new RolloutConcludedError(`refused: rollout ${this.trace.id} had ended (${this.concludedReason ?? 'ended'})`, {
+        statusCode: 409,
+      });
+    this.trace.recordEndedCall({ ended: 'refused', model: this.model, dialect, startedAt: Date.now(), error: reason });
   }
 
   /** The error a call cut off by `close` ends with (answered 409 when its connection is still open). */

@@ -13,6 +13,8 @@ export interface InterceptedRolloutOptions extends ScriptedModelServerOptions {
   limits?: RolloutLimits;
   client?: Partial<OpenAICompatibleClientOptions>;
   interception?: InterceptionServerOptions;
+  /** The session's secret works only from the process of its first call (`bindCaller`). */
+  bindCaller?: boolean;
 }
 
 /** One rollout wired end to end: program → InterceptionServer → RolloutSession → client → scripted model. */
@@ -31,7 +33,7 @@ export interface InterceptedRollout {
  * full path a program's model calls take, for tests.
  */
 export async function startInterceptedRollout(options: InterceptedRolloutOptions): Promise<InterceptedRollout> {
-  const { runModel, sampling, limits, interception: interceptionOptions, ...scripted } = options;
+  const { runModel, sampling, limits, interception: interceptionOptions, bindCaller, ...scripted } = options;
   const { client, server: model } = await scriptedClient(scripted);
   const trace = new Trace({ task: { key: 'task-0', hash: 'h0', data: {} }, agent: { name: 'solver', trainable: true } });
   const session = new RolloutSession({
@@ -40,6 +42,7 @@ export async function startInterceptedRollout(options: InterceptedRolloutOptions
     model: runModel ?? 'policy-model',
     ...(sampling ? { sampling } : {}),
     ...(limits ? { limits } : {}),
+    ...(bindCaller ? { bindCaller } : {}),
   });
   const interception = new InterceptionServer(interceptionOptions);
   await interception.start();
