@@ -6,6 +6,20 @@ import { type RunConfig, RunConfigError } from './run-config.ts';
 /** The prime-rl commit whose config classes the emitted files follow (`docs/scale-out.md` cites it). */
 export const PRIME_RL_COMMIT = '559b44772e471d1538537b8805cc77f3824a5e64';
 
+/**
+ * Refuses `max_async` above 1 for `policy.engine = "external"` (a {@link RunConfigError} naming the
+ * key). prime-rl runs its rollouts at most one step ahead of the trainer (`TARGET_LAG = 1`,
+ * `orchestrator/orchestrator.py:101-104` at 559b447, not configurable there), and its trainer
+ * deletes `broadcasts/step_{N-2}` once it broadcast step N (`trainer/utils.py:349-363`), which a
+ * rollout two steps behind would still load into vLLM. 0 (on-policy) is honoured: troupe then waits.
+ */
+export function checkExternalMaxAsync(config: RunConfig): void {
+  if (config.policy.engine === 'external' && config.maxAsync > 1)
+    throw new RunConfigError(
+      `max_async: ${config.maxAsync} is more than prime-rl allows with policy.engine = "external" (its orchestrator runs at most 1 step ahead, and its trainer deletes broadcasts/step_{N-2} after step N); use 0 or 1`,
+    );
+}
+
 /** The launch files for prime-rl's trainer and vLLM, as text, by file name. */
 export interface PrimeRlLaunch {
   /** `uv run torchrun … -m prime_rl.trainer.rl.train @ trainer.toml`'s config (prime-rl `TrainerConfig`). */
@@ -32,9 +46,7 @@ export interface PrimeRlLaunch {
  *   the steps the orchestrator does and `launch.sh --resume` finds both at one step.
  *
  * Refuses (a {@link RunConfigError} naming the field) a run that is not `policy.engine = "external"`
- * over files or ZMQ, or `max_async` above 1: prime-rl's trainer deletes `broadcasts/step_{N-2}`
- * once it broadcast step N (`trainer/utils.py:349-363`), which a rollout further behind would
- * still load.
+ * over files or ZMQ, or `max_async` above 1 ({@link checkExternalMaxAsync}).
  */
 export function primeRlLaunch(options: {
   config: RunConfig;
@@ -55,10 +67,7 @@ export function primeRlLaunch(options: {
     throw new RunConfigError(
       'transport.type: --emit-prime-rl needs transport.type = "filesystem" or "zmq" and [inference] base_urls',
     );
-  if (config.maxAsync > 1)
-    throw new RunConfigError(
-      `max_async: ${config.maxAsync} is more than prime-rl's trainer keeps (it deletes broadcasts/step_{N-2} after step N); use 0 or 1`,
-    );
+  checkExternalMaxAsync(config);
   const outputDir = resolve(transport.outputDir);
   const cp = transport.padToMultipleOf;
   const ranks = transport.dataWorldSize * cp;

@@ -203,4 +203,26 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
       /train\.source\[0\]\.roles\.speaker\.pool: opponent pools need the embedded policy/,
     );
   });
+
+  it('refuses max_async above 1 as prime-rl does (its rollouts run at most one step ahead), naming the key, writing nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'external-async-'));
+    try {
+      const config = { ...externalConfig(join(dir, 'wire'), 'http://127.0.0.1:1/v1', 4), max_async: 2 };
+      const error = (await train({ config, out: join(dir, 'run'), baseDir: import.meta.dirname }).catch((e) => e)) as Error;
+      expect(error).toBeInstanceOf(RunConfigError);
+      expect(error.message).toMatch(/^max_async: 2 is more than prime-rl allows with policy\.engine = "external"/);
+      expect(await readdir(dir)).toEqual([]);
+      // 0 and 1 are what prime-rl can do; they pass this check (and fail later here only for want of a server).
+      for (const maxAsync of [0, 1]) {
+        const other = (await train({
+          config: { ...config, max_async: maxAsync, inference: { ...config.inference, start_timeout_seconds: 0.2 } },
+          out: join(dir, 'run'),
+          baseDir: import.meta.dirname,
+        }).catch((e) => e)) as Error;
+        expect(other.message).not.toMatch(/max_async/);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -21,6 +21,7 @@ import {
 } from '@troupe/prime-rl/orchestrator';
 import { findRunCheckpoint, readCheckpointFile } from '@troupe/prime-rl/trainer';
 import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
+import { checkExternalMaxAsync } from './emit-prime-rl.ts';
 import { FailureWatch, TrainingInterruptedError, TrainingStoppedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
@@ -244,6 +245,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const config: RunConfig = runState
     ? { ...runState.config, maxSteps: requested.maxSteps, maxSeconds: requested.maxSeconds }
     : requested;
+  checkExternalMaxAsync(config);
   const baseDir = options.baseDir ?? process.cwd();
   let mainClient: ModelClient | null = null;
   const main = () => {
