@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
-import { rejectPrototypeKeys } from '@troupe/verifiers';
+import { rejectPrototypeKeys } from '@troupe/verifiers/internal';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';

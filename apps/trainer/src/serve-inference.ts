@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { exportOnnx, PolicyModelClient } from '@troupe/prime-rl/inference';
 import { loadEmbeddedCheckpoint } from '@troupe/prime-rl/orchestrator';
-import { chatDialect, WireRequestError } from '@troupe/verifiers';
+import { WireRequestError } from '@troupe/verifiers';
+import { chatDialect } from '@troupe/verifiers/internal';
 
 /** Options of {@link serveInference}. */
 export interface ServeInferenceOptions {

@@ -12,7 +12,7 @@ import {
   writeBroadcast,
   ZmqRolloutReceiver,
 } from '@troupe/prime-rl/transport';
-import { sleep } from '@troupe/verifiers';
+import { sleep } from '@troupe/verifiers/internal';
 
 /** Options of {@link serveTrainer}. */
 export interface ServeTrainerOptions {

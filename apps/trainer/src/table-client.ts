@@ -9,8 +9,8 @@ import {
   type ModelClient,
   type ModelRequest,
   type ModelResponse,
-  seededRandom,
 } from '@troupe/verifiers';
+import { seededRandom } from '@troupe/verifiers/random';
 
 /** Reads the seat, card and betting history from the Kuhn env's messages (either prompt style). */
 export function readKuhnSeat(messages: ModelRequest['messages']): { seat: 0 | 1; card: KuhnCard; history: KuhnAction[] } | null {

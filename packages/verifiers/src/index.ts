@@ -1,118 +1,160 @@
-export * from './errors/index.ts';
-export * from './harness/harness.ts';
-export * from './interception/rollout-session.ts';
-export * from './model/messages.ts';
-export * from './model/model-client.ts';
-export * from './runtime/runtime.ts';
-export * from './task/index.ts';
-export * from './trace/index.ts';
-export * from './util/hash.ts';
-export * from './util/config-keys.ts';
-export * from './runtime/creation-limiter.ts';
-export * from './runtime/local-paths.ts';
-export * from './runtime/local-runtime.ts';
-export * from './runtime/process-group.ts';
-export * from './runtime/runtime-options.ts';
-export * from './runtime/sandbox-env.ts';
-export * from './interception/interception-server.ts';
-export { type CallerProcessFinder, registerRelayedCaller } from './interception/caller-process.ts';
-export * from './interception/dialects/index.ts';
-export * from './model/openai-client.ts';
-export * from './model/retry.ts';
-export * from './agent/agent.ts';
-export * from './agent/agent-config.ts';
-export * from './agent/plugins.ts';
+// The public names of @troupe/verifiers, by area. Every name here is a reviewed promise:
+// tooling/exports-snapshot.json lists them and CI fails on a change it does not carry (see
+// CONTRIBUTING.md). Helpers shared by troupe's own packages live in `@troupe/verifiers/internal`.
+
+// Errors: every error troupe throws is a `TroupeError` subclass; `TroupeError.isInstance` works across package copies.
 export {
-  asyncDisposeSymbol,
-  type MadeAgent,
-  type MakeAgentConfig,
-  MakeAgentConfigSchema,
-  makeAgent,
-  type TaskInput,
-} from './agent/make-agent.ts';
+  TroupeError,
+  type TroupeErrorType,
+  ConfigError,
+  ProviderError,
+  SandboxError,
+  HarnessError,
+  EnvError,
+  LimitError,
+  RolloutConcludedError,
+  ParseError,
+  RewardError,
+  TimeoutError,
+  InterceptionError,
+} from './errors/troupe-error.ts';
+export { MalformedReplyError } from './errors/malformed-reply-error.ts';
+export { WireRequestError } from './errors/wire-request-error.ts';
+
+// Messages and model clients: the neutral chat shape, the client interface and the OpenAI-compatible client.
+export { type Message, type ToolCall, contentText } from './model/messages.ts';
+export type { ModelClient, ModelRequest, ModelResponse, ModelCallOptions, Sampling, Usage } from './model/model-client.ts';
+export { OpenAICompatibleClient, type OpenAICompatibleClientOptions } from './model/openai-client.ts';
+export type { RetryOptions } from './model/retry.ts';
+
+// Tasks and tasksets: what an agent is asked to do, and how its reply is scored.
 export {
-  type ChatMessage,
-  EXPORT_FORMATS,
-  type ExportFormat,
-  type ExportMetadata,
-  type ExportOptions,
-  exportRecords,
-  metadataOf,
-  toChatMessages,
-  toMessagesRecord,
-  traceTokens,
-} from './export/export-records.ts';
-export { FilterSyntaxError, type FilterFields, filterFields, parseFilter } from './export/export-filter.ts';
+  Task,
+  type TaskData,
+  type TaskContext,
+  type TaskOptions,
+  type RewardFunction,
+  type MetricFunction,
+} from './task/task.ts';
+export { Taskset } from './task/taskset.ts';
+export { arithmeticTaskset } from './task/arithmetic.ts';
+
+// Traces and episodes: what a run records, one trace per agent run, one episode per task attempt.
+export { Trace } from './trace/trace.ts';
+export type { TraceRecord, TraceError, MessageNode, Reward, StopCondition } from './trace/trace-schema.ts';
+export { Episode, type EpisodeRecord } from './trace/episode.ts';
+export { readEpisodes, EpisodeWriter } from './eval/traces-file.ts';
+
+// Agents: one agent, configured in code (`makeAgent`) or from a config file.
+export { makeAgent, type MakeAgentConfig, type MadeAgent, type TaskInput } from './agent/make-agent.ts';
+export { Agent, type AgentOptions, type RunOptions } from './agent/agent.ts';
+export type { AgentConfig } from './agent/agent-config.ts';
+
+// Envs: defining an env, and finding one by id or module path.
+export {
+  defineEnv,
+  Env,
+  type EnvDefinition,
+  type EnvRunContext,
+  type Agents,
+  EpisodeAgent,
+  type CreateEnvOptions,
+} from './env/env.ts';
+export { registerEnv, registerTaskset, envIds, importEnv, loadEnvDefinition, loadTaskset } from './env/registry.ts';
+
+// Built-in envs.
+export { singleAgentEnv } from './env/builtin/single-agent/single-agent-env.ts';
+export { bestOfNEnv } from './env/builtin/best-of-n/best-of-n-env.ts';
+export { agenticJudgeEnv, sharedAgenticJudgeEnv } from './env/builtin/agentic-judge/agentic-judge-env.ts';
+export { createIsolatedVerifierEnv, isolatedVerifierEnv } from './env/builtin/isolated-verifier/isolated-verifier-env.ts';
+export { proposerSolverEnv } from './env/builtin/proposer-solver/proposer-solver-env.ts';
+export { userSimEnv } from './env/builtin/user-sim/user-sim-env.ts';
+
+// Judges: model-graded rewards.
+export { referenceJudge, type ReferenceJudgeOptions } from './judges/reference-judge.ts';
+export { rubricJudge, type RubricJudgeOptions, type RubricCriterion } from './judges/rubric-judge.ts';
+export type { JudgeModel } from './judges/judge-call.ts';
+
+// Tools and MCP servers given to agents.
+export { defineTool, type ToolDefinition, serveToolsHttp, type ServedTools, type ToolCallRecord } from './tools/mcp-server.ts';
+export { type McpServers, McpServersSchema, type McpServerSpec, mergeMcpServers } from './tools/mcp-servers.ts';
+
+// Harnesses: the agent programs a rollout runs, and the interception server between them and the model.
+export {
+  type Harness,
+  type HarnessCapabilities,
+  type HarnessLaunchContext,
+  type HarnessResult,
+  type HarnessSession,
+  type Dialect,
+  type ModelEndpoint,
+  defaultCapabilities,
+} from './harness/harness.ts';
+export { BashHarness } from './harness/bash-harness.ts';
+export { NullHarness } from './harness/null-harness.ts';
+export { InterceptionServer } from './interception/interception-server.ts';
+
+// Runtimes: where a rollout's sandbox lives.
+export {
+  type Runtime,
+  type Sandbox,
+  type SandboxOptions,
+  SandboxOptionsSchema,
+  type ExecOptions,
+  type ExecResult,
+  type RuntimeCapabilities,
+} from './runtime/runtime.ts';
+export { LocalRuntime } from './runtime/local-runtime.ts';
+export { parseRuntimeOptions } from './runtime/runtime-options.ts';
+export { RemoteRuntime } from './runtime/remote-runtime.ts';
+export { RemoteSandbox } from './runtime/remote-sandbox.ts';
+
+// Plugins: harnesses, runtimes and envs found by package name.
+export {
+  registerHarness,
+  registerRuntime,
+  loadHarness,
+  loadRuntime,
+  type PluginContext,
+  setPluginSearchPaths,
+  setPluginEnvironment,
+} from './agent/plugins.ts';
+
+// Evaluation runs: running a taskset, summarizing, merging shards, replaying judges.
+export { runEval, type RunEvalOptions, type EvalResult, type EvalProgress } from './eval/eval-runner.ts';
+export { type EvalSummary, type RoleSummary, summarize, formatSummary, passAtK } from './eval/summary.ts';
 export { mergeRuns } from './eval/merge-runs.ts';
-export { inShard, parseShard, readShardManifest, type Shard, type ShardManifest } from './eval/shard.ts';
-export * from './env/env.ts';
-export * from './env/builtin/best-of-n/best-of-n-env.ts';
-export * from './env/registry.ts';
-export * from './env/builtin/single-agent/single-agent-env.ts';
-export * from './eval/eval-runner.ts';
-export * from './eval/summary.ts';
-export * from './eval/traces-file.ts';
-export * from './eval/pricing.ts';
-export * from './eval/replay.ts';
-export * from './judges/index.ts';
-export * from './env/reward-modules.ts';
-export * from './harness/bash-harness.ts';
-export * from './harness/null-harness.ts';
-export * from './harness/tool-loop.ts';
-export * from './task/arithmetic.ts';
-export * from './util/random.ts';
-export * from './util/timeout.ts';
-export * from './env/builtin/kuhn-poker/index.ts';
-export * from './env/builtin/agentic-judge/agentic-judge-env.ts';
-export * from './env/builtin/agentic-judge/rubric.ts';
-export * from './env/builtin/agentic-judge/judge-prompt.ts';
-export * from './env/builtin/isolated-verifier/isolated-verifier-env.ts';
-export * from './env/builtin/proposer-solver/proposer-solver-env.ts';
-export * from './env/builtin/proposer-solver/proposal-parser.ts';
-export * from './env/builtin/proposer-solver/seed-topics.ts';
-export * from './env/builtin/user-sim/user-sim-env.ts';
-export * from './env/builtin/user-sim/persona.ts';
-export * from './runtime/sandbox-file-tree.ts';
-export * from './runtime/exec-pid-wrapper.ts';
-export * from './runtime/remote-sandbox.ts';
-export * from './runtime/remote-runtime.ts';
+export { replayRun } from './eval/replay.ts';
+
+// Exporting traces as training data (the shapes Hugging Face TRL reads).
 export {
-  findRuns,
-  loadViewerRun,
-  type RenderCompareHtmlOptions,
-  type RenderRunHtmlOptions,
-  type RunListEntry,
-  renderCompareHtml,
-  renderRunHtml,
-  type ServedRun,
-  type ServeRunFolderOptions,
-  type ServeRunOptions,
-  serveRun,
-  serveRunFolder,
-  type ViewerRun,
-  type WriteCompareReportOptions,
-  type WriteHtmlReportOptions,
-  writeCompareReport,
-  writeHtmlReport,
-} from './viewer/index.ts';
-/** MCP tools: zod tools served to MCP-capable harnesses (issue 17 item 2). */
-export { connectMcpServers, type McpConnection, type McpLoopTool, mcpResultText } from './tools/mcp-client.ts';
+  exportRecords,
+  type ExportFormat,
+  type ExportOptions,
+  EXPORT_FORMATS,
+  type ChatMessage,
+  toMessagesRecord,
+} from './export/export-records.ts';
+export { parseFilter, type FilterFields, FilterSyntaxError } from './export/export-filter.ts';
+
+// Viewer: a run's traces as a page (moving to @troupe/viewer).
+export { loadViewerRun, type ViewerRun } from './viewer/run-directory.ts';
+export { renderRunHtml, type RenderRunHtmlOptions } from './viewer/render-run-html.ts';
+export { writeHtmlReport, type WriteHtmlReportOptions } from './viewer/write-html-report.ts';
+export { serveRun, type ServeRunOptions } from './viewer/serve-run.ts';
+export type { ServedRun } from './viewer/loopback-server.ts';
+
+// Kuhn poker (moving to its own package).
+export { kuhnPokerEnv, kuhnTaskset } from './env/builtin/kuhn-poker/env.ts';
+export { kuhnTraining } from './env/builtin/kuhn-poker/training.ts';
 export {
-  assertHarnessSupportsTools,
-  assertRunToolsServable,
-  defineTool,
-  type ServedTools,
-  serveTaskTools,
-  serveToolsHttp,
-  type ToolCallRecord,
-  type ToolDefinition,
-} from './tools/mcp-server.ts';
-export {
-  assertHarnessSupportsMcpServers,
-  type McpServerSpec,
-  McpServerSpecSchema,
-  type McpServers,
-  McpServersSchema,
-  mcpToolName,
-  mergeMcpServers,
-} from './tools/mcp-servers.ts';
+  KUHN_INFO_SETS,
+  type KuhnAction,
+  type KuhnCard,
+  type KuhnPolicyTable,
+  kuhnEquilibrium,
+  kuhnInfoSetKey,
+  kuhnLegalActions,
+  uniformKuhnPolicy,
+} from './env/builtin/kuhn-poker/game.ts';
+export { kuhnReadSeat } from './env/builtin/kuhn-poker/prompts.ts';

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sleep } from '@troupe/verifiers';
+import { sleep } from '@troupe/verifiers/internal';
 
 /** The app's CLI, run from its sources (the `@troupe/source` condition resolves the packages to theirs). */
 const trainerCli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));

@@ -1,4 +1,4 @@
-import { sampledAdvantage } from '@troupe/verifiers';
+import { sampledAdvantage } from '@troupe/verifiers/internal';
 import { describe, expect, it } from 'vitest';
 import { makeTrace } from './__fixtures__/episodes.ts';
 import { assignAdvantages, clearAdvantages } from './assign-advantages.ts';

@@ -1,4 +1,5 @@
-import { type Episode, type MessageNode, sampledAdvantage, type Trace } from '@troupe/verifiers';
+import type { Episode, MessageNode, Trace } from '@troupe/verifiers';
+import { sampledAdvantage } from '@troupe/verifiers/internal';
 import { isTrainableTrace } from '../algorithms/trainable-traces.ts';
 import type { TrainingSample } from './training-sample.ts';
 

@@ -1,15 +1,13 @@
 import { Daytona, type Sandbox as DaytonaSandboxClient } from '@daytonaio/sdk';
 import {
-  ApiKeyRuntimeOptionsSchema,
-  type CreationSlot,
   type ExecOptions,
   type ExecResult,
   RemoteRuntime,
   RemoteSandbox,
   type RuntimeCapabilities,
   type SandboxOptions,
-  shellQuote,
 } from '@troupe/verifiers';
+import { ApiKeyRuntimeOptionsSchema, type CreationSlot, shellQuote } from '@troupe/verifiers/internal';
 import { z } from 'zod';
 
 /** Config of the `daytona` runtime. The API key is injected by the caller; `apiUrl` defaults to `https://app.daytona.io/api`. */

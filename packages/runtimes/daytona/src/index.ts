@@ -1,6 +1,6 @@
 export * from './daytona-runtime.ts';
 
-import { apiKeyRuntimeEntry } from '@troupe/verifiers';
+import { apiKeyRuntimeEntry } from '@troupe/verifiers/internal';
 import { DaytonaRuntime } from './daytona-runtime.ts';
 
 /**

@@ -1,5 +1,6 @@
 import type { ExecOptions, ExecResult } from '@troupe/verifiers';
-import { ExecOutputCollector, guardExec, killCommand, SandboxError, sleep, wrapWithPidFile } from '@troupe/verifiers';
+import { SandboxError } from '@troupe/verifiers';
+import { ExecOutputCollector, guardExec, killCommand, sleep, wrapWithPidFile } from '@troupe/verifiers/internal';
 import type Docker from 'dockerode';
 
 /** What {@link runDockerExec} needs. */

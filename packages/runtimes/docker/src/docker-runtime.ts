@@ -2,20 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   ConfigError,
-  CreationLimiter,
-  DEFAULT_MAX_OUTPUT_BYTES,
-  ExecRuntimeOptionsSchema,
   parseRuntimeOptions,
-  processExists,
   type Runtime,
   type RuntimeCapabilities,
-  type RuntimeLogger,
   type Sandbox,
   SandboxError,
   type SandboxOptions,
   SandboxOptionsSchema,
-  withoutSecrets,
 } from '@troupe/verifiers';
+import {
+  CreationLimiter,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  ExecRuntimeOptionsSchema,
+  processExists,
+  type RuntimeLogger,
+  withoutSecrets,
+} from '@troupe/verifiers/internal';
 import Docker from 'dockerode';
 import { z } from 'zod';
 import { DockerSandbox } from './docker-sandbox.ts';

@@ -1,7 +1,9 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { dirname, posix } from 'node:path';
-import type { CreationSlot, ExecOptions, ExecResult, Sandbox } from '@troupe/verifiers';
-import { EXEC_PID_DIR, SandboxError } from '@troupe/verifiers';
+import type { ExecOptions, ExecResult, Sandbox } from '@troupe/verifiers';
+import { SandboxError } from '@troupe/verifiers';
+import type { CreationSlot } from '@troupe/verifiers/internal';
+import { EXEC_PID_DIR } from '@troupe/verifiers/internal';
 import type Docker from 'dockerode';
 import { runDockerExec } from './docker-exec.ts';
 import type { EgressRoute } from './egress.ts';

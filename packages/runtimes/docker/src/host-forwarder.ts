@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { registerRelayedCaller, SandboxError } from '@troupe/verifiers';
+import { SandboxError } from '@troupe/verifiers';
+import { registerRelayedCaller } from '@troupe/verifiers/internal';
 
 /**
  * Runs inside the container's network namespace (but the host's filesystem and PIDs): listens on

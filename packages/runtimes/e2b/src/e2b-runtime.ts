@@ -1,15 +1,13 @@
 import {
-  ApiKeyRuntimeOptionsSchema,
-  type CreationSlot,
   type ExecOptions,
   type ExecResult,
-  guardExec,
   RemoteRuntime,
   RemoteSandbox,
   type RuntimeCapabilities,
   SandboxError,
   type SandboxOptions,
 } from '@troupe/verifiers';
+import { ApiKeyRuntimeOptionsSchema, type CreationSlot, guardExec } from '@troupe/verifiers/internal';
 import { CommandExitError, type CommandHandle, Sandbox as E2BSandboxClient } from 'e2b';
 import { z } from 'zod';
 

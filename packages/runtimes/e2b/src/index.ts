@@ -1,6 +1,6 @@
 export * from './e2b-runtime.ts';
 
-import { apiKeyRuntimeEntry } from '@troupe/verifiers';
+import { apiKeyRuntimeEntry } from '@troupe/verifiers/internal';
 import { E2BRuntime } from './e2b-runtime.ts';
 
 /**

@@ -3,7 +3,8 @@ export * from './kubernetes-runtime.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ConfigError, type PluginContext, runtimeOptionsTable } from '@troupe/verifiers';
+import { ConfigError, type PluginContext } from '@troupe/verifiers';
+import { runtimeOptionsTable } from '@troupe/verifiers/internal';
 import { KubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes-runtime.ts';
 
 /**

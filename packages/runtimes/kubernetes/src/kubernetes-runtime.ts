@@ -5,23 +5,25 @@ import { PassThrough, Readable } from 'node:stream';
 import { CoreV1Api, Exec, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { extractToHost, packFile, packHostPath } from '@troupe/runtime-docker';
 import {
-  type CreationSlot,
-  DEFAULT_MAX_OUTPUT_BYTES,
-  EXEC_PID_DIR,
   type ExecOptions,
-  ExecOutputCollector,
   type ExecResult,
-  ExecRuntimeOptionsSchema,
-  guardExec,
-  killCommand,
   RemoteRuntime,
   type RuntimeCapabilities,
-  type RuntimeLogger,
   type Sandbox,
   SandboxError,
   type SandboxOptions,
-  wrapWithPidFile,
 } from '@troupe/verifiers';
+import {
+  type CreationSlot,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  EXEC_PID_DIR,
+  ExecOutputCollector,
+  ExecRuntimeOptionsSchema,
+  guardExec,
+  killCommand,
+  type RuntimeLogger,
+  wrapWithPidFile,
+} from '@troupe/verifiers/internal';
 import { z } from 'zod';
 
 /** Config of the `kubernetes` runtime. The cluster comes from an injected `KubeConfig`. */

@@ -1,6 +1,7 @@
 export * from './modal-runtime.ts';
 
-import { ConfigError, type PluginContext, parseRuntimeOptions, runtimeOptionsTable } from '@troupe/verifiers';
+import { ConfigError, type PluginContext, parseRuntimeOptions } from '@troupe/verifiers';
+import { runtimeOptionsTable } from '@troupe/verifiers/internal';
 import { ModalRuntime } from './modal-runtime.ts';
 
 /**

@@ -1,22 +1,24 @@
 import {
-  CreationLimitsSchema,
-  type CreationSlot,
-  DEFAULT_MAX_OUTPUT_BYTES,
-  EXEC_PID_DIR,
   type ExecOptions,
-  ExecOutputCollector,
   type ExecResult,
-  FRAMEWORK_PATH,
-  FRAMEWORK_SH,
-  guardExec,
-  killCommand,
   RemoteRuntime,
   RemoteSandbox,
   type RuntimeCapabilities,
   SandboxError,
   type SandboxOptions,
-  wrapWithPidFile,
 } from '@troupe/verifiers';
+import {
+  CreationLimitsSchema,
+  type CreationSlot,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  EXEC_PID_DIR,
+  ExecOutputCollector,
+  FRAMEWORK_PATH,
+  FRAMEWORK_SH,
+  guardExec,
+  killCommand,
+  wrapWithPidFile,
+} from '@troupe/verifiers/internal';
 import { type ContainerProcess, ModalClient, type Sandbox as ModalSdkSandbox } from 'modal';
 import { z } from 'zod';
 

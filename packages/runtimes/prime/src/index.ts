@@ -1,6 +1,6 @@
 export * from './prime-runtime.ts';
 
-import { apiKeyRuntimeEntry } from '@troupe/verifiers';
+import { apiKeyRuntimeEntry } from '@troupe/verifiers/internal';
 import { PrimeRuntime } from './prime-runtime.ts';
 
 /**

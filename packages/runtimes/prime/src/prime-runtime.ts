@@ -1,7 +1,5 @@
 import { posix } from 'node:path';
 import {
-  ApiKeyRuntimeOptionsSchema,
-  type CreationSlot,
   type ExecOptions,
   type ExecResult,
   RemoteRuntime,
@@ -9,8 +7,8 @@ import {
   type RuntimeCapabilities,
   SandboxError,
   type SandboxOptions,
-  shellQuote,
 } from '@troupe/verifiers';
+import { ApiKeyRuntimeOptionsSchema, type CreationSlot, shellQuote } from '@troupe/verifiers/internal';
 import { z } from 'zod';
 
 /** Config of the `prime` runtime. The API key is injected by the caller; `apiUrl` defaults to `https://api.primeintellect.ai/api/v1`. */

@@ -1,4 +1,5 @@
-import { Episode, sampledAdvantage, Trace } from '@troupe/verifiers';
+import { Episode, Trace } from '@troupe/verifiers';
+import { sampledAdvantage } from '@troupe/verifiers/internal';
 
 /** One model turn of a fixture trace: prompt (scaffold) tokens then sampled completion tokens. */
 export interface FixtureTurn {

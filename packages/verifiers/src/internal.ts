@@ -1,0 +1,27 @@
+// `@troupe/verifiers/internal`: helpers troupe's own packages (runtimes, the trainer, prime-rl)
+// share. Not part of the public API: names here change without a major version.
+
+// The container-side relay tells the interception server which process made a call.
+export { type CallerProcessFinder, registerRelayedCaller } from './interception/caller-process.ts';
+// Wire and trace helpers shared by the trainer packages.
+export { chatDialect } from './interception/dialects/chat.ts';
+export { CreationLimiter, CreationLimitsSchema, type CreationSlot } from './runtime/creation-limiter.ts';
+export {
+  EXEC_PID_DIR,
+  ExecOutputCollector,
+  FRAMEWORK_PATH,
+  FRAMEWORK_SH,
+  guardExec,
+  killCommand,
+  wrapWithPidFile,
+} from './runtime/exec-pid-wrapper.ts';
+export { processExists } from './runtime/process-group.ts';
+// Runtime plumbing shared by the runtime packages: exec guards, pid files, output limits, creation limits.
+export { ApiKeyRuntimeOptionsSchema, apiKeyRuntimeEntry, runtimeOptionsTable } from './runtime/remote-runtime.ts';
+export { DEFAULT_MAX_OUTPUT_BYTES, ExecRuntimeOptionsSchema, type RuntimeLogger } from './runtime/runtime-options.ts';
+export { withoutSecrets } from './runtime/sandbox-env.ts';
+export { shellQuote } from './runtime/sandbox-file-tree.ts';
+export { sampledAdvantage } from './trace/trace-schema.ts';
+// Small utilities.
+export { rejectPrototypeKeys } from './util/config-keys.ts';
+export { sleep } from './util/timeout.ts';
