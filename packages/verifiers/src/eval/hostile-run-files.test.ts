@@ -3,58 +3,18 @@ import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { calculatorClient, calculatorEval } from '../../test/support/calculator-eval.ts';
 import { buildConfig } from '../cli/eval-args.ts';
-import { singleAgentEnv } from '../env/builtin/single-agent/single-agent-env.ts';
-import { Env } from '../env/env.ts';
 import { importUserModule } from '../env/reward-modules.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
-import type { ModelClient } from '../model/model-client.ts';
-import { arithmeticTaskset } from '../task/arithmetic.ts';
 import { loadViewerRun } from '../viewer/run-directory.ts';
 import { serveRun } from '../viewer/serve-run.ts';
 import { readConfigFile } from './eval-config.ts';
-import { runEval } from './eval-runner.ts';
 import { replayRun } from './replay.ts';
 import { REJECTED_TRACES_FILE } from './resume-file.ts';
 import { readEpisodes } from './traces-file.ts';
 
 const fresh = () => mkdtempSync(join(tmpdir(), 'troupe-hostile-files-'));
-
-function solverClient(): ModelClient {
-  let calls = 0;
-  return {
-    model: 'calc',
-    async complete(request) {
-      calls++;
-      const expression = String(request.messages.at(-1)?.content).match(/What is (.*)\?/)?.[1] ?? '0';
-      return {
-        id: `c${calls}`,
-        model: 'calc',
-        message: { role: 'assistant', content: `The answer is ${Function(`return (${expression})`)()}` },
-        finishReason: 'stop',
-        usage: { promptTokens: 5, completionTokens: 3 },
-      };
-    },
-  };
-}
-
-async function evalRun(outDir: string, resume: boolean, log?: (line: string) => void) {
-  const env = await Env.create({
-    definition: singleAgentEnv,
-    config: { id: 'single-agent', agent: { harness: 'null' } },
-    run: { model: 'calc', client: solverClient() },
-  });
-  return runEval({
-    env,
-    taskset: arithmeticTaskset({ size: 4 }),
-    rollouts: 1,
-    concurrency: 2,
-    outDir,
-    model: 'calc',
-    resume,
-    ...(log ? { log } : {}),
-  });
-}
 
 const jsonLines = (path: string) =>
   readFileSync(path, 'utf8')
@@ -65,13 +25,13 @@ const jsonLines = (path: string) =>
 describe('resume never deletes what it cannot read', () => {
   it('moves a complete line of an unknown schema version to traces.rejected.jsonl with the reason, reports it, and re-runs its episode', async () => {
     const outDir = fresh();
-    await evalRun(outDir, false);
+    await calculatorEval(outDir, false);
     const tracesPath = join(outDir, 'traces.jsonl');
     const [first, ...rest] = readFileSync(tracesPath, 'utf8').split('\n').filter(Boolean);
     const future = (first as string).replace('"version":1', '"version":99');
     writeFileSync(tracesPath, `${[future, ...rest].join('\n')}\n{"version":1,"id":"torn`);
     const logs: string[] = [];
-    const second = await evalRun(outDir, true, (l) => logs.push(l));
+    const second = await calculatorEval(outDir, true, (l) => logs.push(l));
     expect(second.kept).toBe(3);
     expect(second.ran).toBe(1);
     expect(logs.join('\n')).toMatch(/moving line 1 of traces.jsonl to traces.rejected.jsonl \(version: /);
@@ -95,14 +55,14 @@ describe('resume never deletes what it cannot read', () => {
       }
       const message = kind === 'fifo' ? /traces.jsonl: not a regular file \(a FIFO\); refused/ : /traces.jsonl: a symlink/;
       expect(() => readEpisodes(tracesPath)).toThrow(message);
-      await expect(evalRun(outDir, true)).rejects.toThrow(message);
+      await expect(calculatorEval(outDir, true)).rejects.toThrow(message);
       await expect(loadViewerRun({ runDir: outDir })).rejects.toThrow(message);
     }
   });
 
   it('the viewer does not follow a symlinked config.json out of the run directory, nor echo a bad file', async () => {
     const outDir = fresh();
-    await evalRun(outDir, false);
+    await calculatorEval(outDir, false);
     const secret = join(fresh(), 'secret');
     writeFileSync(secret, 'root:SECRET-HASH:0:0');
     writeFileSync(join(outDir, 'summary.json'), 'root:SECRET-HASH:0:0');
@@ -118,7 +78,7 @@ describe('resume never deletes what it cannot read', () => {
 
   it('answers a malformed URI with 400, not 500', async () => {
     const outDir = fresh();
-    await evalRun(outDir, false);
+    await calculatorEval(outDir, false);
     const served = await serveRun({ runDir: outDir, port: 0 });
     try {
       for (const path of ['/api/episodes/%E0%A4%A', '/api/episodes/%']) {
@@ -163,7 +123,7 @@ describe('run directories are data, never code', () => {
 
   async function runWithPlantedConfig() {
     const outDir = fresh();
-    await evalRun(outDir, false);
+    await calculatorEval(outDir, false);
     const marker = join(outDir, 'marker');
     // As `troupe eval` saves it, with a reward module someone planted.
     const saved = {
@@ -176,7 +136,7 @@ describe('run directories are data, never code', () => {
 
   it("replay refuses a module named by the run's config.json, naming it, and never imports it", async () => {
     const { outDir, marker } = await runWithPlantedConfig();
-    await expect(replayRun({ sourceDir: outDir, client: solverClient(), model: 'calc' })).rejects.toThrow(
+    await expect(replayRun({ sourceDir: outDir, client: calculatorClient(), model: 'calc' })).rejects.toThrow(
       /replay .*: the run's config.json names module "data:text\/javascript,.*" \(env.agent.rewards.0.module\); a run directory is data .* pass that config again with --config/,
     );
     expect(existsSync(marker)).toBe(false);

@@ -1,7 +1,8 @@
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { SandboxError } from '../errors/troupe-error.ts';
+import { openRegularFile } from '../util/open-regular-file.ts';
 
 /**
  * `<os tmpdir>/<name>-<uid>`: this user's own folder of shared state (lock files, sandbox roots).
@@ -49,17 +50,13 @@ const SMALL_FILE_BYTES = 4096;
  * regular file.
  */
 export function readSmallFile(path: string): string | null {
-  let fd: number;
+  const fd = openRegularFile(path, (refusal) => {
+    if (refusal.kind === 'symlink') return new SandboxError(`${path}: a symlink; troupe's state files are never followed`);
+    if (refusal.kind === 'not-regular') return new SandboxError(`${path}: not a regular file`);
+    return new SandboxError(`cannot read ${path}`, { cause: refusal.cause });
+  });
+  if (fd === null) return null;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
-    if (code === 'ELOOP') throw new SandboxError(`${path}: a symlink; troupe's state files are never followed`);
-    throw new SandboxError(`cannot read ${path}`, { cause: error });
-  }
-  try {
-    if (!fstatSync(fd).isFile()) throw new SandboxError(`${path}: not a regular file`);
     const buffer = Buffer.alloc(SMALL_FILE_BYTES);
     const bytes = readSync(fd, buffer, 0, SMALL_FILE_BYTES, 0);
     return buffer.subarray(0, bytes).toString('utf8');

@@ -1,5 +1,6 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { openRegularFile } from '../util/open-regular-file.ts';
 
 /** Bytes read at a time from a run file. */
 const CHUNK_BYTES = 1 << 20;
@@ -15,22 +16,12 @@ export const MAX_RUN_FILE_LINE_BYTES = 256 * 1024 * 1024;
  * `ConfigError` naming the path otherwise. A run directory is data someone else may have written.
  */
 export function openRunFile(path: string): number | null {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
-    if (code === 'ELOOP') throw new ConfigError(`${path}: a symlink; run files are read only as regular files, never followed`);
-    throw new ConfigError(`${path}: cannot be opened (${code ?? (error as Error).message})`, { cause: error });
-  }
-  const stat = fstatSync(fd);
-  if (!stat.isFile()) {
-    closeSync(fd);
-    const kind = stat.isFIFO() ? 'a FIFO' : stat.isDirectory() ? 'a directory' : stat.isSocket() ? 'a socket' : 'a special file';
-    throw new ConfigError(`${path}: not a regular file (${kind}); refused`);
-  }
-  return fd;
+  return openRegularFile(path, (refusal) => {
+    if (refusal.kind === 'symlink')
+      return new ConfigError(`${path}: a symlink; run files are read only as regular files, never followed`);
+    if (refusal.kind === 'not-regular') return new ConfigError(`${path}: not a regular file (${refusal.what}); refused`);
+    return new ConfigError(`${path}: cannot be opened (${refusal.code})`, { cause: refusal.cause });
+  });
 }
 
 /** Reads a small run file (`config.json`, `summary.json`) as text through {@link openRunFile}; null when absent. */

@@ -13,55 +13,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exportCommand } from '../../src/cli/export-command.ts';
-import { singleAgentEnv } from '../../src/env/builtin/single-agent/single-agent-env.ts';
-import { Env } from '../../src/env/env.ts';
-import { runEval } from '../../src/eval/eval-runner.ts';
 import { REJECTED_TRACES_FILE } from '../../src/eval/resume-file.ts';
 import { readEpisodes } from '../../src/eval/traces-file.ts';
-import type { ModelClient } from '../../src/model/model-client.ts';
-import { arithmeticTaskset } from '../../src/task/arithmetic.ts';
 import { loadViewerRun } from '../../src/viewer/run-directory.ts';
+import { calculatorEval } from '../support/calculator-eval.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-
-function solverClient(): ModelClient {
-  let calls = 0;
-  return {
-    model: 'calc',
-    async complete(request) {
-      calls++;
-      const expression = String(request.messages.at(-1)?.content).match(/What is (.*)\?/)?.[1] ?? '0';
-      return {
-        id: `c${calls}`,
-        model: 'calc',
-        message: { role: 'assistant', content: `The answer is ${Function(`return (${expression})`)()}` },
-        finishReason: 'stop',
-        usage: { promptTokens: 5, completionTokens: 3 },
-      };
-    },
-  };
-}
-
-async function evalRun(outDir: string, resume: boolean, log?: (line: string) => void) {
-  const env = await Env.create({
-    definition: singleAgentEnv,
-    config: { id: 'single-agent', agent: { harness: 'null' } },
-    run: { model: 'calc', client: solverClient() },
-  });
-  return runEval({
-    env,
-    taskset: arithmeticTaskset({ size: 4 }),
-    rollouts: 1,
-    concurrency: 2,
-    outDir,
-    model: 'calc',
-    resume,
-    ...(log ? { log } : {}),
-  });
-}
 
 /** Bytes of the hole: past V8's longest string (2^29 − 24) twice over, over 1 GiB in all. */
 const HOLE_BYTES = 1100 * 1024 * 1024;
@@ -70,7 +30,7 @@ describe('hostile run files (CI size)', () => {
   it('a traces.jsonl over 1 GiB (a sparse 1.1 GiB line between episodes) is resumed, viewed and exported line by line', async () => {
     const outDir = mkdtempSync(join(tmpdir(), 'troupe-huge-traces-'));
     dirs.push(outDir);
-    await evalRun(outDir, false);
+    await calculatorEval(outDir, false);
     const tracesPath = join(outDir, 'traces.jsonl');
     const [first, ...rest] = readFileSync(tracesPath, 'utf8').split('\n').filter(Boolean);
     // First episode, then a hole of NUL bytes as one line (sparse: no disk, written in a moment), then the rest.
@@ -95,7 +55,7 @@ describe('hostile run files (CI size)', () => {
     expect(readFileSync(exported, 'utf8').split('\n').filter(Boolean)).toHaveLength(4);
 
     const logs: string[] = [];
-    const resumed = await evalRun(outDir, true, (l) => logs.push(l));
+    const resumed = await calculatorEval(outDir, true, (l) => logs.push(l));
     expect(resumed.kept).toBe(4);
     expect(resumed.ran).toBe(0);
     expect(logs.join('\n')).toMatch(/moving line 2 of traces.jsonl to traces.rejected.jsonl/);
