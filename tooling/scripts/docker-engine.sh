@@ -29,17 +29,13 @@ LOG="$STATE_DIR/dockerd.log"
 
 log() { echo "docker-engine: $*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=engine-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/engine-lib.sh"
 
 docker_cli() { docker -H "unix://$SOCKET" "$@"; }
 
 answers() { [ -S "$SOCKET" ] && docker_cli version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
-running_pid() {
-  [ -f "$PIDFILE" ] || return 1
-  local pid
-  pid="$(cat "$PIDFILE")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
-}
 
 ensure_packages() {
   local missing=()
@@ -47,11 +43,7 @@ ensure_packages() {
   command -v docker >/dev/null 2>&1 || missing+=(docker.io)
   [ -x /bin/busybox ] || missing+=(busybox-static)
   if [[ " $IMAGES " == *" debian "* ]] && ! command -v debootstrap >/dev/null 2>&1; then missing+=(debootstrap); fi
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update >&2
-  apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}" >&2
+  install_packages "${missing[@]}"
 }
 
 storage_driver() {
@@ -88,21 +80,9 @@ launch() {
 build_busybox() {
   docker_cli image inspect troupe-busybox:latest >/dev/null 2>&1 && return 0
   log "building troupe-busybox:latest from /bin/busybox"
-  local rootfs
-  rootfs="$(mktemp -d)"
-  mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,etc,root,tmp,work,proc,sys,dev,var/tmp}
-  chmod 1777 "$rootfs/tmp" "$rootfs/var/tmp"
-  cp /bin/busybox "$rootfs/bin/busybox"
-  for applet in $(/bin/busybox --list); do
-    [ -e "$rootfs/bin/$applet" ] || ln -s busybox "$rootfs/bin/$applet"
-  done
-  ln -s ../../bin/env "$rootfs/usr/bin/env"
-  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rootfs/etc/passwd"
-  printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
-  tar -C "$rootfs" -c . | docker_cli import \
+  busybox_rootfs_tar | docker_cli import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["/bin/sh"]' - troupe-busybox:latest >/dev/null
-  rm -rf "$rootfs"
 }
 
 debian_mirror() {
@@ -167,21 +147,6 @@ start() {
   print_env
 }
 
-stop_engine() {
-  local pid
-  pid="$(running_pid)" || { [ "${1:-}" = quietly ] || log "not running"; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 150); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "dockerd $pid did not stop on TERM; sending KILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PIDFILE" "$SOCKET"
-  [ "${1:-}" = quietly ] || log "stopped (pid $pid)"
-}
 
 print_env() {
   echo "DOCKER_HOST=unix://$SOCKET"

@@ -23,6 +23,8 @@ CONF="$STATE_DIR/containers.conf"
 
 log() { echo "podman-engine: $*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=engine-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/engine-lib.sh"
 
 # Every podman call uses the private storage, state and config; cgroupfs and file events because
 # CI machines and containers often have no systemd.
@@ -33,20 +35,7 @@ podman_cli() {
 
 answers() { [ -S "$SOCKET" ] && curl -fsS --max-time 2 --unix-socket "$SOCKET" http://podman/_ping >/dev/null 2>&1; }
 
-running_pid() {
-  [ -f "$PIDFILE" ] || return 1
-  local pid
-  pid="$(cat "$PIDFILE")"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
-}
 
-install_packages() {
-  [ $# -eq 0 ] && return 0
-  log "installing $*"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >&2
-}
 
 ensure_packages() {
   local missing=()
@@ -74,21 +63,9 @@ write_conf() {
 import_busybox() {
   podman_cli image exists troupe-busybox:latest && return 0
   log "importing troupe-busybox:latest from /bin/busybox"
-  local rootfs
-  rootfs="$(mktemp -d)"
-  mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,etc,root,tmp,work,proc,sys,dev,var/tmp}
-  chmod 1777 "$rootfs/tmp" "$rootfs/var/tmp"
-  cp /bin/busybox "$rootfs/bin/busybox"
-  for applet in $(/bin/busybox --list); do
-    [ -e "$rootfs/bin/$applet" ] || ln -s busybox "$rootfs/bin/$applet"
-  done
-  ln -s ../../bin/env "$rootfs/usr/bin/env"
-  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$rootfs/etc/passwd"
-  printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
-  tar -C "$rootfs" -c . | podman_cli import \
+  busybox_rootfs_tar | podman_cli import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["/bin/sh"]' - troupe-busybox:latest >/dev/null
-  rm -rf "$rootfs"
 }
 
 # One throwaway container with the settings the runtime uses (init, no network, a memory limit).
@@ -135,18 +112,6 @@ start() {
   print_env
 }
 
-stop_engine() {
-  local pid
-  pid="$(running_pid)" || { log "not running"; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$PIDFILE" "$SOCKET"
-  log "stopped (pid $pid)"
-}
 
 print_env() { echo "export TROUPE_PODMAN_HOST='$SOCKET'"; }
 
