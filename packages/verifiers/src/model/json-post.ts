@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import OpenAI from 'openai';
+import { parseChatReply } from '../wire/chat-reply-parse.ts';
 import { Http1Call, type Http1Failure, Http1Pool, type Http1Reply, type ReplySink } from './http1-pool.ts';
 
 /** What `postJson` is told besides the URL and body. */
@@ -97,7 +98,7 @@ class JsonCall implements ReplySink {
       return;
     }
     try {
-      this.resolve(JSON.parse(text));
+      this.resolve(parseChatReply(text));
     } catch (error) {
       this.reject(new NotJsonReplyError(`reply is not JSON: ${(error as Error).message}`));
     }
@@ -212,7 +213,7 @@ function postSecure(url: URL, body: string, options: JsonPostOptions): Promise<u
           return;
         }
         try {
-          resolve(JSON.parse(text));
+          resolve(parseChatReply(text));
         } catch (error) {
           reject(new NotJsonReplyError(`reply is not JSON: ${(error as Error).message}`));
         }

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { MalformedReplyError } from '../errors/malformed-reply-error.ts';
 import { ConfigError, LimitError, ProviderError } from '../errors/troupe-error.ts';
+import { restoreLiftedLogprobs } from '../wire/chat-reply-parse.ts';
 import { ChatCompletionSchema, chatCompletionToResponse, chatRequestBody } from '../wire/openai-chat.ts';
 import { isChatCompletion } from '../wire/openai-chat-quick.ts';
 import { createBufferedFetch } from './buffered-fetch.ts';
@@ -114,6 +115,7 @@ export class OpenAICompatibleClient implements ModelClient {
                 options.signal ? { signal: options.signal } : {},
               );
           if (isChatCompletion(reply)) return chatCompletionToResponse(reply, model);
+          restoreLiftedLogprobs(reply);
           const checked = ChatCompletionSchema.safeParse(reply);
           if (!checked.success) {
             const issue = checked.error.issues[0];

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { WireRequestError } from '../errors/wire-request-error.ts';
 import type { ContentPart, Message, ToolCall } from '../model/messages.ts';
 import type { FinishReason, ModelRequest, ModelResponse, Usage } from '../model/model-client.ts';
+import { liftedLogprobs } from './chat-reply-parse.ts';
 
 /**
  * The OpenAI chat completions wire format (with vLLM's token-id extensions), below both sides
@@ -321,14 +322,18 @@ export function chatCompletionToResponse(body: ChatCompletion, fallbackModel: st
   };
   const promptIds = body.prompt_token_ids ?? choice.prompt_token_ids;
   if (promptIds) response.promptTokenIds = promptIds;
+  // Entries `parseChatReply` lifted out of the reply's text come as arrays, not objects.
+  const lifted = liftedLogprobs(choice.logprobs);
   const entries = choice.logprobs?.content;
   let completionIds = choice.token_ids ?? undefined;
-  if (!completionIds && entries?.length) {
-    const ids = entries.map((entry) => tokenIdOf(entry.token));
+  if (!completionIds && (lifted ? lifted.logprobs.length : entries?.length)) {
+    const ids = lifted ? lifted.tokens().map(tokenIdOf) : (entries ?? []).map((entry) => tokenIdOf(entry.token));
     if (ids.every((id) => id !== undefined)) completionIds = ids as number[];
   }
   if (completionIds) response.completionTokenIds = completionIds;
-  if (entries?.length) response.completionLogprobs = entries.map((entry) => entry.logprob);
+  if (lifted) {
+    if (lifted.logprobs.length) response.completionLogprobs = lifted.logprobs;
+  } else if (entries?.length) response.completionLogprobs = entries.map((entry) => entry.logprob);
   // troupe's policy server (`serve-inference`) names the weights that served the call.
   if (body.policy_version != null) response.policyVersion = body.policy_version;
   return response;
