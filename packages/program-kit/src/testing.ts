@@ -82,6 +82,11 @@ export function describeRealCliHarness(options: {
   toolResult: string | RegExp;
   /** Whether the conformance checks include a failing run's exit (default true). */
   failureExit?: boolean;
+  /**
+   * The shell call's arguments that write the command's environment (`env`) to `env.txt`: when
+   * given, a test checks the program's commands run without its rollout secret in their environment.
+   */
+  envToolArguments?: Record<string, unknown>;
   /** The harness's `timeoutMs` (default 240 s) and each test's timeout (default 300 s). */
   runTimeoutMs?: number;
   testTimeoutMs?: number;
@@ -111,6 +116,21 @@ export function describeRealCliHarness(options: {
         else expect(outcome.toolResult).toMatch(options.toolResult);
         expect(outcome.run.trace.lastReply).toBe('done');
         expect(JSON.stringify(outcome.run.trace.toJSON())).not.toContain(outcome.run.secret);
+      },
+      testTimeoutMs,
+    );
+
+    it.runIf(options.envToolArguments !== undefined)(
+      "runs the program's commands without its rollout secret in their environment",
+      async (context) => {
+        if (unavailable) context.skip(unavailable);
+        const toolArguments = options.envToolArguments as Record<string, unknown>;
+        const outcome = await runShellToolScenario({ harness, toolName: options.toolName, toolArguments, fileName: 'env.txt' });
+        expect(outcome.run.result.exitCode).toBe(0);
+        // The command ran and printed its environment (HOME is the program's own), without the secret.
+        expect(outcome.file).toMatch(/^HOME=/m);
+        expect(outcome.run.secret).toMatch(/^rs-/);
+        expect(outcome.file).not.toContain(outcome.run.secret);
       },
       testTimeoutMs,
     );

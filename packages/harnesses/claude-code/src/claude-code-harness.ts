@@ -7,7 +7,8 @@ import { z } from 'zod';
  * docs/harnesses.md) in print mode (`claude -p`), its Anthropic-messages calls sent to
  * interception (`ANTHROPIC_BASE_URL`, the rollout secret as `ANTHROPIC_API_KEY`). Retries,
  * telemetry and all nonessential traffic are switched off; it runs with its own HOME and stdin
- * closed. `--output-format json` prints one result object; `is_error: true` with exit 0 becomes exit 1.
+ * closed, and its commands run through {@link SCRUB_ENV_SCRIPT} (without the rollout secret).
+ * `--output-format json` prints one result object; `is_error: true` with exit 0 becomes exit 1.
  */
 export const ClaudeCodeHarness = defineProgramHarness({
   id: 'claude_code',
@@ -43,6 +44,7 @@ export const ClaudeCodeHarness = defineProgramHarness({
     const mcpServers = mergeMcpServers(options.mcpServers, launch.mcpServers);
     if (Object.keys(mcpServers).length) argv.push('--mcp-config', claudeMcpConfig(mcpServers), '--strict-mcp-config');
     argv.push('--', prompt.prompt);
+    const scrub = `${scratch}/scrub-env`;
     return {
       argv,
       env: {
@@ -55,14 +57,28 @@ export const ClaudeCodeHarness = defineProgramHarness({
         DISABLE_AUTOUPDATER: '1',
         DISABLE_TELEMETRY: '1',
         DISABLE_ERROR_REPORTING: '1',
+        CLAUDE_CODE_SHELL_PREFIX: scrub,
       },
-      files: [],
+      files: [{ path: scrub, content: SCRUB_ENV_SCRIPT, mode: '700' }],
     };
   },
   mapResult: (mapped, result) =>
     mapped.exitCode === 0 && parseResult(result.stdout)?.is_error === true ? { ...mapped, exitCode: 1 } : mapped,
 });
 export type ClaudeCodeHarness = InstanceType<typeof ClaudeCodeHarness>;
+
+/**
+ * The shell prefix Claude Code runs every command through (`CLAUDE_CODE_SHELL_PREFIX`: it runs
+ * `'<prefix>' '<command line>'` for its Bash tool, hooks and stdio MCP servers): the command line
+ * runs in the user's shell without the rollout secret and endpoint in its environment.
+ */
+const SCRUB_ENV_SCRIPT = [
+  '#!/bin/sh',
+  'unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL CLAUDE_CODE_SHELL_PREFIX',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template.
+  'exec "${SHELL:-/bin/sh}" -c "$1"',
+  '',
+].join('\n');
 
 /** The npm package of the program (`packageName`, `bin`). */
 export const CLAUDE_CODE_PROGRAM = ClaudeCodeHarness.installer;

@@ -8,4 +8,5 @@ describeRealCliHarness({
   toolName: 'Bash',
   toolArguments: { command: 'echo hello > probe.txt', description: 'write the probe file' },
   toolResult: '(Bash completed with no output)',
+  envToolArguments: { command: 'env > env.txt', description: 'write the environment' },
 });

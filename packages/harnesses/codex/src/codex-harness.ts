@@ -12,8 +12,9 @@ function tomlString(value: string): string {
 
 /**
  * The `config.toml` that points codex at interception: one `troupe` provider speaking the
- * Responses API, the key read from `TROUPE_INTERCEPTION_KEY`, retries off, and the two switches
- * that stop all egress (analytics, plugins).
+ * Responses API, the key read from `TROUPE_INTERCEPTION_KEY`, retries off, the two switches
+ * that stop all egress (analytics, plugins), and that key kept out of the environment of the
+ * commands codex runs (`shell_environment_policy.exclude`).
  */
 export function codexConfigToml(options: { baseUrl: string; model: string }): string {
   return [
@@ -34,6 +35,10 @@ export function codexConfigToml(options: { baseUrl: string; model: string }): st
     '',
     '[features]',
     'plugins = false',
+    '',
+    // The commands codex runs get its environment without the rollout secret.
+    '[shell_environment_policy]',
+    `exclude = [${tomlString(CODEX_KEY_ENV)}]`,
     '',
   ].join('\n');
 }

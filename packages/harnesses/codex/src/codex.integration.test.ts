@@ -8,4 +8,5 @@ describeRealCliHarness({
   toolName: 'exec_command',
   toolArguments: { cmd: 'echo hello > probe.txt' },
   toolResult: /Process exited with code 0/,
+  envToolArguments: { cmd: 'env > env.txt' },
 });
