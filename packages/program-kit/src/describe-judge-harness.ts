@@ -88,10 +88,11 @@ export function describeAgenticJudgeHarness(options: {
       ['local', 'shared', true],
       ['docker', 'isolated', false],
       ['docker', 'shared', true],
+      ['docker-host-network', 'isolated', false],
     ] as const) {
       it(`keeps the honest "no" of ${HarnessClass.id} against a thief its run of answer.sh leaves behind (${where}, ${mode})`, async (context) => {
         if (unavailable) context.skip(unavailable);
-        const runtime = where === 'docker' ? debianDocker() : undefined;
+        const runtime = where === 'local' ? undefined : debianDocker({ network: where === 'docker-host-network' });
         if (typeof runtime === 'string') context.skip(runtime);
         const marker = `thief-${HarnessClass.id.replace(/_/g, '-')}-${where}-${mode}-${Date.now()}`;
         try {
@@ -128,10 +129,11 @@ export function describeAgenticJudgeHarness(options: {
 
 /**
  * The `docker` runtime table on the Debian image the real CLIs need (`troupe-debian:bookworm`, built
- * by tooling/scripts/docker-engine.sh; CI exports the engine's socket as TROUPE_DOCKER_HOST), or
+ * by tooling/scripts/docker-engine.sh; CI exports the engine's socket as TROUPE_DOCKER_HOST), with
+ * the host network when `options.network` (else none: interception is forwarded in), or
  * why it cannot be used. Under `CI=true` a missing engine or image fails the test instead.
  */
-function debianDocker(): ({ id: string } & Record<string, unknown>) | string {
+function debianDocker(options: { network: boolean }): ({ id: string } & Record<string, unknown>) | string {
   const socketPath = process.env.TROUPE_DOCKER_HOST?.replace(/^unix:\/\//, '');
   let why: string | null = null;
   if (!socketPath) why = 'TROUPE_DOCKER_HOST is not set (start an engine with tooling/scripts/docker-engine.sh start)';
@@ -142,7 +144,9 @@ function debianDocker(): ({ id: string } & Record<string, unknown>) | string {
       why = `the engine at ${socketPath} has no ${DEBIAN_IMAGE} image (TROUPE_DOCKER_IMAGES="busybox debian" tooling/scripts/docker-engine.sh start)`;
     }
   }
-  if (why === null) return { id: 'docker', socketPath: socketPath as string, image: DEBIAN_IMAGE };
+  if (why === null) {
+    return { id: 'docker', socketPath: socketPath as string, image: DEBIAN_IMAGE, ...(options.network ? { network: true } : {}) };
+  }
   if (process.env.CI === 'true') throw new Error(`the real-CLI judge tests on Docker need an engine under CI: ${why}`);
   return why;
 }
