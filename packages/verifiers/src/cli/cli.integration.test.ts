@@ -51,6 +51,12 @@ describe('troupe eval (CLI)', () => {
     expect(result.stderr).toMatch(/--num-tasks must be a positive integer/);
   });
 
+  it('says a misspelt command is unknown and names the closest one, with exit 2', async () => {
+    const result = await run(['trian']).done;
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^troupe: unknown command "trian" \(did you mean "train"\?\)\n/);
+  });
+
   it('after SIGKILL mid-run, --resume ends with every episode exactly once', async () => {
     const outputs = mkdtempSync(join(tmpdir(), 'troupe-cli-'));
     const args = [

@@ -2,8 +2,12 @@ import { setPluginEnvironment, setPluginSearchPaths } from '../agent/plugins.ts'
 import { TroupeError } from '../errors/troupe-error.ts';
 import { evalCommand } from './eval-command.ts';
 import { EXIT_CODES, HELP } from './help.ts';
+import { unknownCommandMessage } from './suggest.ts';
 
 // The `troupe` bin: importing this module runs the CLI, so it exports nothing.
+
+/** The core's own commands (the trainer's are `DELEGATED_COMMANDS`). */
+const COMMANDS = ['eval', 'validate', 'view', 'export', 'merge', 'replay', 'init', 'debug', 'rerun', 'help'];
 
 async function main(argv: string[]): Promise<number> {
   setPluginSearchPaths([process.cwd()]);
@@ -23,7 +27,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'rerun') return (await import('./rerun-command.ts')).rerunCommand(rest, (args) => evalCommand(args, false));
   const delegated = await import('./trainer-command.ts');
   if (command in delegated.DELEGATED_COMMANDS) return delegated.delegatedCommand(command, rest);
-  process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+  const known = [...COMMANDS, ...Object.keys(delegated.DELEGATED_COMMANDS)];
+  process.stderr.write(`troupe: ${unknownCommandMessage(command, known)}\n\n${HELP}`);
   return 2;
 }
 
