@@ -20,13 +20,14 @@ import {
   type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
 import { findRunCheckpoint, readCheckpointFile } from '@troupe/prime-rl/trainer';
-import { Env, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
+import { Env, type Episode, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
 import { checkExternalMaxAsync } from './emit-prime-rl.ts';
 import { FailureWatch, TrainingInterruptedError, TrainingStoppedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
 import { isTrainedRole, parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
+import { vocabularyWarnings, ZeroRewardWatch } from './vocabulary-watch.ts';
 import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
 export type { StepMetrics };
@@ -126,7 +127,7 @@ async function buildSource(options: {
   /** Train sources may bind opponent pools; eval sources may not. */
   poolsAllowed: boolean;
   /** Sees every finished episode of the source (train sources). */
-  watch?: FailureWatch;
+  watch?: Pick<FailureWatch, 'observe'>;
 }): Promise<BuiltSource> {
   const { config, field } = options;
   const { definition, training } = await resolveEnv(config.env, { baseDir: options.baseDir, field: `${field}.env` });
@@ -258,10 +259,25 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     endpoints.set(source.name ?? String(i), [...urls, ...(config.inference?.baseUrls ?? [])]);
   }
   const watch = new FailureWatch({ stopAfter: config.stopAfterFailedSteps, endpoints });
+  const zeroReward = new ZeroRewardWatch(log);
+  const observer = {
+    observe: (name: string, episode: Episode) => {
+      watch.observe(name, episode);
+      zeroReward.observe(episode);
+    },
+  };
   const built: BuiltSource[] = [];
   for (const [i, source] of config.train.source.entries()) {
     built.push(
-      await buildSource({ config: source, field: `train.source[${i}]`, run: config, baseDir, main, poolsAllowed: true, watch }),
+      await buildSource({
+        config: source,
+        field: `train.source[${i}]`,
+        run: config,
+        baseDir,
+        main,
+        poolsAllowed: true,
+        watch: observer,
+      }),
     );
   }
   const evalSources: { built: BuiltSource; use: (client: ModelClient) => void }[] = [];
@@ -309,6 +325,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     onStep: (metrics: StepMetrics) => {
       options.onStep?.(metrics);
       watch.onStep(metrics);
+      zeroReward.onStep(metrics);
       if (options.signal?.aborted)
         throw new TrainingInterruptedError(`interrupted after step ${metrics.step}`, Number(metrics.step));
     },
@@ -359,6 +376,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       config,
       out: options.out,
       watch,
+      zeroReward,
     });
   }
   const shape = embeddedPolicy({
@@ -380,6 +398,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   });
   const tokenizer = restored?.tokenizer ?? shape.tokenizer;
   const policy = restored?.policy ?? shape.policy;
+  for (const line of vocabularyWarnings({
+    sources: built.map((b) => ({ name: b.source.name, taskset: b.taskset })),
+    tokenId: (word) => tokenizer.id(word),
+    unknownId: tokenizer.id('<unk>'),
+    outputTokens: policy.outputTokens,
+    sample: config.policy.vocabSample,
+  }))
+    log(line);
   const weights = resumed?.weights ?? initWeights(policy);
   const { workerThread, lrFinalFraction, lrDecayFraction, momentumAtFloor, refKlTauStart, refKlDecayFraction, ...trainerConfig } =
     config.trainer;
@@ -450,7 +476,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     runState: { config, tokenizer: tokenizer.toJSON(), policy },
     ...(resumed ? { resume: resumed } : {}),
   });
-  return await runToEnd({ orchestrator, trainer, inference, config, out: options.out, watch });
+  return await runToEnd({ orchestrator, trainer, inference, config, out: options.out, watch, zeroReward });
 }
 
 /** The first write of a run: the folder (emptied first when `--clean` replaces a run) and its `config.json`. */
@@ -500,6 +526,7 @@ async function runToEnd(options: {
   config: RunConfig;
   out: string;
   watch: FailureWatch;
+  zeroReward: ZeroRewardWatch;
 }): Promise<TrainResult> {
   const { trainer, inference } = options;
   try {
@@ -513,6 +540,9 @@ async function runToEnd(options: {
       const stop = error as { name?: string; reason?: string; step?: number; message?: string };
       if (stop.name === 'EmptyBatchesError' && stop.reason === 'failed-episodes')
         throw new TrainingStoppedError(`${stop.message}; ${options.watch.details()}`, stop.step ?? 0);
+      const zero =
+        stop.name === 'EmptyBatchesError' && stop.reason === 'zero-advantages' ? options.zeroReward.emptyBatchesCause() : null;
+      if (zero) throw new TrainingStoppedError(`${stop.message}; ${zero}`, stop.step ?? 0);
       throw error;
     }
     await writeReport({ out: options.out });
