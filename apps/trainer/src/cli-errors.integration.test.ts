@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -129,5 +130,58 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
     const resumeNothing = await trainer(['train', '--run-dir', join(dir, 'absent'), '--resume']);
     expect(resumeNothing.code).toBe(2);
     expect(resumeNothing.stderr).toMatch(/^troupe: --resume: .*absent does not exist/);
+  });
+
+  it('exits 3 when some episodes failed, saying how many, and names no checkpoint/ with checkpoint_every = 0', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
+    const config = {
+      max_steps: 2,
+      groups_per_step: 2,
+      checkpoint_every: 0,
+      train: { source: [{ env: './src/__fixtures__/flaky-color-env.ts', group_size: 8 }] },
+      policy: { d_model: 8, heads: 1, layers: 1 },
+      trainer: { worker_thread: false },
+    };
+    const result = await trainer(['train', '--config', JSON.stringify(config), '--run-dir', out]);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(
+      /wrote .*\/run\/\{metrics\.jsonl,report\.html\} \(no checkpoint: checkpoint_every = 0\); \d+ episode\(s\) failed/,
+    );
+    expect(existsSync(join(out, 'checkpoint'))).toBe(false);
+  });
+
+  it('exits 130 on Ctrl-C (the signal to the whole process group, several copies at once) after finishing the step', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
+    const config = {
+      max_steps: 100_000,
+      groups_per_step: 2,
+      train: { source: [{ env: './src/__fixtures__/say-color-env.ts', group_size: 4 }] },
+      policy: { d_model: 8, heads: 1, layers: 1 },
+      trainer: { worker_thread: false },
+    };
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@troupe/source', '--import', 'tsx', cli, 'train', '--config', JSON.stringify(config), '--run-dir', out],
+      {
+        cwd: resolve(import.meta.dirname, '..'),
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      // What a terminal does, plus the copies the troupe and troupe-trainer bins pass on.
+      if (/step 1\/100000/.test(stdout) && !child.killed) for (let i = 0; i < 3; i++) child.kill('SIGINT');
+    });
+    const code = await new Promise<number | null>((done) => child.on('close', (exit) => done(exit)));
+    expect(code).toBe(130);
+    expect(stderr).toMatch(/SIGINT: stopping at the end of this step/);
+    expect(stderr).toMatch(/troupe: interrupted after step \d+; --resume continues/);
+    const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(1);
   });
 });

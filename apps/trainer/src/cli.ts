@@ -61,6 +61,9 @@ Exit codes:
 /** Exit codes of the trainer's commands (as `troupe eval`'s, documented in {@link HELP}). */
 const EXIT_CODES = { ok: 0, internal: 1, config: 2, someFailed: 3, stopped: 4, interrupted: 130 } as const;
 
+/** A second SIGINT / SIGTERM stops at once only when it comes this long after the first (copies of one press arrive together). */
+const SIGNAL_REPEAT_MS = 1000;
+
 /** `--config '{…}'`: an inline JSON run config. */
 function parseInlineConfig(text: string): Record<string, unknown> {
   try {
@@ -171,8 +174,15 @@ async function trainCommand(args: string[]): Promise<number> {
     return EXIT_CODES.ok;
   }
   const interrupt = new AbortController();
+  let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupt.signal.aborted) process.exit(EXIT_CODES.interrupted);
+    // A terminal's Ctrl-C reaches every process of the group, and the `troupe` and `troupe-trainer`
+    // bins pass it on as well: copies within a second are that one press, not a second one.
+    if (interrupt.signal.aborted) {
+      if (Date.now() - firstSignalAt > SIGNAL_REPEAT_MS) process.exit(EXIT_CODES.interrupted);
+      return;
+    }
+    firstSignalAt = Date.now();
     console.error(`\n${signal}: stopping at the end of this step (again to stop now; --resume continues)`);
     interrupt.abort();
   };
@@ -334,7 +344,10 @@ async function main(argv: string[]): Promise<number> {
     }
     return run(rest);
   }
-  process.stderr.write(`troupe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+  // `troupe trian` never gets here (the core's bin names the closest command); this bin lists its few.
+  process.stderr.write(
+    `troupe: unknown command ${JSON.stringify(command)} (the trainer's: ${Object.keys(COMMANDS).join(', ')})\n\n${HELP}`,
+  );
   return EXIT_CODES.config;
 }
 
@@ -358,7 +371,7 @@ main(process.argv.slice(2)).then(
         `troupe: ${error.name}: ${error.message}\n(the checkpoint is kept; --resume again once both sides are at one step)\n`,
       );
       process.exitCode = EXIT_CODES.config;
-    } else if (error.name === 'TrainingStoppedError') {
+    } else if (error.name === 'TrainingStoppedError' || error.name === 'EmptyBatchesError') {
       process.stderr.write(`troupe: ${error.name}: ${error.message}\n(metrics and the last checkpoint, if any, are kept)\n`);
       process.exitCode = EXIT_CODES.stopped;
     } else if (error.name === 'TrainingInterruptedError') {

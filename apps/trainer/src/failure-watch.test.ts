@@ -1,3 +1,4 @@
+import { EnvError, Episode } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
 import { FailureWatch, TrainingStoppedError } from './failure-watch.ts';
 
@@ -34,5 +35,17 @@ describe('FailureWatch', () => {
     watch.onStep(step(6, 4));
     expect(watch.failedEpisodes).toBe(17);
     expect(() => watch.onStep(step(7, 4))).toThrow(/every episode of 3 consecutive steps \(through 7\) failed/);
+  });
+
+  it("stops with the user's own error's stack when a wrapper error caused it (their file and line)", () => {
+    const watch = new FailureWatch({ stopAfter: 5, endpoints: new Map() });
+    const episode = new Episode({ env: { id: 'a' }, task: { idx: 0 } as never, group: { id: 'g', index: 0 } as never });
+    const userError = new Error('the env broke');
+    userError.stack = 'Error: the env broke\n    at run (file:///home/me/my-env.ts:22:11)';
+    episode.recordError(new EnvError('a: the env broke', { cause: userError }), 'env');
+    watch.observe('a', episode);
+    expect(() => watch.onStep(step(1, 4))).toThrow(
+      /first error \(source a, stage env\): EnvError: a: the env broke\n {2}caused by Error: the env broke\n {4}at run \(file:\/\/\/home\/me\/my-env\.ts:22:11\)$/,
+    );
   });
 });

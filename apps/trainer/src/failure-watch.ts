@@ -67,13 +67,18 @@ export class FailureWatch {
     if (error) this.first = { source, error };
   }
 
-  /** The first error seen and the endpoints, for a stop message. */
+  /**
+   * The first error seen and the endpoints, for a stop message; when the error wraps the user's
+   * own (an env or reward that threw), its stack follows, naming their file and line.
+   */
   details(): string {
     const endpoints = [...new Set([...this.options.endpoints.values()].flat())];
-    const where = this.first
-      ? `first error (source ${this.first.source}${this.first.error.role ? `, role ${this.first.error.role}` : ''}${this.first.error.stage ? `, stage ${this.first.error.stage}` : ''}): ${this.first.error.type}: ${this.first.error.message}`
+    const first = this.first;
+    const where = first
+      ? `first error (source ${first.source}${first.error.role ? `, role ${first.error.role}` : ''}${first.error.stage ? `, stage ${first.error.stage}` : ''}): ${first.error.type}: ${first.error.message}`
       : 'no error was recorded';
-    return `${where}${endpoints.length ? `; endpoints: ${endpoints.join(', ')}` : ''}`;
+    const caused = first?.error.stack?.match(/(?:^|\n)Caused by: ([\s\S]*)$/)?.[1];
+    return `${where}${endpoints.length ? `; endpoints: ${endpoints.join(', ')}` : ''}${caused ? `\n  caused by ${caused}` : ''}`;
   }
 
   /** After each step's metrics line: throws {@link TrainingStoppedError} when the run must stop. */
@@ -98,13 +103,6 @@ export class FailureWatch {
     if (!wasFirst && this.consecutive < this.options.stopAfter) return;
     const step = Number(metrics.step);
     const span = wasFirst ? `the run's first step (${step})` : `${this.consecutive} consecutive steps (through ${step})`;
-    const endpoints = [...new Set([...this.options.endpoints.values()].flat())];
-    const where = this.first
-      ? `first error (source ${this.first.source}${this.first.error.role ? `, role ${this.first.error.role}` : ''}${this.first.error.stage ? `, stage ${this.first.error.stage}` : ''}): ${this.first.error.type}: ${this.first.error.message}`
-      : 'no error was recorded';
-    throw new TrainingStoppedError(
-      `every episode of ${span} failed (${failed} of ${episodes}); ${where}${endpoints.length ? `; endpoints: ${endpoints.join(', ')}` : ''}`,
-      step,
-    );
+    throw new TrainingStoppedError(`every episode of ${span} failed (${failed} of ${episodes}); ${this.details()}`, step);
   }
 }
