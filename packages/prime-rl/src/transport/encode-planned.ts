@@ -43,17 +43,24 @@ function writePlanned(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
   writer.arrayHeader(total);
   for (const { sample, length } of members) for (let t = 0; t < length; t++) writer.int(sample.tokenIds[t]!);
   for (let p = 0; p < padding; p++) writer.int(1);
-  // 1 loss_mask
+  // 1 loss_mask, in runs of equal values
   writer.arrayHeader(total);
-  for (const { sample, length } of members) for (let t = 0; t < length; t++) writer.bool(!filler && sample.mask[t]!);
-  for (let p = 0; p < padding; p++) writer.bool(false);
-  // 2 advantages
+  for (const { sample, length } of members) {
+    if (filler) writer.bools(false, length);
+    else writeMaskRuns(writer, sample.mask, length);
+  }
+  writer.bools(false, padding);
+  // 2 advantages, in runs of equal values (the same bits: -0 is not 0)
   writer.arrayHeader(total);
   for (const { sample, length } of members) {
     const advantages = sample.advantages;
-    for (let t = 0; t < length; t++) writer.float64(filler || advantages == null ? 0 : advantages[t]!);
+    if (filler || advantages == null) {
+      writer.float64s(0, length);
+      continue;
+    }
+    writeFloatRuns(writer, advantages, length);
   }
-  for (let p = 0; p < padding; p++) writer.float64(0);
+  writer.float64s(0, padding);
   // 3 inference_logprobs
   writer.arrayHeader(total);
   for (const { sample, length } of members) for (let t = 0; t < length; t++) writer.float64(sample.logprobs[t]!);
@@ -68,10 +75,10 @@ function writePlanned(writer: MsgpackWriter, batch: PlannedMicroBatch): void {
   writer.arrayHeader(total);
   for (const { sample, length } of members) {
     const temperatures = sample.temperatures;
-    if (typeof temperatures === 'number') for (let t = 0; t < length; t++) writer.float64(temperatures);
-    else for (let t = 0; t < length; t++) writer.float64(temperatures[t]!);
+    if (typeof temperatures === 'number') writer.float64s(temperatures, length);
+    else writeFloatRuns(writer, temperatures, length);
   }
-  for (let p = 0; p < padding; p++) writer.float64(1);
+  writer.float64s(1, padding);
   // 7 env_names: each name written once per sample, then its bytes copied
   writer.arrayHeader(total);
   for (const { sample, length } of members) writeRepeated(writer, sample.envName, length);
@@ -150,6 +157,27 @@ function writeRepeated(writer: MsgpackWriter, value: string, times: number): voi
   if (times === 0) return;
   const start = writer.offset;
   writer.string(value);
-  const end = writer.offset;
-  for (let i = 1; i < times; i++) writer.copyWithin(start, end);
+  writer.repeatLast(start, times);
+}
+
+/** The first `length` mask values, each run of equal values as one fill. */
+function writeMaskRuns(writer: MsgpackWriter, mask: readonly boolean[], length: number): void {
+  for (let t = 0; t < length; ) {
+    const value = mask[t]!;
+    let end = t + 1;
+    while (end < length && mask[end] === value) end++;
+    writer.bools(value, end - t);
+    t = end;
+  }
+}
+
+/** The first `length` values as float64s, each run of equal values (by `Object.is`) written once and copied. */
+function writeFloatRuns(writer: MsgpackWriter, values: readonly number[], length: number): void {
+  for (let t = 0; t < length; ) {
+    const value = values[t]!;
+    let end = t + 1;
+    while (end < length && Object.is(values[end], value)) end++;
+    writer.float64s(value, end - t);
+    t = end;
+  }
 }

@@ -317,6 +317,39 @@ export class MsgpackWriter {
     this.buffer.copyWithin(this.offset, start, end);
     this.offset += end - start;
   }
+
+  /**
+   * Appends `times − 1` more copies of the bytes `[start, offset)` just written (one value), each
+   * copy doubling what is there: ⌈log₂ times⌉ block copies instead of one per value.
+   */
+  repeatLast(start: number, times: number): void {
+    const size = this.offset - start;
+    if (times <= 1 || size === 0) return;
+    this.ensure(size * (times - 1));
+    const end = start + size * times;
+    let filled = this.offset;
+    while (filled < end) {
+      const chunk = Math.min(filled - start, end - filled);
+      this.buffer.copyWithin(filled, start, start + chunk);
+      filled += chunk;
+    }
+    this.offset = end;
+  }
+
+  /** `times` msgpack booleans `value`. */
+  bools(value: boolean, times: number): void {
+    this.ensure(times);
+    this.buffer.fill(value ? 0xc3 : 0xc2, this.offset, this.offset + times);
+    this.offset += times;
+  }
+
+  /** `times` float64 values `value` (the same bytes as `times` calls of {@link float64}). */
+  float64s(value: number, times: number): void {
+    if (times <= 0) return;
+    const start = this.offset;
+    this.float64(value);
+    this.repeatLast(start, times);
+  }
 }
 
 const textEncoder = new TextEncoder();

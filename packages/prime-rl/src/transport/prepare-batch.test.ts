@@ -177,6 +177,8 @@ describe('packAndEncode', () => {
           ...(i % 4 === 1 ? { refLogprobs: base.tokenIds.map(() => -random()) } : {}),
           ...(i % 5 === 2 ? { rlWeights: base.tokenIds.map(() => random()) } : {}),
           ...(i % 7 === 3 ? { refKlWeights: base.tokenIds.map(() => random()) } : {}),
+          // Runs of equal values are written once and copied: -0 and 0 must stay apart.
+          ...(i % 6 === 4 ? { advantages: base.tokenIds.map((_, t) => (t % 3 === 0 ? -0 : 0)) } : {}),
         };
       });
       const options = {
