@@ -37,6 +37,7 @@ export {
   type MetricFunction,
 } from './task/task.ts';
 export { Taskset } from './task/taskset.ts';
+export { selectTasks, TaskSelectionSchema, type TaskSelection } from './task/select.ts';
 export { arithmeticTaskset } from './task/arithmetic.ts';
 
 // Traces and episodes: what a run records, one trace per agent run, one episode per task attempt.

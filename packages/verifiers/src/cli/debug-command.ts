@@ -7,6 +7,10 @@ import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile,
 import { createEvalEnv, type RoleFlags, resolveEnvConfig } from '../eval/resolve-env.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
 import type { ExecResult, Sandbox } from '../runtime/runtime.ts';
+import { selectTasks } from '../task/select.ts';
+import type { Task } from '../task/task.ts';
+import type { Taskset } from '../task/taskset.ts';
+import { selectOverrides } from './eval-args.ts';
 
 const HELP = `troupe debug — run a command inside a task's sandbox, booted as troupe eval would boot it
 
@@ -22,7 +26,9 @@ streamed, and the sandbox is torn down, also on Ctrl-C. No model is called.
 Options:
   -e, --env ID|MODULE    env id, an installed @troupe/env-<id>, or a module path (./my-env.ts);
                          default: the config's env.id, else single-agent
-      --task I           index of the task in the taskset, from 0 (required)
+      --task I           index of the task in the taskset, from 0 (required without --select)
+      --select FIELD=VALUE pick tasks as eval does (indices=, keys=, types=, sample=, seed=;
+                         repeatable); --task I is then the index in that selection (default 0)
   -f, --config FILE      an eval config (TOML or JSON): its env, taskset, roles and runtimes apply
   -t, --taskset ID|FILE  taskset id or a .jsonl file (as for eval)
       --role NAME        the role whose runtime and harness make the sandbox (default: the env's first role)
@@ -61,6 +67,7 @@ interface DebugArgs {
 const DEBUG_OPTIONS = {
   env: { type: 'string', short: 'e' },
   task: { type: 'string' },
+  select: { type: 'string', multiple: true },
   config: { type: 'string', short: 'f' },
   taskset: { type: 'string', short: 't' },
   role: { type: 'string' },
@@ -83,7 +90,7 @@ function parseDebugArgs(args: string[]): DebugArgs | 'help' {
       `troupe debug: unexpected ${JSON.stringify(positionals[0])} before --; the command goes after --: troupe debug --task 0 -- ${positionals.join(' ')}`,
     );
   }
-  const taskIndex = parseTaskIndex(values.task);
+  const taskIndex = values.task === undefined && values.select ? 0 : parseTaskIndex(values.task);
   if (values.script === undefined && command.length === 0)
     throw new ConfigError('troupe debug: no command: give one after -- (troupe debug --task 0 -- ls -la) or --script FILE');
   const timeoutMs = values.timeout === undefined ? undefined : parseTimeoutMs(values.timeout);
@@ -117,11 +124,18 @@ function parseTimeoutMs(text: string): number {
 }
 
 /** `--config FILE`, then `--env`, `--taskset` and each `--set` over it (the later wins). */
-function debugRawConfig(values: { config?: string; env?: string; taskset?: string; set?: string[] }): Record<string, unknown> {
+function debugRawConfig(values: {
+  config?: string;
+  env?: string;
+  taskset?: string;
+  select?: string[];
+  set?: string[];
+}): Record<string, unknown> {
   let raw: Record<string, unknown> = {};
   if (values.config) raw = deepMerge(raw, readConfigFile(values.config));
   if (values.env !== undefined) setPath(raw, 'env.id', values.env);
   if (values.taskset !== undefined) setPath(raw, 'env.taskset', values.taskset);
+  for (const [path, value] of selectOverrides(values.select)) setPath(raw, path, value);
   applySets(raw, values.set ?? []);
   return raw;
 }
@@ -136,6 +150,18 @@ function debugEvalConfig(raw: Record<string, unknown>): EvalConfig {
     (raw.client as Record<string, unknown>).baseUrl = 'http://127.0.0.1:8000/v1';
   }
   return parseEvalConfig(raw);
+}
+
+/** Task `index` of the taskset, or of the config's `select` when it has one; out of range names the count. */
+function debugTask(taskset: Taskset, config: EvalConfig, index: number): Task {
+  const selected = config.select ? selectTasks(taskset, config.select, config.numTasks) : undefined;
+  const size = selected?.length ?? taskset.size;
+  const where = selected ? `the selection (--select) holds` : `taskset ${taskset.id} has`;
+  if (index >= size)
+    throw new ConfigError(
+      `--task ${index}: ${where} ${size} task${size === 1 ? '' : 's'}` + (size > 0 ? ` (indexes 0 to ${size - 1})` : ''),
+    );
+  return selected ? (selected[index] as Task) : taskset.at(index);
 }
 
 /** A client for the config's endpoint; `troupe debug` never calls it, so no API key is read. */
@@ -161,13 +187,7 @@ export async function debugCommand(args: string[]): Promise<number> {
   const role = parsed.role ?? env.roles[0] ?? '';
   const agent = env.roles.includes(role) ? env.baseAgents[role] : undefined;
   if (!agent) throw new ConfigError(`--role ${role}: env ${env.id} has no such role; roles: ${env.roles.join(', ')}`);
-  if (parsed.taskIndex >= taskset.size) {
-    throw new ConfigError(
-      `--task ${parsed.taskIndex}: taskset ${taskset.id} has ${taskset.size} task${taskset.size === 1 ? '' : 's'}` +
-        (taskset.size > 0 ? ` (indexes 0 to ${taskset.size - 1})` : ''),
-    );
-  }
-  const task = taskset.at(parsed.taskIndex);
+  const task = debugTask(taskset, config, parsed.taskIndex);
   const script = parsed.script === undefined ? undefined : readScript(parsed.script);
   const interrupt = interruptOnSignals();
   let sandbox: Sandbox | undefined;

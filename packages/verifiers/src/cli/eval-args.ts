@@ -16,6 +16,7 @@ const EVAL_OPTIONS = {
   env: { type: 'string', short: 'e' },
   taskset: { type: 'string', short: 't' },
   'num-tasks': { type: 'string', short: 'n' },
+  select: { type: 'string', multiple: true },
   rollouts: { type: 'string', short: 'r' },
   concurrency: { type: 'string', short: 'c' },
   harness: { type: 'string' },
@@ -154,6 +155,7 @@ function flagOverrides(values: EvalFlags): [string, unknown][] {
     ['env.id', values.env],
     ['env.taskset', values.taskset],
     ['numTasks', positiveInt('num-tasks', values['num-tasks'])],
+    ...selectOverrides(values.select),
     ['rollouts', positiveInt('rollouts', values.rollouts)],
     ['concurrency', positiveInt('concurrency', values.concurrency)],
     ['sampling.temperature', finiteNumber('temperature', values.temperature)],
@@ -168,7 +170,30 @@ function flagOverrides(values: EvalFlags): [string, unknown][] {
   ];
 }
 
-/** `--set PATH=VALUE`, in order. */
+/** The `--select` fields each flag names. */
+const SELECT_FIELDS = ['indices', 'keys', 'types', 'sample', 'seed'] as const;
+
+/**
+ * `--select indices=0-9,20`, `--select keys=a,b`, `--select types=t`, `--select sample=N`,
+ * `--select seed=N`: each flag sets one field of `select` (lists split on commas). Shared by eval,
+ * validate and debug.
+ */
+export function selectOverrides(entries: readonly string[] | undefined): [string, unknown][] {
+  return (entries ?? []).map((entry) => {
+    const eq = entry.indexOf('=');
+    const field = eq > 0 ? entry.slice(0, eq) : entry;
+    const text = eq > 0 ? entry.slice(eq + 1) : '';
+    if (!(SELECT_FIELDS as readonly string[]).includes(field) || text === '')
+      throw new ConfigError(`--select ${entry}: expected FIELD=VALUE with FIELD one of ${SELECT_FIELDS.join(', ')}`);
+    if (field === 'keys' || field === 'types') return [`select.${field}`, text.split(',').filter(Boolean)];
+    if (field === 'indices') return ['select.indices', text];
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0)
+      throw new ConfigError(`--select ${field} must be a whole number, got ${JSON.stringify(text)}`);
+    return [`select.${field}`, n];
+  });
+}
+
 /** The endpoint of a client table without `baseUrl`, and the default env. */
 function applyDefaults(raw: Record<string, unknown>): void {
   if (raw.client && typeof raw.client === 'object' && !('baseUrl' in raw.client)) {

@@ -13,6 +13,7 @@ import { formatSummary } from '../eval/summary.ts';
 import { lazyInterceptionServer } from '../interception/interception-server.ts';
 import { makeClient } from '../model/make-client.ts';
 import type { OpenAICompatibleClient } from '../model/openai-client.ts';
+import { selectTasks, type TaskSelection } from '../task/select.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { assertRunToolsServable } from '../tools/mcp-server.ts';
 import { type BuiltConfig, buildConfig } from './eval-args.ts';
@@ -53,7 +54,7 @@ export async function evalCommand(args: string[], validateOnly: boolean): Promis
     throw new ConfigError(`--only-${built.onlyNoop ? 'noop' : 'gold'} is a troupe validate flag`);
   if (built.onlyNoop && built.onlyGold) throw new ConfigError('--only-noop and --only-gold: choose one');
   if (validateOnly && (built.onlyNoop || built.onlyGold))
-    return printTaskChecks({ env, taskset, numTasks: config.numTasks, gold: built.onlyGold === true });
+    return printTaskChecks({ env, taskset, numTasks: config.numTasks, select: config.select, gold: built.onlyGold === true });
   if (validateOnly) {
     printResolved(resolved.cleanConfig, env, taskset);
     return 0;
@@ -94,6 +95,7 @@ async function runEpisodes(options: {
       env,
       taskset,
       ...(config.numTasks !== undefined ? { numTasks: config.numTasks } : {}),
+      ...(config.select ? { select: config.select } : {}),
       rollouts: config.rollouts,
       concurrency: config.concurrency,
       outDir,
@@ -146,13 +148,12 @@ function runLogger(validateOnly: boolean) {
 
 /** A task that declares tools and no role that could serve them: refused before any episode runs. */
 function assertToolsServable(config: EvalConfig, env: Env, taskset: Taskset): void {
-  const runTasks = Math.min(config.numTasks ?? taskset.size, taskset.size);
-  if (!Number.isFinite(runTasks)) return;
+  if (taskset.isInfinite && config.numTasks === undefined && config.select?.indices === undefined) return;
   assertRunToolsServable({
     env: env.id,
     taskset: taskset.id,
     roles: Object.fromEntries(Object.entries(env.baseAgents).map(([role, agent]) => [role, agent.harness])),
-    tasks: Array.from({ length: runTasks }, (_, i) => taskset.at(i)),
+    tasks: selectTasks(taskset, config.select, config.numTasks),
   });
 }
 
@@ -165,8 +166,7 @@ function printResolved(cleanConfig: ResolvedEnvConfig['cleanConfig'], env: Env, 
 
 function printDryRun(built: BuiltConfig, cleanConfig: ResolvedEnvConfig['cleanConfig'], env: Env, taskset: Taskset): void {
   const { config, shard, runDir, clean, resumeDir } = built;
-  const tasks = config.numTasks !== undefined ? Math.min(config.numTasks, taskset.size) : taskset.size;
-  if (!Number.isFinite(tasks)) throw new ConfigError(`taskset ${taskset.id} is infinite: set numTasks (-n)`);
+  const tasks = selectTasks(taskset, config.select, config.numTasks).length;
   printResolved(cleanConfig, env, taskset);
   process.stdout.write(
     `dry run: ${tasks} tasks × ${config.rollouts} rollouts = ${tasks * config.rollouts} episodes${shard ? ' (this shard runs its slice of them)' : ''}` +
@@ -264,13 +264,14 @@ async function printTaskChecks(options: {
   env: Env;
   taskset: Taskset;
   numTasks: number | undefined;
+  select: TaskSelection | undefined;
   gold: boolean;
 }): Promise<number> {
-  const { env, taskset, numTasks, gold } = options;
+  const { env, taskset, numTasks, select, gold } = options;
   const role = env.roles[0];
   const agent = role === undefined ? undefined : env.baseAgents[role];
   if (!agent) throw new ConfigError(`--only-${gold ? 'gold' : 'noop'}: env ${env.id} has no role`);
-  const which = { agent, taskset, ...(numTasks !== undefined ? { numTasks } : {}) };
+  const which = { agent, taskset, ...(numTasks !== undefined ? { numTasks } : {}), ...(select ? { select } : {}) };
   const scores = gold ? await goldScores(which) : await noopScores(which);
   for (const score of scores) process.stdout.write(`${JSON.stringify({ role, ...score })}\n`);
   const flagged = scores.filter((score) => ('goldFails' in score ? score.goldFails : score.solvedByNothing));

@@ -36,7 +36,10 @@ Eval options:
       --api-key-var NAME environment variable holding the API key (default OPENAI_API_KEY)
   -e, --env ID           env id (default single-agent)
   -t, --taskset ID|FILE  taskset id (default arithmetic) or a .jsonl file
-  -n, --num-tasks N      tasks to run
+  -n, --num-tasks N      tasks to run (the first N of the selection)
+      --select FIELD=VALUE which tasks (repeatable; recorded in config.json, so --resume and
+                         replay cover the same ones): indices=0-9,20  keys=K1,K2  types=T1,T2
+                         sample=N (a seeded draw of what is left, in taskset order)  seed=S
   -r, --rollouts N       episodes per task (default 1)
   -c, --concurrency N    episodes at once (default 32)
       --harness ID       harness for every role (e.g. bash, null, claude_code)

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ClientConfigSchema, deepMerge, describeZodError } from '../agent/agent-config.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import { SamplingSchema } from '../model/model-client.ts';
+import { TaskSelectionSchema } from '../task/select.ts';
 import { rejectPrototypeKeys } from '../util/config-keys.ts';
 import { PriceTableSchema } from './pricing.ts';
 
@@ -20,6 +21,8 @@ export const EvalConfigSchema = z
     sampling: SamplingSchema.default({}),
     /** Tasks to run (required for infinite tasksets). */
     numTasks: z.number().int().positive().optional(),
+    /** Which tasks to run (`[select]`: indices, keys, types, a seeded sample); `numTasks` caps the selection. */
+    select: TaskSelectionSchema.optional(),
     /** Episodes per task. */
     rollouts: z.number().int().positive().default(1),
     /** Episodes at once. */

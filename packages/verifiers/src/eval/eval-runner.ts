@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { selectTasks, type TaskSelection } from '../task/select.ts';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
@@ -44,6 +45,8 @@ export interface RunEvalOptions {
   taskset: Taskset;
   /** Tasks to run (required for an infinite taskset). */
   numTasks?: number;
+  /** Which tasks of the taskset to run; `numTasks` caps it. */
+  select?: TaskSelection;
   /** Episodes per task. */
   rollouts?: number;
   /** Episodes at once. */
@@ -127,16 +130,13 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   return { outDir, summary, ran: finished.length - kept.size, kept: kept.size };
 }
 
-/** The tasks the eval covers: `numTasks` of the taskset (required when it is infinite), or all of it. */
+/** The tasks the eval covers: the selection (`select`), capped at `numTasks`; all of a finite taskset by default. */
 function tasksToRun(options: RunEvalOptions, log: NonNullable<RunEvalOptions['log']>): Task[] {
   const { taskset, numTasks } = options;
-  if (taskset.isInfinite && numTasks === undefined) {
-    throw new RangeError(`taskset ${taskset.id} is infinite: set numTasks (-n)`);
-  }
-  if (numTasks !== undefined && numTasks > taskset.size) {
+  if (numTasks !== undefined && !options.select && numTasks > taskset.size) {
     log(`taskset ${taskset.id} has ${taskset.size} tasks; running all of them (asked for ${numTasks})`);
   }
-  return (numTasks !== undefined ? taskset.head(Math.min(numTasks, taskset.size)) : taskset).toArray();
+  return selectTasks(taskset, options.select, numTasks);
 }
 
 /**

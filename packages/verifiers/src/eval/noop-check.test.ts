@@ -71,6 +71,8 @@ describe('noopScores', () => {
       expect(scores[3]?.rewards.throws).toBeNull();
       expect(modelCalls).toBe(0);
       expect((await noopScores({ agent, taskset, numTasks: 1 })).length).toBe(1);
+      const selected = await noopScores({ agent, taskset, select: { keys: ['seeded', 'broken'], seed: 0 } });
+      expect(selected.map((score) => score.task)).toEqual(['seeded', 'broken']);
 
       const graded = Taskset.fromTasks('gold', [
         new Task(

@@ -2,6 +2,7 @@ import type { Agent } from '../agent/agent.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
 import type { Sandbox } from '../runtime/runtime.ts';
 import { scoreTrace } from '../task/scoring.ts';
+import { selectTasks, type TaskSelection } from '../task/select.ts';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { Trace } from '../trace/trace.ts';
@@ -41,7 +42,12 @@ export function goldReply(data: Record<string, unknown>): string | undefined {
  * up as for {@link noopScores}, no model call); a gold reply scoring below 1 is flagged, a task
  * without one is reported as missing.
  */
-export async function goldScores(options: { agent: Agent; taskset: Taskset; numTasks?: number }): Promise<GoldScore[]> {
+export async function goldScores(options: {
+  agent: Agent;
+  taskset: Taskset;
+  numTasks?: number;
+  select?: TaskSelection;
+}): Promise<GoldScore[]> {
   const scores = await scoreTasks({ ...options, reply: (task) => goldReply(task.data) });
   return scores.map(({ solvedByNothing: _unused, replied, ...score }) => ({
     ...score,
@@ -55,7 +61,12 @@ export async function goldScores(options: { agent: Agent; taskset: Taskset; numT
  * task's `setup` runs, then its `finalize`, metrics and rewards see an untouched workspace and an
  * empty reply (no harness, no model call). A task whose reward is already ≥ 1 is flagged.
  */
-export async function noopScores(options: { agent: Agent; taskset: Taskset; numTasks?: number }): Promise<NoopScore[]> {
+export async function noopScores(options: {
+  agent: Agent;
+  taskset: Taskset;
+  numTasks?: number;
+  select?: TaskSelection;
+}): Promise<NoopScore[]> {
   const scores = await scoreTasks({ ...options, reply: () => undefined });
   return scores.map(({ replied: _unused, ...score }) => score);
 }
@@ -65,12 +76,13 @@ async function scoreTasks(options: {
   agent: Agent;
   taskset: Taskset;
   numTasks?: number;
+  select?: TaskSelection;
   reply: (task: Task) => string | undefined;
 }): Promise<(NoopScore & { replied: boolean })[]> {
   const { agent, taskset } = options;
-  if (taskset.isInfinite && options.numTasks === undefined)
-    throw new ConfigError(`--only-noop: taskset ${taskset.id} is endless; set --num-tasks`);
-  const tasks = options.numTasks === undefined ? taskset.toArray() : taskset.head(options.numTasks).toArray();
+  if (taskset.isInfinite && options.numTasks === undefined && options.select?.indices === undefined)
+    throw new ConfigError(`--only-noop: taskset ${taskset.id} is endless; set --num-tasks or --select indices=…`);
+  const tasks = selectTasks(taskset, options.select, options.numTasks);
   const scores: (NoopScore & { replied: boolean })[] = [];
   for (const [index, task] of tasks.entries()) {
     const trace = new Trace({
