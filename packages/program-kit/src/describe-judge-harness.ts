@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import type { Harness } from '@troupe/verifiers';
 import { hostPidsWith } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
@@ -89,10 +90,17 @@ export function describeAgenticJudgeHarness(options: {
       ['docker', 'isolated', false],
       ['docker', 'shared', true],
       ['docker-host-network', 'isolated', false],
+      ['podman', 'isolated', false],
+      ['podman', 'shared', true],
     ] as const) {
       it(`keeps the honest "no" of ${HarnessClass.id} against a thief its run of answer.sh leaves behind (${where}, ${mode})`, async (context) => {
         if (unavailable) context.skip(unavailable);
-        const runtime = where === 'local' ? undefined : debianDocker({ network: where === 'docker-host-network' });
+        const runtime =
+          where === 'local'
+            ? undefined
+            : where === 'podman'
+              ? await debianPodman()
+              : debianDocker({ network: where === 'docker-host-network' });
         if (typeof runtime === 'string') context.skip(runtime);
         const marker = `thief-${HarnessClass.id.replace(/_/g, '-')}-${where}-${mode}-${Date.now()}`;
         try {
@@ -152,3 +160,66 @@ function debianDocker(options: { network: boolean }): ({ id: string } & Record<s
 }
 
 const DEBIAN_IMAGE = 'troupe-debian:bookworm';
+
+/**
+ * The `podman` runtime table on the same Debian image (TROUPE_PODMAN_HOST, started by
+ * tooling/scripts/podman-engine.sh), or why it cannot be used. The image is copied once from the
+ * Docker engine (its `images/<name>/get` archive into podman's `images/load`) when podman lacks it.
+ * Under `CI=true` a missing engine or image fails the test instead.
+ */
+function debianPodman(): Promise<({ id: string } & Record<string, unknown>) | string> {
+  podmanTable ??= (async () => {
+    const socketPath = process.env.TROUPE_PODMAN_HOST?.replace(/^unix:\/\//, '');
+    const docker = debianDocker({ network: false });
+    let why: string | null = typeof docker === 'string' ? docker : null;
+    if (!socketPath) why = 'TROUPE_PODMAN_HOST is not set (start an engine with tooling/scripts/podman-engine.sh start)';
+    else if (why === null && !(await podmanHasImage(socketPath))) {
+      try {
+        await copyImageToPodman({ from: String((docker as Record<string, unknown>).socketPath), to: socketPath });
+      } catch (error) {
+        why = `cannot copy ${DEBIAN_IMAGE} from Docker to podman: ${(error as Error).message}`;
+      }
+    }
+    if (why === null) return { id: 'podman', socketPath: socketPath as string, image: `localhost/${DEBIAN_IMAGE}` };
+    if (process.env.CI === 'true') throw new Error(`the real-CLI judge tests on podman need an engine under CI: ${why}`);
+    return why;
+  })();
+  return podmanTable;
+}
+let podmanTable: Promise<({ id: string } & Record<string, unknown>) | string> | undefined;
+
+/** Whether the podman engine at `socketPath` has the Debian image. */
+function podmanHasImage(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ socketPath, path: `/images/localhost/${DEBIAN_IMAGE}/json`, method: 'GET' }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+/** Streams the Debian image's archive from the Docker engine at `from` into the podman engine at `to`. */
+function copyImageToPodman(options: { from: string; to: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const get = httpRequest({ socketPath: options.from, path: `/images/${DEBIAN_IMAGE}/get`, method: 'GET' }, (archive) => {
+      if (archive.statusCode !== 200) {
+        archive.resume();
+        reject(new Error(`docker answered ${archive.statusCode}`));
+        return;
+      }
+      const load = httpRequest(
+        { socketPath: options.to, path: '/images/load', method: 'POST', headers: { 'content-type': 'application/x-tar' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`podman answered ${res.statusCode}`))));
+        },
+      );
+      load.on('error', reject);
+      archive.pipe(load);
+    });
+    get.on('error', reject);
+    get.end();
+  });
+}
