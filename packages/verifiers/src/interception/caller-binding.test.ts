@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { contentText } from '../model/messages.ts';
 import { type InterceptedRollout, startInterceptedRollout } from '../testing/intercepted-rollout.ts';
+import { registerRelayedCaller } from './caller-process.ts';
 
 // A program (a real process) calls with its rollout secret, then runs a command (a real process)
 // that steals the secret from the program's /proc/<pid>/environ and calls with it.
@@ -110,5 +112,55 @@ describe.runIf(process.platform === 'linux')('a rollout secret bound to the proc
     expect(late.status).toBe(403);
     expect(r.trace.metrics['calls/other_process']).toBe(2);
     expect(asked(r)).not.toContain('from the test process');
+  });
+});
+
+/**
+ * One call from this process on a new connection that a relay registered as relaying for `caller`
+ * (what the Docker runtime's host-side relay does for each forwarded connection), or on an
+ * unregistered one when `caller` is undefined. Returns the status.
+ */
+function relayedCall(r: InterceptedRollout, caller: string | null | undefined, content: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] });
+    let forget = () => {};
+    const req = httpRequest(`${r.baseUrl}/chat/completions`, {
+      method: 'POST',
+      agent: new HttpAgent({ keepAlive: false }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${r.session.secret}` },
+    });
+    req.on('socket', (socket) => {
+      socket.once('connect', () => {
+        if (caller !== undefined) forget = registerRelayedCaller(socket.localPort as number, caller);
+        req.end(body);
+      });
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => {
+        forget();
+        resolve(res.statusCode ?? 0);
+      });
+    });
+    req.on('error', reject);
+  });
+}
+
+describe.runIf(process.platform === 'linux')('a rollout secret bound through a relay', () => {
+  it('binds the container process a relay registered for the first call, and refuses another one or an unknown one', async () => {
+    const r = (rollout = await startInterceptedRollout({ script: () => 'ok', bindCaller: true }));
+    expect(await relayedCall(r, 'relay:101', 'program: first call')).toBe(200);
+    expect(await relayedCall(r, 'relay:101', 'program: second call')).toBe(200);
+    expect(await relayedCall(r, 'relay:202', 'thief in the container')).toBe(403);
+    expect(await relayedCall(r, null, 'a caller the forwarder could not find')).toBe(403);
+    expect(await relayedCall(r, undefined, 'this process, not relayed')).toBe(403);
+    expect(asked(r)).toEqual(['program: first call', 'program: second call']);
+    expect(r.trace.metrics['calls/other_process']).toBe(3);
+    const reasons = r.trace.calls.filter((c) => c.ended === 'refused').map((c) => c.error?.message);
+    expect(reasons).toEqual([
+      expect.stringContaining('bound to the process that made its first call (relay:101)'),
+      expect.stringContaining('could not be found'),
+      expect.stringContaining('bound to the process that made its first call (relay:101)'),
+    ]);
   });
 });
