@@ -117,6 +117,17 @@ async function startFleet(): Promise<{
   };
 }
 
+/** The ZMQ trainer ranks' process (`support/zmq-trainer-process.ts`), once it has connected. */
+async function startZmqTrainer(address: string, world: number): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(import.meta.dirname, 'support/zmq-trainer-process.ts'), address, String(world)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  for await (const _ of createInterface({ input: child.stdout as NodeJS.ReadableStream })) return child;
+  throw new Error('the ZMQ trainer process exited before connecting');
+}
+
 /** Runs `work` in `slots` loops until `until()` says stop, each loop starting its next item at once. */
 async function keepInFlight(slots: number, until: () => boolean, work: (slot: number) => Promise<void>): Promise<void> {
   let next = 0;
@@ -250,10 +261,13 @@ async function troupe(fleet: Awaited<ReturnType<typeof startFleet>>, outputDir: 
     padToMultipleOf: 1,
     exportSamples: false,
   };
+  // ZMQ: prime-rl's trainer ranks in a child process (the sender waits for every rank's READY).
+  const port = 20_000 + Math.floor(Math.random() * 30_000);
+  const trainer = transport === 'zmq' ? await startZmqTrainer(`tcp://localhost:${port}`, base.dataWorldSize) : null;
   const link = await RolloutLink.open({
     config:
       transport === 'zmq'
-        ? { type: 'zmq', host: 'localhost', port: 5555, outputDir, ...base }
+        ? { type: 'zmq', host: 'localhost', port, outputDir, ...base }
         : { type: 'filesystem', outputDir, ...base },
   });
   let step = 0;
@@ -295,6 +309,7 @@ async function troupe(fleet: Awaited<ReturnType<typeof startFleet>>, outputDir: 
   );
   await sending;
   await link.close();
+  trainer?.stdin?.end();
   return { ...result, sent };
 }
 
