@@ -184,4 +184,23 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
     const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n');
     expect(lines.length).toBeGreaterThanOrEqual(1);
   });
+
+  it('exits 4 when every episode of the first rollout fails, naming the error and the endpoint', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
+    const sets = [
+      'max_steps=2',
+      'groups_per_step=2',
+      'train.source.0.group_size=2',
+      'trainer.worker_thread=false',
+      'policy.d_model=8',
+      'policy.heads=2',
+      'policy.ffn_mult=1',
+      'train.source.0.roles.player1={"model":{"base_url":"http://127.0.0.1:9/v1","name":"gone"}}',
+    ];
+    const result = await trainer(['train', '--out', out, ...sets.flatMap((set) => ['--set', set])]);
+    expect(result.code, result.stderr).toBe(4);
+    expect(result.stderr).toMatch(
+      /^troupe: TrainingStoppedError: every episode of the run's first rollout \(step 1\) failed .*role player1.*ProviderError.*endpoints: http:\/\/127\.0\.0\.1:9\/v1/m,
+    );
+  });
 });

@@ -52,10 +52,11 @@ Train options:
 
 Exit codes:
   0  ok                                          2  bad config or flag (nothing was written)
-  3  some episodes failed (the run finished)     4  stopped: every episode failed in 10 rollouts in a
-  1  an internal error                              row (no sample to train on), or in
-  130 interrupted (--resume continues from          stop_after_failed_steps (default 5) steps (the error
-      the last checkpoint)                          and endpoints are named; the last checkpoint is kept)
+  3  some episodes failed (the run finished)     4  stopped: every episode failed in the first rollout
+  1  an internal error                              or in stop_after_failed_steps (default 5) rollouts
+  130 interrupted (--resume continues from          in a row (the error and endpoints are named), or
+      the last checkpoint)                          10 rollouts in a row had no sample (every advantage
+                                                    0); the last checkpoint is kept
 `;
 
 /** Exit codes of the trainer's commands (as `troupe eval`'s, documented in {@link HELP}). */

@@ -92,7 +92,7 @@ describe('train (Kuhn poker, the default config, through the orchestrator)', () 
     expect(error.name).toBe('TrainingStoppedError');
     expect(error.step).toBe(1);
     expect(error.message).toMatch(
-      /consecutive empty batches \(10 failed-episodes\).*first error \(source kuhn-poker, role player1, stage agent\): ProviderError/,
+      /^every episode of the run's first rollout \(step 1\) failed \(\d+ episodes\); first error \(source kuhn-poker, role player1, stage agent\): ProviderError/,
     );
     expect(error.message).toContain('http://127.0.0.1:9/v1');
     expect(existsSync(join(out, 'checkpoint'))).toBe(false);

@@ -16,13 +16,14 @@ import {
   type OrchestratorOptions,
   type StepMetrics,
   type TrainingHooks,
+  TrainingStoppedError,
   type TrainSource,
   type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
 import { findRunCheckpoint, readCheckpointFile } from '@troupe/prime-rl/trainer';
 import { Env, type Episode, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
 import { checkExternalMaxAsync } from './emit-prime-rl.ts';
-import { FailureWatch, TrainingInterruptedError, TrainingStoppedError } from './failure-watch.ts';
+import { FailureWatch, TrainingInterruptedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
@@ -258,7 +259,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     const urls = Object.values(source.roles).flatMap((binding) => (binding.model ? [binding.model.baseUrl] : []));
     endpoints.set(source.name ?? String(i), [...urls, ...(config.inference?.baseUrls ?? [])]);
   }
-  const watch = new FailureWatch({ stopAfter: config.stopAfterFailedSteps, endpoints });
+  const watch = new FailureWatch();
   const zeroReward = new ZeroRewardWatch(log);
   const observer = {
     observe: (name: string, episode: Episode) => {
@@ -316,6 +317,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     maxAsync: config.maxAsync,
     maxOffPolicySteps: config.maxOffPolicySteps,
     filterZeroAdvantages: config.filterZeroAdvantages,
+    stopAfterFailedSteps: config.stopAfterFailedSteps,
+    endpoints: [...new Set([...endpoints.values()].flat())],
     evalEvery: config.train.evalEvery,
     checkpointEvery: config.checkpointEvery,
     tracesEvery: config.tracesEvery,
@@ -324,7 +327,6 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     out: options.out,
     onStep: (metrics: StepMetrics) => {
       options.onStep?.(metrics);
-      watch.onStep(metrics);
       zeroReward.onStep(metrics);
       if (options.signal?.aborted)
         throw new TrainingInterruptedError(`interrupted after step ${metrics.step}`, Number(metrics.step));
@@ -536,13 +538,18 @@ async function runToEnd(options: {
     } catch (error) {
       // A stopped or interrupted run still gets its report of the steps it wrote.
       if (existsSync(join(options.out, 'metrics.jsonl'))) await writeReport({ out: options.out }).catch(() => {});
-      // The orchestrator stops after prime-rl's 10 empty batches in a row; when every episode failed, name why.
-      const stop = error as { name?: string; reason?: string; step?: number; message?: string };
-      if (stop.name === 'EmptyBatchesError' && stop.reason === 'failed-episodes')
-        throw new TrainingStoppedError(`${stop.message}; ${options.watch.details()}`, stop.step ?? 0);
+      // Every advantage 0 because every reward was 0 (the vocabulary trap): the stop names that cause.
+      const stop = error as { name?: string; reason?: string; step?: number; consecutive?: number; message?: string };
       const zero =
         stop.name === 'EmptyBatchesError' && stop.reason === 'zero-advantages' ? options.zeroReward.emptyBatchesCause() : null;
-      if (zero) throw new TrainingStoppedError(`${stop.message}; ${zero}`, stop.step ?? 0);
+      if (zero)
+        throw new TrainingStoppedError({
+          step: stop.step ?? 0,
+          consecutive: stop.consecutive ?? 0,
+          endpoints: [],
+          message: `${stop.message}; ${zero}`,
+          cause: error,
+        });
       throw error;
     }
     await writeReport({ out: options.out });

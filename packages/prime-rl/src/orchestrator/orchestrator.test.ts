@@ -3,16 +3,20 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { echoRun, readMetrics, removeEchoRuns } from './__fixtures__/echo-run.ts';
 import { embeddedTrainer } from './embedded.ts';
-import { allocateGroups, Orchestrator, type OrchestratorOptions } from './orchestrator.ts';
+import { allocateGroups, Orchestrator, type OrchestratorOptions, TrainingStoppedError } from './orchestrator.ts';
 import type { Trainer } from './types.ts';
 
 afterAll(removeEchoRuns);
 
 async function setup(
   options: { maxAsync: number; maxOffPolicySteps: number; maxSteps: number } & Partial<
-    Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery' | 'log' | 'filterZeroAdvantages'>
-  >,
+    Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery' | 'log' | 'filterZeroAdvantages' | 'stopAfterFailedSteps'>
+  > & {
+      /** Rollouts (1-based, in play order, rolls again included) whose every episode fails, as with an endpoint down. */
+      failRollouts?: ReadonlySet<number>;
+    },
 ) {
+  const { failRollouts, ...orchestratorOptions } = options;
   const { out, policy, weights, inference, source } = await echoRun('troupe-orchestrator-');
   const embedded = await embeddedTrainer({
     policy,
@@ -33,14 +37,28 @@ async function setup(
   const trained: string[][] = [];
   // The real trainer, recording which roles each batch held.
   const trainer: Trainer = { ...embedded, step: (o) => (trained.push(o.samples.map((s) => s.role)), embedded.step(o)) };
+  const echo = source();
+  if (failRollouts) {
+    // Episodes run a group at a time (2 groups of 4 a rollout): episode k belongs to rollout ⌈k / 8⌉.
+    const runEpisode = echo.env.runEpisode.bind(echo.env);
+    let played = 0;
+    echo.env.runEpisode = async (episodeOptions) => {
+      const rollout = Math.floor(played++ / 8) + 1;
+      const episode = await runEpisode(episodeOptions);
+      if (failRollouts.has(rollout))
+        episode.recordError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { name: 'ProviderError' }), 'agent');
+      return episode;
+    };
+  }
   const orchestrator = new Orchestrator({
-    sources: [source()],
+    sources: [echo],
     trainer,
     inference,
     groupsPerStep: 2,
     checkpointEvery: 0,
     out,
-    ...options,
+    endpoints: ['http://127.0.0.1:9/v1'],
+    ...orchestratorOptions,
   });
   return { orchestrator, out, trained, close: () => embedded.close() };
 }
@@ -100,5 +118,50 @@ describe('Orchestrator', () => {
     expect((await readMetrics(run.out)).map((m) => m.step)).toEqual([1]);
     const saved = JSON.parse(await readFile(join(run.out, 'checkpoint', 'meta.json'), 'utf8')) as { step: number };
     expect(saved.step).toBe(1);
+  });
+
+  it('rolls a step again when every episode of its rollout failed, and stops after stopAfterFailedSteps in a row, naming the error and endpoint, checkpoint kept', async () => {
+    const lines: string[] = [];
+    // Rollouts 1-2 train steps 1-2; 3 and 4 fail whole (step 3 rolls again twice), 5 trains step 3;
+    // then 7, 8, 9 fail in a row: with stopAfterFailedSteps 3 the run stops at step 5.
+    const run = await setup({
+      maxAsync: 0,
+      maxOffPolicySteps: 8,
+      maxSteps: 8,
+      filterZeroAdvantages: false,
+      checkpointEvery: 1,
+      stopAfterFailedSteps: 3,
+      failRollouts: new Set([3, 4, 7, 8, 9]),
+      log: (line) => lines.push(line),
+    });
+    const error = await run.orchestrator.run().catch((e: unknown) => e);
+    await run.close();
+    expect(TrainingStoppedError.isInstance(error)).toBe(true);
+    const stopped = error as TrainingStoppedError;
+    expect([stopped.step, stopped.consecutive]).toEqual([5, 3]);
+    expect(stopped.message).toBe(
+      'every episode of 3 rollouts in a row (stop_after_failed_steps; step 5) failed (8 episodes); first error (source echo, stage agent): ProviderError: connect ECONNREFUSED 127.0.0.1:9; endpoints: http://127.0.0.1:9/v1',
+    );
+    const metrics = await readMetrics(run.out);
+    expect(metrics.map((m) => m.step)).toEqual([1, 2, 3, 4]);
+    expect(metrics.map((m) => m['batch/empty_rollouts/failed_episodes'])).toEqual([0, 0, 2, 0]);
+    expect(metrics.map((m) => m['batch/empty_rollouts'])).toEqual([0, 0, 2, 0]);
+    // No failed rollout reached the trainer; the checkpoint of the last trained step is kept.
+    expect(run.trained).toHaveLength(4);
+    const saved = JSON.parse(await readFile(join(run.out, 'checkpoint', 'meta.json'), 'utf8')) as { step: number };
+    expect(saved.step).toBe(4);
+    expect(lines).toContain(
+      'step 3: every episode of the rollout failed (8 episodes); not sent to the trainer, rolling again (failed rollouts in a row: 2/3)',
+    );
+  });
+
+  it("stops at the run's first rollout when every episode of it failed", async () => {
+    const run = await setup({ maxAsync: 1, maxOffPolicySteps: 8, maxSteps: 3, failRollouts: new Set([1]) });
+    const error = (await run.orchestrator.run().catch((e: unknown) => e)) as TrainingStoppedError;
+    await run.close();
+    expect(error.name).toBe('TrainingStoppedError');
+    expect(error.message).toMatch(/^every episode of the run's first rollout \(step 1\) failed \(8 episodes\); first error/);
+    expect(await readMetrics(run.out)).toEqual([]);
+    expect(run.trained).toHaveLength(0);
   });
 });

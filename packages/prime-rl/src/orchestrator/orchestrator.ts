@@ -9,6 +9,7 @@ import { BatchBuilder } from '../samples/batch-builder.ts';
 import { commitCheckpoint, writeCheckpointFiles } from '../trainer/checkpoint.ts';
 import type { OptimizerState } from '../trainer/trainer.ts';
 import { type EvalSource, runEvalSources, runEvaluators } from './evaluation.ts';
+import { DEFAULT_STOP_AFTER_FAILED_STEPS, FailedRollouts } from './failed-rollouts.ts';
 import { keepMetricsThrough } from './metrics-file.ts';
 import { withPoolDraws } from './opponent-pool.ts';
 import { type PoolDraw, PoolSnapshots, poolMetrics } from './pool-snapshots.ts';
@@ -18,6 +19,7 @@ import type { Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from '
 
 export { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
 export { type EvalSource, ReplyProbabilitiesUnavailable } from './evaluation.ts';
+export { DEFAULT_STOP_AFTER_FAILED_STEPS, TrainingStoppedError } from './failed-rollouts.ts';
 
 /**
  * Empty batches in a row after which the run stops with {@link EmptyBatchesError} (prime-rl's
@@ -79,6 +81,14 @@ export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   maxOffPolicySteps?: number;
   /** prime-rl's zero-advantage filter (default true). */
   filterZeroAdvantages?: boolean;
+  /**
+   * Rollouts in a row whose every episode failed after which the run stops with
+   * {@link TrainingStoppedError} (default {@link DEFAULT_STOP_AFTER_FAILED_STEPS}, 5); the run's
+   * first rollout failing whole stops it at once. Such rollouts never reach the trainer.
+   */
+  stopAfterFailedSteps?: number;
+  /** The endpoints the run's roles call (policy servers, frozen models), named when the run stops. */
+  endpoints?: readonly string[];
   /** Run each source's evaluator every N steps and at the last step (default 1). */
   evalEvery?: number;
   /** Checkpoint every N steps and at the last step (default 25); 0 = never. */
@@ -182,9 +192,13 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   private readonly maxOffPolicySteps: number;
   private readonly scorers: Map<string, GroupScorer>;
   private readonly pools: PoolSnapshots<W>;
+  private readonly stopAfterFailedSteps: number;
+  private readonly failed: FailedRollouts;
 
   constructor(options: OrchestratorOptions<W, O>) {
     this.options = options;
+    this.stopAfterFailedSteps = options.stopAfterFailedSteps ?? DEFAULT_STOP_AFTER_FAILED_STEPS;
+    this.failed = new FailedRollouts({ stopAfter: this.stopAfterFailedSteps, endpoints: options.endpoints ?? [] });
     this.maxAsync = options.maxAsync ?? 1;
     this.maxOffPolicySteps = options.maxOffPolicySteps ?? 8;
     const names = new Set<string>();
@@ -351,32 +365,39 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
    * Step `n`'s rollout and a batch with samples. prime-rl's rule (`src/prime_rl/orchestrator/
    * orchestrator.py:640-652` at 559b447): an empty batch is never shipped and the step number does
    * not advance; the orchestrator keeps collecting, and stops after
-   * {@link MAX_CONSECUTIVE_EMPTY_BATCHES} empty batches in a row. Each empty one is logged with its
-   * cause (every episode failed, every advantage 0, every group off-policy), counted in the step's
-   * `batch/empty_rollouts/*` metrics, and its episodes counted in `episodes`.
+   * {@link MAX_CONSECUTIVE_EMPTY_BATCHES} empty batches in a row ({@link EmptyBatchesError}: every
+   * advantage 0, or every group off-policy). A rollout whose every episode failed is not cut at all:
+   * it rolls again too, under its own rule ({@link FailedRollouts}: the run's first rollout, or
+   * `stopAfterFailedSteps` in a row, stop the run with {@link TrainingStoppedError}). Each is logged
+   * with its cause, counted in the step's `batch/empty_rollouts/*` metrics, and its episodes counted
+   * in `episodes`.
    */
   private async fullBatch(options: { run: RunState<W>; dispatcher: RolloutDispatcher<Rollout>; n: number }) {
     const { run, dispatcher, n } = options;
     const empty: Record<EmptyBatchReason, number> = { 'failed-episodes': 0, 'zero-advantages': 0, 'off-policy': 0 };
     let rollout = await dispatcher.take(n);
     let rolloutMs = rollout.ms;
-    for (let consecutive = 1; ; consecutive++) {
-      const { batch, dropped } = this.cutBatch(rollout, n, run.log);
-      if (batch && batch.samples.length > 0) return { rollout, batch, dropped, empty, rolloutMs };
-      const episodes = rollout.groups.flatMap((g) => g.episodes);
-      const reason: EmptyBatchReason =
-        dropped === rollout.groups.length && dropped > 0
-          ? 'off-policy'
-          : episodes.length > 0 && episodes.every((e) => !e.ok)
-            ? 'failed-episodes'
-            : 'zero-advantages';
-      empty[reason]++;
-      run.episodes += episodes.length;
-      run.log(
-        `step ${n}: empty batch after ${episodes.length} episodes (${reason}); not sent to the trainer, rolling again (consecutive empty batches: ${consecutive}/${MAX_CONSECUTIVE_EMPTY_BATCHES})`,
-      );
-      if (consecutive >= MAX_CONSECUTIVE_EMPTY_BATCHES)
-        throw new EmptyBatchesError({ step: n, consecutive, reason, counts: empty });
+    let emptyInARow = 0;
+    for (;;) {
+      const episodes = rollout.groups.reduce((sum, group) => sum + group.episodes.length, 0);
+      if (this.failed.observe(rollout.groups, n)) {
+        empty['failed-episodes']++;
+        run.log(
+          `step ${n}: every episode of the rollout failed (${episodes} episodes); not sent to the trainer, rolling again (failed rollouts in a row: ${this.failed.inARow}/${this.stopAfterFailedSteps})`,
+        );
+      } else {
+        const { batch, dropped } = this.cutBatch(rollout, n, run.log);
+        if (batch && batch.samples.length > 0) return { rollout, batch, dropped, empty, rolloutMs };
+        const reason: EmptyBatchReason = dropped === rollout.groups.length && dropped > 0 ? 'off-policy' : 'zero-advantages';
+        empty[reason]++;
+        emptyInARow++;
+        run.log(
+          `step ${n}: empty batch after ${episodes} episodes (${reason}); not sent to the trainer, rolling again (consecutive empty batches: ${emptyInARow}/${MAX_CONSECUTIVE_EMPTY_BATCHES})`,
+        );
+        if (emptyInARow >= MAX_CONSECUTIVE_EMPTY_BATCHES)
+          throw new EmptyBatchesError({ step: n, consecutive: emptyInARow, reason, counts: empty });
+      }
+      run.episodes += episodes;
       rollout = await dispatcher.again(n);
       rolloutMs += rollout.ms;
     }
