@@ -347,104 +347,108 @@ describe('resume of an external-engine run (prime-rl trainer double resuming fro
     throw new Error(`${path} did not appear`);
   }
 
-  runIt(
-    'stopped after step 6 with checkpoints at 4: a trainer at step 6 is refused naming both steps; resumed at 4 on both sides it runs to the end, every rank file read once',
-    async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'prime-rl-resume-'));
-      dirs.push(dir);
-      const outputDir = join(dir, 'wire');
-      const out = join(dir, 'run');
-      const model = await ScriptedModelServer.start({ vllmTokens: true, keepLog: false, script: script('kuhn', new Set(), 0) });
-      const vllm = await VllmShapedServer.start({ upstream: model.url, servedModelName: SERVED });
-      try {
-        const config = runConfig({
-          env: 'kuhn',
-          transport: { type: 'filesystem', output_dir: outputDir },
-          baseUrl: vllm.baseUrl,
-          steps: RESUME_STEPS,
-          checkpointEvery: 4,
-        });
-        const launch = primeRlLaunch({ config: parseRunConfig(camelKeys(config)), configPath: null, out });
-        expect(launch['trainer.toml']).toMatch(/\[ckpt\]\ninterval = 4\n/);
-        // A user's edit: the trainer checkpoints every 2 steps, so it holds step 6 where troupe holds 4.
-        await writeFile(join(dir, 'trainer.toml'), launch['trainer.toml'].replace(/interval = 4/, 'interval = 2'));
+  for (const transport of ['filesystem', 'zmq'] as const)
+    runIt(
+      `over ${transport}: stopped after step 6 with checkpoints at 4, a trainer at step 6 is refused naming both steps; resumed at 4 on both sides it runs to the end, every rank file read once`,
+      async () => {
+        const dir = await mkdtemp(join(tmpdir(), 'prime-rl-resume-'));
+        dirs.push(dir);
+        const outputDir = join(dir, 'wire');
+        const out = join(dir, 'run');
+        const model = await ScriptedModelServer.start({ vllmTokens: true, keepLog: false, script: script('kuhn', new Set(), 0) });
+        const vllm = await VllmShapedServer.start({ upstream: model.url, servedModelName: SERVED });
+        try {
+          const config = runConfig({
+            env: 'kuhn',
+            transport:
+              transport === 'zmq'
+                ? { type: 'zmq', output_dir: outputDir, host: '127.0.0.1', port: await freePortPair() }
+                : { type: 'filesystem', output_dir: outputDir },
+            baseUrl: vllm.baseUrl,
+            steps: RESUME_STEPS,
+            checkpointEvery: 4,
+          });
+          const launch = primeRlLaunch({ config: parseRunConfig(camelKeys(config)), configPath: null, out });
+          expect(launch['trainer.toml']).toMatch(/\[ckpt\]\ninterval = 4\n/);
+          // A user's edit: the trainer checkpoints every 2 steps, so it holds step 6 where troupe holds 4.
+          await writeFile(join(dir, 'trainer.toml'), launch['trainer.toml'].replace(/interval = 4/, 'interval = 2'));
 
-        // First launch, stopped (as Ctrl-C does) after step 6: troupe's checkpoint is step 4.
-        const first = startTrainer(dir, []);
-        const stop = new AbortController();
-        const interrupted = await train({
-          config,
-          out,
-          baseDir: import.meta.dirname,
-          signal: stop.signal,
-          onStep: (m) => {
-            if (m.step === 6) stop.abort();
-          },
-        }).catch((error: Error) => error);
-        expect((interrupted as Error).name).toBe('TrainingInterruptedError');
-        await first.stop();
-        expect(await readdir(join(out, 'checkpoints'))).toContain('step-4');
-        expect((await readdir(join(outputDir, 'checkpoints'))).sort()).toEqual(['step_2', 'step_4', 'step_6']);
+          // First launch, stopped (as Ctrl-C does) after step 6: troupe's checkpoint is step 4.
+          const first = startTrainer(dir, []);
+          const stop = new AbortController();
+          const interrupted = await train({
+            config,
+            out,
+            baseDir: import.meta.dirname,
+            signal: stop.signal,
+            onStep: (m) => {
+              if (m.step === 6) stop.abort();
+            },
+          }).catch((error: Error) => error);
+          expect((interrupted as Error).name).toBe('TrainingInterruptedError');
+          await first.stop();
+          expect(await readdir(join(out, 'checkpoints'))).toContain('step-4');
+          expect((await readdir(join(outputDir, 'checkpoints'))).sort()).toEqual(['step_2', 'step_4', 'step_6']);
 
-        // A trainer resumed from its latest checkpoint (6) while troupe resumes from 4: refused, nothing written.
-        await clearPast(outputDir, 4);
-        const wrong = startTrainer(dir, ['--resume']);
-        await waitFor(join(outputDir, 'broadcasts', 'step_6', 'STABLE'));
-        const metricsBefore = await readFile(join(out, 'metrics.jsonl'), 'utf8');
-        const refused = (await train({ config, out, resume: true, baseDir: import.meta.dirname }).catch(
-          (error) => error,
-        )) as Error & {
-          orchestratorStep?: number;
-          trainerStep?: number;
-        };
-        expect(refused.name).toBe('ResumeStepMismatchError');
-        expect(refused.message).toMatch(/orchestrator is at step 4, the trainer at step 6/);
-        expect(refused.message).toMatch(/--resume\.step 4/);
-        expect([refused.orchestratorStep, refused.trainerStep]).toEqual([4, 6]);
-        expect(await readFile(join(out, 'metrics.jsonl'), 'utf8')).toBe(metricsBefore);
-        await wrong.stop();
+          // A trainer resumed from its latest checkpoint (6) while troupe resumes from 4: refused, nothing written.
+          await clearPast(outputDir, 4);
+          const wrong = startTrainer(dir, ['--resume']);
+          await waitFor(join(outputDir, 'broadcasts', 'step_6', 'STABLE'));
+          const metricsBefore = await readFile(join(out, 'metrics.jsonl'), 'utf8');
+          const refused = (await train({ config, out, resume: true, baseDir: import.meta.dirname }).catch(
+            (error) => error,
+          )) as Error & {
+            orchestratorStep?: number;
+            trainerStep?: number;
+          };
+          expect(refused.name).toBe('ResumeStepMismatchError');
+          expect(refused.message).toMatch(/orchestrator is at step 4, the trainer at step 6/);
+          expect(refused.message).toMatch(/--resume\.step 4/);
+          expect([refused.orchestratorStep, refused.trainerStep]).toEqual([4, 6]);
+          expect(await readFile(join(out, 'metrics.jsonl'), 'utf8')).toBe(metricsBefore);
+          await wrong.stop();
 
-        // Both sides at step 4 (launch.sh --resume: the wire cleared past 4, the trainer with --resume.step 4).
-        await clearPast(outputDir, 4);
-        const resumed = startTrainer(dir, ['--resume.step', '4']);
-        const updatesBefore = vllm.admin.filter((c) => c.route === 'update_weights').length;
-        const result = await train({ config, out, resume: true, baseDir: import.meta.dirname });
-        expect(await resumed.exit, resumed.stderr()).toBe(0);
-        expect(result.steps).toBe(RESUME_STEPS);
-        const metrics = await readMetrics(out);
-        expect(metrics.map((m) => m.step)).toEqual(Array.from({ length: RESUME_STEPS }, (_, i) => i + 1));
-        // The resumed rollouts play at version 4 first: the servers were given broadcasts/step_4 before any other.
-        const updates = vllm.admin
-          .filter((c) => c.route === 'update_weights')
-          .slice(updatesBefore)
-          .map((c) => (c.body as { weight_dir: string }).weight_dir);
-        expect(updates[0]).toBe(join(outputDir, 'broadcasts', 'step_4'));
-        expect(Number(metrics[4]?.policy_version)).toBe(4);
-        // Every rank file of steps 5..12 was read once by the resumed trainer, by the rank that owns it.
-        const reads = (
-          await Promise.all(
-            [0, 1].map(async (rank) =>
-              (await readFile(join(outputDir, 'trainer-double', `rank_${rank}.jsonl`), 'utf8')).trim().split('\n'),
-            ),
+          // Both sides at step 4 (launch.sh --resume: the wire cleared past 4, the trainer with --resume.step 4).
+          await clearPast(outputDir, 4);
+          const resumed = startTrainer(dir, ['--resume.step', '4']);
+          const updatesBefore = vllm.admin.filter((c) => c.route === 'update_weights').length;
+          const result = await train({ config, out, resume: true, baseDir: import.meta.dirname });
+          expect(await resumed.exit, resumed.stderr()).toBe(0);
+          expect(result.steps).toBe(RESUME_STEPS);
+          const metrics = await readMetrics(out);
+          expect(metrics.map((m) => m.step)).toEqual(Array.from({ length: RESUME_STEPS }, (_, i) => i + 1));
+          // The resumed rollouts play at version 4 first: the servers were given broadcasts/step_4 before any other.
+          const updates = vllm.admin
+            .filter((c) => c.route === 'update_weights')
+            .slice(updatesBefore)
+            .map((c) => (c.body as { weight_dir: string }).weight_dir);
+          expect(updates[0]).toBe(join(outputDir, 'broadcasts', 'step_4'));
+          expect(Number(metrics[4]?.policy_version)).toBe(4);
+          // Every rank file of steps 5..12 was read once by the resumed trainer, by the rank that owns it.
+          const reads = (
+            await Promise.all(
+              [0, 1].map(async (rank) =>
+                (await readFile(join(outputDir, 'trainer-double', `rank_${rank}.jsonl`), 'utf8')).trim().split('\n'),
+              ),
+            )
           )
-        )
-          .flat()
-          .map((line) => JSON.parse(line) as RankRead & { resumed_from: number | null });
-        const resumedReads = reads.filter((r) => r.resumed_from === 4).map((r) => `${r.step}/${r.rank}/${r.data_rank}`);
-        expect(resumedReads.sort()).toEqual(
-          Array.from({ length: RESUME_STEPS - 4 }, (_, i) => [`${i + 5}/0/0`, `${i + 5}/1/1`])
             .flat()
-            .sort(),
-        );
-        // The trainer wrote its final checkpoint, troupe its own of the last step.
-        expect(await readdir(join(outputDir, 'checkpoints'))).toContain(`step_${RESUME_STEPS}`);
-        expect(await readdir(join(out, 'checkpoints'))).toContain(`step-${RESUME_STEPS}`);
-        expect(vllm.refusedModels).toEqual([]);
-      } finally {
-        await vllm.close();
-        await model.close();
-      }
-    },
-    240_000,
-  );
+            .map((line) => JSON.parse(line) as RankRead & { resumed_from: number | null });
+          const resumedReads = reads.filter((r) => r.resumed_from === 4).map((r) => `${r.step}/${r.rank}/${r.data_rank}`);
+          expect(resumedReads.sort()).toEqual(
+            Array.from({ length: RESUME_STEPS - 4 }, (_, i) => [`${i + 5}/0/0`, `${i + 5}/1/1`])
+              .flat()
+              .sort(),
+          );
+          // The trainer wrote its final checkpoint, troupe its own of the last step.
+          expect(await readdir(join(outputDir, 'checkpoints'))).toContain(`step_${RESUME_STEPS}`);
+          expect(await readdir(join(out, 'checkpoints'))).toContain(`step-${RESUME_STEPS}`);
+          expect(vllm.refusedModels).toEqual([]);
+        } finally {
+          await vllm.close();
+          await model.close();
+        }
+      },
+      240_000,
+    );
 });
