@@ -136,7 +136,7 @@ function launchScript(options: {
 #                         wire holds past S (rollouts/, broadcasts/) is removed first
 # GPUs by INFERENCE_GPUS (default 0) and TRAINER_GPUS (default 1..${options.ranks}). The orchestrator runs as
 # \`npx --no-install troupe\` in ${options.projectDir}, where @troupe/trainer is installed; TROUPE
-# replaces that command (in a troupe checkout: TROUPE="node <checkout>/packages/verifiers/bin/troupe.js").
+# replaces that command (in a troupe checkout, after pnpm build: TROUPE="node <checkout>/packages/verifiers/bin/troupe.js").
 set -euo pipefail
 here="$(cd "$(dirname "\${BASH_SOURCE[0]}")" && pwd)"
 out=${quote(options.out)}
