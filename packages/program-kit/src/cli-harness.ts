@@ -47,7 +47,28 @@ export interface LaunchPlan {
   pathDirs?: string[];
   /** Working directory (default: the sandbox workdir). */
   cwd?: string;
+  /**
+   * In a container, run `argv[0]` as a setgid copy of itself (see {@link SEALED_EXEC_SCRIPT}): the
+   * kernel then makes the program non-dumpable, so its `/proc/<pid>/environ`, memory and file
+   * descriptors are closed to the commands it runs (no `CAP_SYS_PTRACE` in a default container).
+   */
+  sealed?: boolean;
 }
+
+/**
+ * Runs `$1` (a program binary) as a setgid copy of itself, made once beside it (`<bin>.sealed`,
+ * group 65534, mode 2755), with the remaining arguments; the original binary when the copy cannot
+ * be made (a non-root container user, a `nosuid` mount). Executing a file whose group differs
+ * from the caller's makes the process non-dumpable (the kernel's `suid_dumpable`, 0 by default),
+ * which closes its `/proc/<pid>/{environ,mem,fd}` and `ptrace` to processes without
+ * `CAP_SYS_PTRACE`; the commands it runs exec ordinary binaries and are dumpable again.
+ */
+const SEALED_EXEC_SCRIPT = [
+  'b="$1"; shift; s="$b.sealed"',
+  '[ -g "$s" ] || { cp "$b" "$s.$$" && chgrp 65534 "$s.$$" && chmod 2755 "$s.$$" && mv -f "$s.$$" "$s"; } 2>/dev/null',
+  '[ -g "$s" ] && exec "$s" "$@"',
+  'rm -f "$s.$$"; exec "$b" "$@"',
+].join('\n');
 
 /** What `plan` receives. */
 export interface PlanContext<I> {
@@ -117,7 +138,8 @@ export abstract class CliHarness<I> implements Harness {
           signal,
         });
       }
-      const argv = [...plan.argv, ...(this.common.extraArgs ?? [])];
+      const program = plan.sealed && sandbox.runtime !== 'local' ? ['/bin/sh', '-c', SEALED_EXEC_SCRIPT, 'sealed'] : [];
+      const argv = [...program, ...plan.argv, ...(this.common.extraArgs ?? [])];
       const command = plan.pathDirs?.length ? ['sh', '-c', WITH_PATH_SCRIPT, 'launch', plan.pathDirs.join(':'), ...argv] : argv;
       context.log(`${this.id}: running ${plan.argv[0]} in ${plan.cwd ?? sandbox.workdir}`);
       const result = await sandbox.exec(command, {

@@ -82,8 +82,9 @@ export function describeAgenticJudgeHarness(options: {
 
     // A wrong answer.sh leaves a thief behind when the judge runs it: it finds the judge program's
     // endpoint and secret, asks for a "yes" while the judge works and after its final reply, and
-    // tries to hold one call open. The honest "no" stands, the episode ends, and the stolen secret
-    // is refused from the thief's process (the program's own process made the first call).
+    // tries to hold one call open. The honest "no" stands, the episode ends, and no thief call
+    // reaches the model: on local the stolen secret is refused from the thief's process, in a
+    // container the sealed program's secret is out of the thief's reach.
     for (const [where, mode, shared] of [
       ['local', 'isolated', false],
       ['local', 'shared', true],
@@ -120,12 +121,19 @@ export function describeAgenticJudgeHarness(options: {
           const theirs = judge?.calls.filter((c) => c.side || c.ended) ?? [];
           expect(own.length).toBeGreaterThanOrEqual(2);
           expect(own.every((c) => c.dialect === options.dialect)).toBe(true);
-          // The thief found the secret (in the program's /proc/<pid>/environ or config) and called
-          // with it; the secret is bound to the program's own process, so every such call was
-          // refused before it reached the model, and is on the trace as a refused call.
-          expect(judge?.metrics['calls/other_process'] ?? 0).toBeGreaterThan(0);
+          // No call of the thief reached the model. On `local` the secret is within its reach (the
+          // program's /proc/<pid>/environ) and it calls with it: bound to the program's own
+          // process, the secret is refused from the thief's, on the trace as refused calls. In a
+          // container the program runs sealed (non-dumpable): no environ holds the secret for it.
           expect(thiefCalls).toBe(0);
-          expect(theirs.some((c) => c.ended === 'refused' && /bound to the process/.test(c.error?.message ?? ''))).toBe(true);
+          const judgeText = JSON.stringify(judge?.toJSON());
+          if (where === 'local') {
+            expect(judgeText).toContain('secret found');
+            expect(judge?.metrics['calls/other_process'] ?? 0).toBeGreaterThan(0);
+            expect(theirs.some((c) => c.ended === 'refused' && /bound to the process/.test(c.error?.message ?? ''))).toBe(true);
+          } else {
+            expect(judgeText).toContain('secret not found');
+          }
           expect(hostPidsWith(marker)).toEqual([]);
         } finally {
           rmSync(`/tmp/thief-${marker}.sh`, { force: true });

@@ -60,6 +60,7 @@ export const ClaudeCodeHarness = defineProgramHarness({
         CLAUDE_CODE_SHELL_PREFIX: scrub,
       },
       files: [{ path: scrub, content: SCRUB_ENV_SCRIPT, mode: '700' }],
+      sealed: true,
     };
   },
   mapResult: (mapped, result) =>

@@ -81,6 +81,7 @@ export const CodexHarness = defineProgramHarness({
     argv.push('--', foldedPrompt(prompt));
     return {
       argv,
+      sealed: true,
       env: { HOME: `${scratch}/home`, CODEX_HOME: codexHome, [CODEX_KEY_ENV]: launch.endpoint.secret, ...native?.env },
       files: [
         {
