@@ -185,7 +185,10 @@ function debianPodman(): Promise<({ id: string } & Record<string, unknown>) | st
       try {
         await copyImageToPodman({ from: String((docker as Record<string, unknown>).socketPath), to: socketPath });
       } catch (error) {
-        why = `cannot copy ${DEBIAN_IMAGE} from Docker to podman: ${(error as Error).message}`;
+        // Another test file may have loaded it meanwhile (each worker copies when it finds none).
+        if (!(await podmanHasImage(socketPath))) {
+          why = `cannot copy ${DEBIAN_IMAGE} from Docker to podman: ${(error as Error).message}`;
+        }
       }
     }
     if (why === null) return { id: 'podman', socketPath: socketPath as string, image: `localhost/${DEBIAN_IMAGE}` };
