@@ -16,6 +16,7 @@ import {
   kuhnEquilibrium,
   kuhnInfoSetKey,
   type ModelClient,
+  ParseError,
   uniformKuhnPolicy,
 } from '@troupe/verifiers';
 import { summarize } from './evaluate.ts';
@@ -126,7 +127,7 @@ function tablePolicy(table: KuhnPolicyTable): EvaluationPolicy {
     client: new TablePolicyClient({ name: 'table', table, seed: 0 }),
     async replyProbabilities({ messages }) {
       const seat = readKuhnSeat([...messages]);
-      if (!seat) throw new TypeError('crossplay: not a Kuhn poker information set');
+      if (!seat) throw new ParseError('crossplay: not a Kuhn poker information set');
       return [...table[kuhnInfoSetKey(seat.card, seat.history)]];
     },
   };

@@ -1,5 +1,13 @@
 import { frozenCheckpointClient, loadEmbeddedCheckpoint } from '@troupe/prime-rl/orchestrator';
-import { Env, kuhnEquilibrium, kuhnPokerEnv, kuhnTaskset, type ModelClient, uniformKuhnPolicy } from '@troupe/verifiers';
+import {
+  ConfigError,
+  Env,
+  kuhnEquilibrium,
+  kuhnPokerEnv,
+  kuhnTaskset,
+  type ModelClient,
+  uniformKuhnPolicy,
+} from '@troupe/verifiers';
 import { registerGameRuntime } from './game-runtime.ts';
 import type { RunConfig } from './run-config.ts';
 import { SeatRouterClient, TablePolicyClient } from './table-client.ts';
@@ -34,10 +42,10 @@ export function summarize(values: readonly number[]): SeatResult {
 export async function evaluateCheckpoint(options: { checkpoint: string; hands: number; seed: number }): Promise<MatchResult[]> {
   registerGameRuntime();
   const loaded = await loadEmbeddedCheckpoint(options.checkpoint);
-  if (!loaded) throw new Error(`${options.checkpoint}: no checkpoint`);
+  if (!loaded) throw new ConfigError(`${options.checkpoint}: no checkpoint`, { path: 'checkpoint' });
   const run = loaded.run as { config: RunConfig };
   const source = run.config.train.source.find((s) => s.env === 'kuhn-poker');
-  if (!source) throw new Error(`${options.checkpoint}: not a Kuhn poker run`);
+  if (!source) throw new ConfigError(`${options.checkpoint}: not a Kuhn poker run`, { path: 'checkpoint' });
   const kuhn = source.options as { prompts?: 'rules' | 'compact' | 'pass-bet'; invalidRetries?: number };
   const config = {
     prompts: kuhn.prompts ?? 'rules',

@@ -1,14 +1,19 @@
 import type { Episode } from '@troupe/verifiers';
+import { TroupeError } from '@troupe/verifiers';
 
 /** The run was interrupted (SIGINT / SIGTERM) at a step boundary; the last checkpoint is kept. */
-export class TrainingInterruptedError extends Error {
-  override readonly name = 'TrainingInterruptedError';
+export class TrainingInterruptedError extends TroupeError {
   constructor(
     message: string,
     /** The last step whose metrics line was written. */
     readonly step: number,
   ) {
-    super(message);
+    super({ name: 'TrainingInterruptedError', message });
+  }
+
+  /** True when `value` is a `TrainingInterruptedError`, from this copy of the package or another. */
+  static override isInstance(value: unknown): value is TrainingInterruptedError {
+    return TroupeError.isKind(value, 'TrainingInterruptedError');
   }
 }
 

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { open, readdir, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
+import { ConfigError } from '@troupe/verifiers';
 import { CHART_CSS, type ChartSeries, escapeHtml, renderChart, seriesStyle } from './report-chart.ts';
 import { renderSettings, renderTiles } from './report-header.ts';
 import {
@@ -351,7 +352,10 @@ async function readRunFile(path: string): Promise<string | null> {
  */
 export async function writeReport(options: { out: string }): Promise<string> {
   const metrics = await readRunFile(join(options.out, 'metrics.jsonl'));
-  if (metrics === null) throw new Error(`${join(options.out, 'metrics.jsonl')}: not a regular file of the run directory`);
+  if (metrics === null) {
+    const path = join(options.out, 'metrics.jsonl');
+    throw new ConfigError(`${path}: not a regular file of the run directory`, { path });
+  }
   let config: unknown = null;
   try {
     config = JSON.parse((await readRunFile(join(options.out, 'config.json'))) ?? 'null');

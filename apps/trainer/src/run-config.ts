@@ -1,15 +1,20 @@
 import { readFile } from 'node:fs/promises';
 import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
+import { ConfigError } from '@troupe/verifiers';
 import { rejectPrototypeKeys } from '@troupe/verifiers/internal';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
 
-/** A config field error that names the field path (`train.source[0].ratio: …`). */
-export class RunConfigError extends Error {
-  override readonly name = 'RunConfigError';
-}
+/**
+ * A run config error: the core's {@link ConfigError} (its message and `path` name the field,
+ * `train.source[0].ratio`).
+ * @deprecated use `ConfigError` from `@troupe/verifiers` (the same class).
+ */
+export const RunConfigError = ConfigError;
+/** @deprecated use `ConfigError` from `@troupe/verifiers`. */
+export type RunConfigError = ConfigError;
 
 /** How a role of a source is played: the trainable policy, a frozen endpoint, a frozen checkpoint, or an opponent pool. */
 export const RoleBindingSchema = z
@@ -217,7 +222,7 @@ export function camelKeys(value: unknown): unknown {
 /** Applies `--set a.b=value` (a JSON value, else the string); numeric segments index arrays (`train.source.0.ratio=2`). */
 export function applySet(config: Record<string, unknown>, assignment: string): void {
   const eq = assignment.indexOf('=');
-  if (eq <= 0) throw new RunConfigError(`--set ${assignment}: expected path=value`);
+  if (eq <= 0) throw new ConfigError(`--set ${assignment}: expected path=value`, { path: assignment });
   const path = assignment.slice(0, eq).split('.').map(camel);
   const raw = assignment.slice(eq + 1);
   let value: unknown;
@@ -247,7 +252,8 @@ function formatPath(path: readonly PropertyKey[]): string {
 export function parseRunConfig(input: unknown): RunConfig {
   const parsed = RunConfigSchema.safeParse(camelKeys(input));
   if (!parsed.success) {
-    throw new RunConfigError(parsed.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join('; '));
+    const issues = parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
+    throw new ConfigError(issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
   }
   return parsed.data;
 }
@@ -260,6 +266,6 @@ export async function readRunConfigFile(path: string): Promise<Record<string, un
     rejectPrototypeKeys(raw, path);
     return camelKeys(raw) as Record<string, unknown>;
   } catch (error) {
-    throw new RunConfigError(`${path}: ${(error as Error).message.replace(`${path}: `, '')}`);
+    throw new ConfigError(`${path}: ${(error as Error).message.replace(`${path}: `, '')}`, { cause: error });
   }
 }

@@ -21,7 +21,15 @@ import {
   type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
 import { findRunCheckpoint, readCheckpointFile } from '@troupe/prime-rl/trainer';
-import { Env, type Episode, loadTaskset, type ModelClient, OpenAICompatibleClient, type Taskset } from '@troupe/verifiers';
+import {
+  Env,
+  type Episode,
+  loadTaskset,
+  type ModelClient,
+  OpenAICompatibleClient,
+  type Taskset,
+  TrainerError,
+} from '@troupe/verifiers';
 import { checkExternalMaxAsync } from './emit-prime-rl.ts';
 import { FailureWatch, TrainingInterruptedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
@@ -251,7 +259,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const baseDir = options.baseDir ?? process.cwd();
   let mainClient: ModelClient | null = null;
   const main = () => {
-    if (!mainClient) throw new Error('the policy is not ready');
+    if (!mainClient) throw new TrainerError('the policy is not ready');
     return mainClient;
   };
   const endpoints = new Map<string, string[]>();
@@ -291,7 +299,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       baseDir,
       poolsAllowed: false,
       main: () => {
-        if (!evalClient) throw new Error('no evaluation policy yet');
+        if (!evalClient) throw new TrainerError('no evaluation policy yet');
         return evalClient;
       },
     });

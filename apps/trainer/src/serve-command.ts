@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { TrainerError } from '@troupe/verifiers';
 import { RunConfigError } from './run-config.ts';
 import { serveInference } from './serve-inference.ts';
 import { serveTrainer } from './serve-trainer.ts';
@@ -72,7 +73,7 @@ export async function serveCommand(command: 'serve-inference' | 'serve-trainer',
   }
   const maxSteps = integer('max-steps', values['max-steps']);
   const controller = new AbortController();
-  void untilSignal().then((signal) => controller.abort(new Error(signal)));
+  void untilSignal().then((signal) => controller.abort(new TrainerError(`interrupted (${signal})`)));
   console.log(`serving trainer on ${outputDir}`);
   try {
     await serveTrainer({

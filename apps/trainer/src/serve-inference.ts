@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { exportOnnx, PolicyModelClient } from '@troupe/prime-rl/inference';
 import { loadEmbeddedCheckpoint } from '@troupe/prime-rl/orchestrator';
-import { WireRequestError } from '@troupe/verifiers';
+import { TimeoutError, WireRequestError } from '@troupe/verifiers';
 import { chatDialect } from '@troupe/verifiers/internal';
 
 /** Options of {@link serveInference}. */
@@ -49,7 +49,7 @@ async function waitForCheckpoint(dir: string, waitSeconds: number) {
       const loaded = await loadEmbeddedCheckpoint(dir).catch(() => null);
       if (loaded) return loaded;
     }
-    if (Date.now() >= deadline) throw new Error(`serve-inference: no checkpoint in ${dir} after ${waitSeconds} s`);
+    if (Date.now() >= deadline) throw new TimeoutError(`serve-inference: no checkpoint in ${dir} after ${waitSeconds} s`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

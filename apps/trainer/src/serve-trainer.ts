@@ -12,6 +12,7 @@ import {
   writeBroadcast,
   ZmqRolloutReceiver,
 } from '@troupe/prime-rl/transport';
+import { TrainerError, WireError } from '@troupe/verifiers';
 import { sleep } from '@troupe/verifiers/internal';
 
 /** Options of {@link serveTrainer}. */
@@ -69,7 +70,7 @@ export async function serveTrainer(options: ServeTrainerOptions): Promise<void> 
     const watch = setInterval(() => {
       readRunModel({ outputDir: options.outputDir })
         .then((now) => {
-          if (now && now.runId !== model.runId) session.abort(new Error('a new run started'));
+          if (now && now.runId !== model.runId) session.abort(new TrainerError('a new run started'));
         })
         .catch(() => {});
     }, 250);
@@ -138,7 +139,8 @@ async function trainRun(
       }
       signal.throwIfAborted();
       const counts = new Set(perRank.map((r) => r.length));
-      if (counts.size > 1) throw new Error(`step ${step}: ranks hold different numbers of micro batches`);
+      if (counts.size > 1)
+        throw new WireError(`step ${step}: ranks hold different numbers of micro batches`, { path: 'rollouts' });
       const samples: UnpackedSample[] = perRank.flatMap((rank) => unpackMicroBatches(rank));
       const stepOptions = scheduledStepOptions(schedule, step - 1);
       let metrics: Record<string, number> = {};

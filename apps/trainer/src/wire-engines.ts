@@ -19,6 +19,7 @@ import {
   waitForFile,
   writeRunModel,
 } from '@troupe/prime-rl/transport';
+import { ConfigError, TimeoutError, TrainerError, WireError } from '@troupe/verifiers';
 import type { InferenceSection, TransportSection } from './transport-config.ts';
 
 type WireTransport = Exclude<TransportSection, { type: 'in-process' }>;
@@ -30,14 +31,14 @@ async function waitForBroadcast(options: { outputDir: string; step: number; runI
   for (;;) {
     await waitForFile({ path: join(dir, 'STABLE'), timeoutMs: Math.max(0, deadline - Date.now()), pollMs: 20 });
     if (!existsSync(join(dir, 'meta.json')) && existsSync(join(dir, 'STABLE')))
-      throw new Error(
+      throw new WireError(
         `${dir}: STABLE but no meta.json — not the embedded engines' weight format (a Hugging Face checkpoint from prime-rl's own trainer?); with prime-rl's trainer and vLLM set policy.engine = "external" (docs/scale-out.md)`,
       );
     try {
       const broadcast = await readBroadcast({ dir });
       if (broadcast.state.runId === options.runId) return broadcast;
     } catch {}
-    if (Date.now() >= deadline) throw new Error(`${dir}: no broadcast of this run within ${options.timeoutMs} ms`);
+    if (Date.now() >= deadline) throw new TimeoutError(`${dir}: no broadcast of this run within ${options.timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -147,7 +148,9 @@ function orderedSender(link: RolloutLink, start = 0) {
   return {
     async send(step: number, samples: WireSample[]) {
       if (step !== sent + 1)
-        throw new RangeError(`step: the trainer process expects step ${sent + 1} next, not ${step} (no step is skipped)`);
+        throw new TrainerError(`step: the trainer process expects step ${sent + 1} next, not ${step} (no step is skipped)`, {
+          step,
+        });
       sent = step;
       const next = queue.then(() => link.send({ step, samples }));
       queue = next.catch(() => undefined);
@@ -226,8 +229,8 @@ export async function externalEngines(options: {
       .map((name) => /^step_(\d+)$/.exec(name)?.[1])
       .filter((step): step is string => step !== undefined && Number(step) > 0);
     if (stale.length)
-      throw new Error(
-        `transport.outputDir: ${outputDir}/broadcasts holds step_${stale.sort((a, b) => Number(a) - Number(b))[0]} of an earlier run; give a fresh output_dir (or delete its broadcasts/) and restart the trainer (or run with --resume)`,
+      throw new ConfigError(
+        `transport.output_dir: ${outputDir}/broadcasts holds step_${stale.sort((a, b) => Number(a) - Number(b))[0]} of an earlier run; give a fresh output_dir (or delete its broadcasts/) and restart the trainer (or run with --resume)`,
       );
   }
   const external = openExternalPolicy({ inference: options.inference, outputDir });

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import type { Harness } from '@troupe/verifiers';
+import { SandboxError } from '@troupe/verifiers';
 import { hostPidsWith } from '@troupe/verifiers/testing';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { type JudgeTool, runAgenticJudgeEpisode, runThiefJudgeEpisode } from './agentic-judge-scenario.ts';
@@ -163,7 +164,7 @@ function debianDocker(options: { network: boolean }): ({ id: string } & Record<s
   if (why === null) {
     return { id: 'docker', socketPath: socketPath as string, image: DEBIAN_IMAGE, ...(options.network ? { network: true } : {}) };
   }
-  if (process.env.CI === 'true') throw new Error(`the real-CLI judge tests on Docker need an engine under CI: ${why}`);
+  if (process.env.CI === 'true') throw new SandboxError(`the real-CLI judge tests on Docker need an engine under CI: ${why}`);
   return why;
 }
 
@@ -192,7 +193,7 @@ function debianPodman(): Promise<({ id: string } & Record<string, unknown>) | st
       }
     }
     if (why === null) return { id: 'podman', socketPath: socketPath as string, image: `localhost/${DEBIAN_IMAGE}` };
-    if (process.env.CI === 'true') throw new Error(`the real-CLI judge tests on podman need an engine under CI: ${why}`);
+    if (process.env.CI === 'true') throw new SandboxError(`the real-CLI judge tests on podman need an engine under CI: ${why}`);
     return why;
   })();
   return podmanTable;
@@ -217,14 +218,16 @@ function copyImageToPodman(options: { from: string; to: string }): Promise<void>
     const get = httpRequest({ socketPath: options.from, path: `/images/${DEBIAN_IMAGE}/get`, method: 'GET' }, (archive) => {
       if (archive.statusCode !== 200) {
         archive.resume();
-        reject(new Error(`docker answered ${archive.statusCode}`));
+        reject(new SandboxError(`docker answered ${archive.statusCode}`));
         return;
       }
       const load = httpRequest(
         { socketPath: options.to, path: '/images/load', method: 'POST', headers: { 'content-type': 'application/x-tar' } },
         (res) => {
           res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`podman answered ${res.statusCode}`))));
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve() : reject(new SandboxError(`podman answered ${res.statusCode}`)),
+          );
         },
       );
       load.on('error', reject);

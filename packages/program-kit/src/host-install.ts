@@ -118,6 +118,7 @@ async function acquireLock(options: { lock: string; timeoutMs: number; signal?: 
 async function lockIsStale(lock: string): Promise<boolean> {
   try {
     const pid = Number(await readFile(join(lock, 'pid'), 'utf8'));
+    // bare-error: caught just below (a lock without a pid is stale)
     if (!Number.isInteger(pid) || pid <= 0) throw new Error('no pid');
     try {
       process.kill(pid, 0);

@@ -3,10 +3,12 @@
 // CONTRIBUTING.md). Helpers shared by troupe's own packages live in `@troupe/verifiers/internal`.
 
 // Errors: every error troupe throws is a `TroupeError` subclass; `TroupeError.isInstance` works across package copies.
+// The error model and its kinds: src/errors/index.ts and docs/errors.md.
 export {
   TroupeError,
   type TroupeErrorType,
   ConfigError,
+  type ConfigIssue,
   ProviderError,
   SandboxError,
   HarnessError,
@@ -17,6 +19,9 @@ export {
   RewardError,
   TimeoutError,
   InterceptionError,
+  WireError,
+  TrainerError,
+  EngineError,
 } from './errors/troupe-error.ts';
 export { MalformedReplyError } from './errors/malformed-reply-error.ts';
 export { WireRequestError } from './errors/wire-request-error.ts';

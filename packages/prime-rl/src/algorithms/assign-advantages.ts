@@ -1,4 +1,5 @@
 import type { Trace } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import { assignScalarAdvantage } from './scalar-advantage.ts';
 import { maskedCount, sampledTokenCount } from './trainable-traces.ts';
 
@@ -22,14 +23,17 @@ export function assignAdvantages(trace: Trace, advantages: number | readonly num
   }
   const expected = sampledTokenCount(trace);
   if (advantages.length !== expected) {
-    throw new RangeError(
+    throw new ConfigError(
       `assignAdvantages: trace ${trace.id} (role '${trace.agent.name}') has ${expected} sampled tokens ` +
         `but ${advantages.length} advantages were given; give one per sampled token in graph order, or a scalar`,
+      { path: 'advantages' },
     );
   }
   for (let i = 0; i < advantages.length; i++) {
     if (!Number.isFinite(advantages[i])) {
-      throw new RangeError(`assignAdvantages: trace ${trace.id}: advantage [${i}] must be finite, got ${advantages[i]}`);
+      throw new ConfigError(`assignAdvantages: trace ${trace.id}: advantage [${i}] must be finite, got ${advantages[i]}`, {
+        path: `advantages[${i}]`,
+      });
     }
   }
   let offset = 0;

@@ -1,4 +1,5 @@
 import type { Episode } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import type { Algorithm } from './algorithm.ts';
 import { hasTrainableTrace, markFailedEpisode } from './trainable-traces.ts';
 
@@ -22,7 +23,7 @@ export class GroupScorer {
 
   constructor(options: GroupScorerOptions) {
     if (!Number.isInteger(options.groupSize) || options.groupSize < 1) {
-      throw new RangeError(`groupSize: must be a positive integer, got ${options.groupSize}`);
+      throw new ConfigError(`groupSize: must be a positive integer, got ${options.groupSize}`, { path: 'groupSize' });
     }
     this.algorithm = options.algorithm;
     this.groupSize = options.groupSize;

@@ -1,4 +1,5 @@
 import type { Episode } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { Algorithm, JsonValue } from './algorithm.ts';
 import { assignScalarAdvantage } from './scalar-advantage.ts';
@@ -76,8 +77,9 @@ export class Rae implements Algorithm {
     let value: unknown = trace;
     for (const part of this.path) value = value !== null && typeof value === 'object' ? (value as never)[part] : undefined;
     if (value === undefined || value === null || typeof value === 'object')
-      throw new TypeError(
+      throw new ConfigError(
         `rae.key: the ${role} trace has no scalar at ${this.key} (got ${JSON.stringify(value) ?? 'undefined'})`,
+        { path: 'key' },
       );
     return `${role}|${String(value)}`;
   }
@@ -161,10 +163,10 @@ export class Rae implements Algorithm {
     const parsed = RaeStateSchema.safeParse(state);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new TypeError(`rae state: ${issue ? `${['state', ...issue.path].join('.')}: ${issue.message}` : 'invalid'}`);
+      throw new ConfigError(`rae state: ${issue ? `${['state', ...issue.path].join('.')}: ${issue.message}` : 'invalid'}`);
     }
     if ((parsed.data.key ?? null) !== (this.key ?? null))
-      throw new TypeError(
+      throw new ConfigError(
         `rae state: state.key: the state was saved with key ${parsed.data.key ?? '(none)'}, this algorithm has ${this.key ?? '(none)'}`,
       );
     this.baselines.clear();

@@ -1,4 +1,5 @@
 import type { Trace } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import { hasSampledToken } from './trainable-traces.ts';
 
 /**
@@ -10,7 +11,9 @@ import { hasSampledToken } from './trainable-traces.ts';
  */
 export function assignScalarAdvantage(trace: Trace, value: number): void {
   if (!Number.isFinite(value)) {
-    throw new RangeError(`assignAdvantages: trace ${trace.id}: the advantage must be finite, got ${value}`);
+    throw new ConfigError(`assignAdvantages: trace ${trace.id}: the advantage must be finite, got ${value}`, {
+      path: 'advantage',
+    });
   }
   const nodes = trace.nodes;
   for (let i = 0; i < nodes.length; i++) {

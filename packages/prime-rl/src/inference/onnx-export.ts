@@ -1,3 +1,4 @@
+import { ConfigError } from '@troupe/verifiers';
 import onnxProto from 'onnx-proto';
 import { LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyConfig } from '../policy/config.ts';
 
@@ -48,7 +49,7 @@ class GraphBuilder {
   /** The policy weight `name` (a {@link TypeError} naming it when missing). */
   named(name: string): NamedWeight {
     const x = this.weights.get(name);
-    if (!x) throw new TypeError(`exportOnnx: missing weight ${name}`);
+    if (!x) throw new ConfigError(`exportOnnx: missing weight ${name}`, { path: `weights.${name}` });
     return x;
   }
 

@@ -1,3 +1,4 @@
+import { EngineError } from '@troupe/verifiers';
 /**
  * Which onnxruntime runs the policy graph. `onnxruntime-web` (its WebAssembly build, run in Node) is
  * a plain dependency with no install script; `onnxruntime-node` (native, several times faster on
@@ -25,9 +26,7 @@ interface OrtModule {
 }
 
 /** A runtime that was asked for by name and cannot be loaded. */
-export class OnnxRuntimeError extends Error {
-  override readonly name = 'OnnxRuntimeError';
-}
+export class OnnxRuntimeError extends EngineError {}
 
 const loaded = new Map<'onnxruntime-node' | 'onnxruntime-web', Promise<OrtModule>>();
 
@@ -106,7 +105,7 @@ export class OnnxPolicy {
       rows: new this.ort.Tensor('int64', BigInt64Array.from(rows.map((r) => BigInt(r))), [rows.length]),
     });
     const logits = out.logits;
-    if (!logits) throw new Error('onnx policy: no logits output');
+    if (!logits) throw new EngineError('onnx policy: no logits output', { engine: 'onnxruntime' });
     return logits.data as Float32Array;
   }
 

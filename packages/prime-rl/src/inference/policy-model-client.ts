@@ -316,6 +316,7 @@ class Completion implements BatchRequest {
 }
 
 function unset(): void {
+  // bare-error: unreachable unless this module's own bookkeeping is wrong
   throw new Error('policy model client: a completion settled before its promise was made');
 }
 

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Message, Task, Taskset } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import { exportOnnx } from '../inference/onnx-export.ts';
 import type { OnnxRuntimeChoice } from '../inference/onnx-policy.ts';
 import type { PolicyModelClient } from '../inference/policy-model-client.ts';
@@ -276,7 +277,7 @@ export async function frozenCheckpointClient(options: {
   seed: number;
 }): Promise<PolicyModelClient> {
   const loaded = await loadEmbeddedCheckpoint(options.dir);
-  if (!loaded) throw new RangeError(`checkpoint: no checkpoint in ${options.dir}`);
+  if (!loaded) throw new ConfigError(`checkpoint: no checkpoint in ${options.dir}`, { path: 'checkpoint' });
   const Client = await policyModelClient();
   return Client.create({
     tokenizer: loaded.tokenizer,

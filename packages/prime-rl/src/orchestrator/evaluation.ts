@@ -1,13 +1,12 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelClient } from '@troupe/verifiers';
+import { EngineError } from '@troupe/verifiers';
 import { sourceMetrics, taskAt } from './sources.ts';
 import type { EvaluationPolicy, EvaluationResult, Inference, StepMetrics, TrainSource } from './types.ts';
 
 /** Thrown by the stand-in `replyProbabilities` of a policy whose engine cannot read logits (vLLM): the evaluator is skipped. */
-export class ReplyProbabilitiesUnavailable extends Error {
-  override readonly name = 'ReplyProbabilitiesUnavailable';
-}
+export class ReplyProbabilitiesUnavailable extends EngineError {}
 
 /** `policy`, or a view of it whose `replyProbabilities` throws {@link ReplyProbabilitiesUnavailable}. */
 function readablePolicy(policy: EvaluationPolicy): EvaluationPolicy {

@@ -1,4 +1,5 @@
 import type { Episode, TraceError } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
 import { TrainingStoppedError } from '../errors/training-stopped-error.ts';
 import type { ScoredGroup } from './types.ts';
 
@@ -64,7 +65,9 @@ export class FailedRollouts {
     },
   ) {
     if (!Number.isInteger(options.stopAfter) || options.stopAfter < 1)
-      throw new RangeError(`stopAfterFailedSteps: expected a whole number ≥ 1, got ${options.stopAfter}`);
+      throw new ConfigError(`stopAfterFailedSteps: expected a whole number ≥ 1, got ${options.stopAfter}`, {
+        path: 'stopAfterFailedSteps',
+      });
   }
 
   /**

@@ -1,5 +1,6 @@
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
+import { ConfigError } from '@troupe/verifiers';
 
 /** Read size while scanning `metrics.jsonl`. */
 const CHUNK_BYTES = 1 << 20;
@@ -17,12 +18,12 @@ export async function keepMetricsThrough(path: string, step: number): Promise<vo
     constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
     0o644,
   ).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ELOOP') throw new Error(`${path}: a symlink; run files are never followed`);
+    if (error.code === 'ELOOP') throw new ConfigError(`${path}: a symlink; run files are never followed`, { path });
     throw error;
   });
   try {
     const stat = await handle.stat();
-    if (!stat.isFile()) throw new Error(`${path}: not a regular file`);
+    if (!stat.isFile()) throw new ConfigError(`${path}: not a regular file`, { path });
     const cut = await cutOffset(handle, step);
     if (cut < stat.size) {
       await handle.truncate(cut);

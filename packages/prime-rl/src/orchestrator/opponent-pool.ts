@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ModelCallOptions, ModelClient, ModelRequest, ModelResponse } from '@troupe/verifiers';
+import { ProviderError } from '@troupe/verifiers';
 import { z } from 'zod';
 import { Rng } from '../inference/rng.ts';
 import type { EvaluationPolicy } from './types.ts';
@@ -63,7 +64,9 @@ export class OpponentPool implements ModelClient {
     const snapshot = episodeDraws.getStore()?.get(this);
     if (!snapshot) {
       return Promise.reject(
-        new Error(`opponent pool ${this.model}: called outside an orchestrator rollout (no snapshot drawn for this episode)`),
+        new ProviderError(
+          `opponent pool ${this.model}: called outside an orchestrator rollout (no snapshot drawn for this episode)`,
+        ),
       );
     }
     return snapshot.policy.client.complete({ ...request, model: `${this.model}@${snapshot.step}` }, options);

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Episode, EpisodeWriter } from '@troupe/verifiers';
+import { ConfigError, type Episode, EpisodeWriter, TrainerError } from '@troupe/verifiers';
 import type { JsonValue } from '../algorithms/algorithm.ts';
 import { GroupScorer } from '../algorithms/group-scorer.ts';
 import { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
@@ -203,7 +203,8 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     this.maxOffPolicySteps = options.maxOffPolicySteps ?? 8;
     const names = new Set<string>();
     for (const source of options.sources) {
-      if (names.has(source.name)) throw new RangeError(`sources: two sources are named ${source.name}; give one a name`);
+      if (names.has(source.name))
+        throw new ConfigError(`sources: two sources are named ${source.name}; give one a name`, { path: 'sources' });
       names.add(source.name);
     }
     this.scorers = new Map(
@@ -226,7 +227,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       play: async ({ step, version }) => {
         if (options.inference.version !== version) {
           const weights = run.published.get(version);
-          if (!weights) throw new Error(`orchestrator: policy version ${version} is no longer held`);
+          if (!weights) throw new TrainerError(`orchestrator: policy version ${version} is no longer held`);
           await options.inference.updateWeights({ weights, version });
         }
         return this.rollout({ cursors: run.cursors, version, step });

@@ -1,3 +1,4 @@
+import { ConfigError, TrainerError } from '@troupe/verifiers';
 import { hashSeed, hashUniform, type OpponentPool, type PoolSnapshot } from './opponent-pool.ts';
 import type { Inference, TrainSource } from './types.ts';
 
@@ -35,7 +36,9 @@ export class PoolSnapshots<W> {
     this.states = options.sources.flatMap((source) =>
       (source.pools ?? []).map(({ role, pool }) => {
         if (!source.frozenRoles.has(role))
-          throw new RangeError(`sources: ${source.name}.${role} plays an opponent pool, so it must be one of its frozenRoles`);
+          throw new ConfigError(`sources: ${source.name}.${role} plays an opponent pool, so it must be one of its frozenRoles`, {
+            path: 'sources.frozenRoles',
+          });
         return { source: source.name, role, pool, snapshots: [] };
       }),
     );
@@ -69,7 +72,9 @@ export class PoolSnapshots<W> {
       for (const step of saved?.[state.source]?.[state.role] ?? [0]) {
         const weights = held.get(step);
         if (!weights)
-          throw new Error(`checkpoint: opponent pool ${state.source}.${state.role} snapshot of step ${step} is missing`);
+          throw new TrainerError(`checkpoint: opponent pool ${state.source}.${state.role} snapshot of step ${step} is missing`, {
+            step,
+          });
         const policy = await this.policyAt(state, step, weights);
         state.snapshots.push({ step, policy, weights });
       }
@@ -81,7 +86,8 @@ export class PoolSnapshots<W> {
     const views = new Map<PoolState<W>, PoolSnapshot[]>();
     for (const state of this.states) {
       const view = this.view(state, version);
-      if (view.length === 0) throw new Error(`orchestrator: opponent pool ${state.source}.${state.role} holds no snapshot`);
+      if (view.length === 0)
+        throw new TrainerError(`orchestrator: opponent pool ${state.source}.${state.role} holds no snapshot`, { step });
       for (const snapshot of view)
         snapshot.policy.loadRngState?.(hashSeed([this.seed, 'sample', state.source, state.role, step, snapshot.step]));
       views.set(state, view);

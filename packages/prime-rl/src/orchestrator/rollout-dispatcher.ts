@@ -1,3 +1,5 @@
+import { TrainerError } from '@troupe/verifiers';
+
 interface Deferred<T> {
   promise: Promise<T>;
   resolve: (value: T) => void;
@@ -71,7 +73,8 @@ export class RolloutDispatcher<T> {
    */
   again(step: number): Promise<T> {
     const result = deferred<T>();
-    if (this.stopped) result.reject(new Error(`rollout dispatcher stopped before step ${step} could roll again`));
+    if (this.stopped)
+      result.reject(new TrainerError(`rollout dispatcher stopped before step ${step} could roll again`, { step }));
     else this.extras.push({ step, result });
     this.notify();
     return result.promise;
@@ -121,7 +124,7 @@ export class RolloutDispatcher<T> {
       }
       if (!extra) m++;
     }
-    const stopped = new Error('rollout dispatcher stopped');
+    const stopped = new TrainerError('rollout dispatcher stopped');
     for (const other of this.extras.splice(0)) other.result.reject(stopped);
   }
 }

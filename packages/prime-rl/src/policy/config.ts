@@ -1,3 +1,4 @@
+import { ConfigError } from '@troupe/verifiers';
 import { Rng } from '@troupe/verifiers/random';
 import { z } from 'zod';
 
@@ -103,7 +104,8 @@ export function outputMask(config: PolicyConfig): Float32Array {
   if (config.outputTokens) {
     mask.fill(MASKED_LOGIT);
     for (const id of config.outputTokens) {
-      if (id >= config.vocabSize) throw new RangeError(`outputTokens: id ${id} is outside the vocabulary`);
+      if (id >= config.vocabSize)
+        throw new ConfigError(`outputTokens: id ${id} is outside the vocabulary`, { path: 'outputTokens' });
       mask[id] = 0;
     }
   }

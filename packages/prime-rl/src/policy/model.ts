@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { ConfigError, TrainerError } from '@troupe/verifiers';
 import { fnv1a, distinctRows as groupRows } from '../inference/distinct-rows.ts';
 import { initWeights, LAYER_NORM_EPS, type NamedWeight, outputMask, type PolicyConfig, weightShapes } from './config.ts';
 import { K, run } from './kernels.ts';
@@ -411,11 +412,12 @@ export class PolicyModel {
     this.config = options.config;
     const weights = options.weights ?? initWeights(options.config);
     const expected = weightShapes(options.config);
-    if (weights.length !== expected.length) throw new TypeError(`expected ${expected.length} weights, got ${weights.length}`);
+    if (weights.length !== expected.length)
+      throw new ConfigError(`weights: expected ${expected.length} weights, got ${weights.length}`, { path: 'weights' });
     this.variables = expected.map(({ name, shape }, i) => {
       const w = weights[i] as NamedWeight;
       if (w.name !== name || w.shape.join() !== shape.join())
-        throw new TypeError(`weight ${i}: expected ${name} ${shape}, got ${w.name} ${w.shape}`);
+        throw new ConfigError(`weight ${i}: expected ${name} ${shape}, got ${w.name} ${w.shape}`, { path: `weights[${i}]` });
       return tf.variable(tf.tensor(w.data, shape, 'float32'), true, `${name}_${Math.random().toString(36).slice(2)}`);
     });
     this.byName = new Map(expected.map(({ name }, i) => [name, this.variables[i] as tf.Variable]));
@@ -428,6 +430,7 @@ export class PolicyModel {
 
   private w(name: string): tf.Variable {
     const v = this.byName.get(name);
+    // bare-error: the weight names come from this model's own shape table
     if (!v) throw new Error(`no weight ${name}`);
     return v;
   }
@@ -475,7 +478,7 @@ export class PolicyModel {
     const forward = this.explicitForward(tokens, shape, positions, columns);
     let used = false;
     const backward = (dLogits: tf.Tensor2D): tf.Tensor[] => {
-      if (used) throw new Error('logitsWithBackward: backward already ran');
+      if (used) throw new TrainerError('logitsWithBackward: backward already ran');
       used = true;
       return this.explicitBackward(forward, dLogits);
     };
@@ -559,6 +562,7 @@ export class PolicyModel {
     this.embeddingGrads(f, dx, grads);
     return weightShapes(this.config).map(({ name }) => {
       const g = grads.get(name);
+      // bare-error: every variable is in the gradient map built just above
       if (!g) throw new Error(`no gradient for ${name}`);
       return g;
     });
@@ -630,9 +634,9 @@ export class PolicyModel {
   /** Checks a batch against the model and lays out the rows the transformer runs over (see {@link logitsAt}). */
   private prepare(tokens: Int32Array, shape: [number, number], positions: Int32Array) {
     const [batch, time] = shape;
-    if (tokens.length !== batch * time) throw new RangeError(`tokens: ${tokens.length} values for shape [${batch}, ${time}]`);
+    if (tokens.length !== batch * time) throw new TrainerError(`tokens: ${tokens.length} values for shape [${batch}, ${time}]`);
     if (time > this.config.contextLength)
-      throw new RangeError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
+      throw new TrainerError(`sequence of ${time} tokens exceeds the context ${this.config.contextLength}`);
     const shared = this.distinctRows(tokens, batch, time);
     const rows = shared?.count ?? batch;
     this.lastDistinctRows = shared ? shared.count : null;
@@ -653,7 +657,7 @@ export class PolicyModel {
     for (let i = 0; i < positions.length; i++) {
       const p = positions[i] as number;
       const b = Math.floor(p / time);
-      if (!(p >= 0 && b < batch)) throw new RangeError(`positions[${i}] = ${p} is outside [0, ${batch * time})`);
+      if (!(p >= 0 && b < batch)) throw new TrainerError(`positions[${i}] = ${p} is outside [0, ${batch * time})`);
       index[i] = (p - b * time) * stride + (of ? (of[b] as number) : b);
     }
     return { rowTokens, stride, time, index };
@@ -666,7 +670,7 @@ export class PolicyModel {
     const pick = new Float32Array(v * columns.length);
     columns.forEach((id, j) => {
       if (!(id >= 0 && id < v && allowed[id] === 0 && (j === 0 || id > (columns[j - 1] as number))))
-        throw new RangeError(`columns[${j}] = ${id}: expected ascending output token ids`);
+        throw new TrainerError(`columns[${j}] = ${id}: expected ascending output token ids`);
       pick[id * columns.length + j] = 1;
     });
     return tf.tensor2d(pick, [v, columns.length]);
@@ -719,7 +723,7 @@ export class PolicyModel {
   setWeights(weights: NamedWeight[]): void {
     weights.forEach((w, i) => {
       const v = this.variables[i];
-      if (!v || w.data.length !== v.size) throw new TypeError(`weight ${w.name}: size mismatch`);
+      if (!v || w.data.length !== v.size) throw new ConfigError(`weight ${w.name}: size mismatch`, { path: `weights[${i}]` });
       v.assign(tf.tensor(w.data, v.shape, 'float32'));
     });
   }

@@ -1,4 +1,4 @@
-import { contentText, type Message } from '@troupe/verifiers';
+import { ConfigError, contentText, type Message } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** Special tokens, always ids 0..5 in this order. */
@@ -43,11 +43,11 @@ export class WordTokenizer {
 
   constructor(vocab: readonly string[]) {
     SPECIAL_TOKENS.forEach((t, i) => {
-      if (vocab[i] !== t) throw new TypeError(`tokenizer vocab[${i}] must be ${t}, got ${vocab[i]}`);
+      if (vocab[i] !== t) throw new ConfigError(`tokenizer vocab[${i}] must be ${t}, got ${vocab[i]}`, { path: `vocab[${i}]` });
     });
     this.vocab = [...vocab];
     this.ids = new Map(this.vocab.map((w, i) => [w, i]));
-    if (this.ids.size !== this.vocab.length) throw new TypeError('tokenizer vocab has duplicate words');
+    if (this.ids.size !== this.vocab.length) throw new ConfigError('tokenizer vocab has duplicate words', { path: 'vocab' });
   }
 
   /** A tokenizer whose vocabulary is the specials plus every word of `corpus`, in first-seen order. */

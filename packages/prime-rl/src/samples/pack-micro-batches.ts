@@ -1,3 +1,4 @@
+import { ConfigError, WireError } from '@troupe/verifiers';
 import type { TrainingSample } from './training-sample.ts';
 
 /** Options of {@link packMicroBatches}. */
@@ -53,7 +54,7 @@ export function packMicroBatches(options: PackMicroBatchesOptions): PackResult {
   const { samples, microBatchLength } = options;
   const padTokenId = options.padTokenId ?? 0;
   if (!Number.isInteger(microBatchLength) || microBatchLength < 1) {
-    throw new RangeError(`microBatchLength: must be a positive integer, got ${microBatchLength}`);
+    throw new ConfigError(`microBatchLength: must be a positive integer, got ${microBatchLength}`, { path: 'microBatchLength' });
   }
   const { lengths, truncatedSamples } = cappedLengths(samples, microBatchLength, options.overflow ?? 'error');
   const order = longestFirst(lengths, microBatchLength);
@@ -75,7 +76,7 @@ function cappedLengths(
     let length = sample.tokenIds.length;
     if (length > microBatchLength) {
       if (overflow === 'error') {
-        throw new RangeError(
+        throw new WireError(
           `sample ${i} (trace ${sample.traceId}, role '${sample.role}', branch ${sample.branch}) has ${length} tokens, ` +
             `more than the micro-batch length ${microBatchLength}; raise microBatchLength or pass overflow: 'truncate'`,
         );

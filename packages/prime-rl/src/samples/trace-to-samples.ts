@@ -1,4 +1,4 @@
-import type { Episode, MessageNode, Trace } from '@troupe/verifiers';
+import { ConfigError, type Episode, type MessageNode, type Trace } from '@troupe/verifiers';
 import { sampledAdvantage } from '@troupe/verifiers/internal';
 import { isTrainableTrace } from '../algorithms/trainable-traces.ts';
 import type { TrainingSample } from './training-sample.ts';
@@ -147,8 +147,8 @@ function filterSample(sample: TrainingSample): number {
   return trained > 0 ? masked : ~masked;
 }
 
-const sampledAdvantageError = (trace: Trace, node: MessageNode): RangeError =>
-  new RangeError(
+const sampledAdvantageError = (trace: Trace, node: MessageNode): ConfigError =>
+  new ConfigError(
     `trace ${trace.id} (role '${trace.agent.name}'): node ${node.id} has sampled tokens ` +
       'without advantages; score the group with an algorithm before building samples',
   );

@@ -34,6 +34,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { NamedWeight } from '../policy/config.ts';
 import { CheckpointError } from './checkpoint-error.ts';
@@ -229,7 +230,7 @@ async function swapPointer(options: {
 }): Promise<void> {
   const { out, pointer, name } = options;
   if (!/^checkpoint(?:-step-\d+)?$/.test(pointer))
-    throw new RangeError(`checkpoint pointer "${pointer}": not checkpoint or checkpoint-step-<N>`);
+    throw new ConfigError(`checkpoint pointer "${pointer}": not checkpoint or checkpoint-step-<N>`, { path: 'pointer' });
   const path = join(out, pointer);
   const stat = await lstat(path).catch(() => null);
   if (stat?.isDirectory()) {
@@ -284,7 +285,10 @@ async function sealCheckpointDir(options: { dir: string; step: number }): Promis
   const files: CheckpointManifest['files'] = {};
   for (const entry of (await readdir(options.dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
     if (entry.name === CHECKPOINT_MANIFEST) continue;
-    if (!entry.isFile()) throw new RangeError(`${join(options.dir, entry.name)}: a checkpoint holds plain files only`);
+    if (!entry.isFile()) {
+      const path = join(options.dir, entry.name);
+      throw new CheckpointError({ path, message: `${path}: a checkpoint holds plain files only` });
+    }
     const handle = await open(join(options.dir, entry.name), constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       const bytes = await handle.readFile();

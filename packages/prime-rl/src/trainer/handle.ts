@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { TrainerError } from '@troupe/verifiers';
 import { initTfBackend } from '../policy/backend.ts';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import type { StepOptions, TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
@@ -65,7 +66,7 @@ export async function workerTrainer(init: TrainerInit): Promise<TrainerHandle> {
     if (!w) return;
     waiting.delete(reply.id);
     if (reply.ok) w.resolve(reply.value);
-    else w.reject(new Error(`trainer worker: ${reply.error}`));
+    else w.reject(new TrainerError(`trainer worker: ${reply.error}`));
   });
   worker.on('error', (error) => {
     for (const w of waiting.values()) w.reject(error);

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { ConfigError, TrainerError } from '@troupe/verifiers';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import { K } from '../policy/kernels.ts';
 import { PolicyModel } from '../policy/model.ts';
@@ -72,11 +73,15 @@ export class Trainer {
       const out = new Float32Array(total);
       if (!parts) return out;
       if (parts.length !== weights.length)
-        throw new TypeError(`optimizer.${what}: ${parts.length} tensors for ${weights.length} weights`);
+        throw new ConfigError(`optimizer.${what}: ${parts.length} tensors for ${weights.length} weights`, {
+          path: `optimizer.${what}`,
+        });
       let at = 0;
       parts.forEach((part, i) => {
         if (part.data.length !== this.sizes[i])
-          throw new TypeError(`optimizer.${what}[${i}] (${part.name}): ${part.data.length} values, expected ${this.sizes[i]}`);
+          throw new ConfigError(`optimizer.${what}[${i}] (${part.name}): ${part.data.length} values, expected ${this.sizes[i]}`, {
+            path: `optimizer.${what}[${i}]`,
+          });
         out.set(part.data, at);
         at += part.data.length;
       });
@@ -125,7 +130,7 @@ export class Trainer {
         const scalars = [value, ...metrics];
         sums = sums ? sums.map((x, i) => tf.add(x, scalars[i] as tf.Scalar)) : scalars;
       }
-      if (rows.length === 0) throw new RangeError('trainStep: empty batch');
+      if (rows.length === 0) throw new TrainerError('trainStep: empty batch');
       // No loss token anywhere: a zero gradient (the moments still decay and weights still decay).
       total ??= this.model.variables.map((v) => tf.zerosLike(v));
       sums ??= Array.from({ length: 6 }, () => tf.scalar(0));
@@ -349,7 +354,7 @@ function packBucket(rows: readonly TrainRow[], time: number) {
   const adv: number[] = [];
   rows.forEach((row, i) => {
     if (row.tokenIds.length > time)
-      throw new RangeError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
+      throw new TrainerError(`sequence ${i} has ${row.tokenIds.length} tokens, over the context ${time}`);
     tokens.set(row.tokenIds, i * time);
     for (let j = 1; j < row.tokenIds.length; j++) {
       if (!row.mask[j]) continue;

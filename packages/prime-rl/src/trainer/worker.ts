@@ -1,4 +1,5 @@
 import { parentPort } from 'node:worker_threads';
+import { TrainerError } from '@troupe/verifiers';
 import { initTfBackend } from '../policy/backend.ts';
 import type { StepOptions, TrainRow } from './config.ts';
 import type { TrainerInit } from './handle.ts';
@@ -7,7 +8,7 @@ import { Trainer } from './trainer.ts';
 // Worker-thread side of `workerTrainer`: one Trainer, driven by messages {id, op, payload}.
 let trainer: Trainer | null = null;
 const port = parentPort;
-if (!port) throw new Error('trainer worker must run in a worker thread');
+if (!port) throw new TrainerError('trainer worker must run in a worker thread');
 
 port.on('message', async (message: { id: number; op: string; payload: unknown }) => {
   try {
@@ -20,7 +21,7 @@ port.on('message', async (message: { id: number; op: string; payload: unknown })
         break;
       }
       case 'train': {
-        if (!trainer) throw new Error('not initialised');
+        if (!trainer) throw new TrainerError('trainer worker: train before init');
         const { rows, options } = message.payload as { rows: TrainRow[]; options?: StepOptions };
         const metrics = trainer.trainStep(rows, options);
         value = { metrics, weights: trainer.getWeights() };
@@ -33,7 +34,7 @@ port.on('message', async (message: { id: number; op: string; payload: unknown })
         value = trainer?.optimizerState();
         break;
       default:
-        throw new Error(`unknown op ${message.op}`);
+        throw new TrainerError(`trainer worker: unknown op ${message.op}`);
     }
     port.postMessage({ id: message.id, ok: true, value });
   } catch (error) {

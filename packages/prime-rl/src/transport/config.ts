@@ -1,3 +1,4 @@
+import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** The run config's `[transport]` table: how the orchestrator reaches the trainer. */
@@ -59,5 +60,6 @@ export function parseTransportConfig(value: unknown): TransportConfig {
   const parsed = TransportConfigSchema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  throw new RangeError(`transport${issue?.path.length ? `.${issue.path.join('.')}` : ''}: ${issue?.message}`);
+  const path = `transport${issue?.path.length ? `.${issue.path.join('.')}` : ''}`;
+  throw new ConfigError(`${path}: ${issue?.message}`, { path });
 }

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TimeoutError, WireError } from '@troupe/verifiers';
 import { decodeMicroBatches, encodeMicroBatches, type WireMicroBatch } from './micro-batch.ts';
 
 /** `<outputDir>/rollouts/step_<step>`: where the trainer reads the batch for step `step` (1-indexed). */
@@ -20,11 +21,11 @@ export function broadcastStepDir(options: { outputDir: string; step: number }): 
 
 function checkGrid(grid: readonly (readonly WireMicroBatch[])[], dataWorldSize: number): void {
   if (grid.length !== dataWorldSize) {
-    throw new RangeError(`rollouts: ${grid.length} rank lists for a data world size of ${dataWorldSize}`);
+    throw new WireError(`rollouts: ${grid.length} rank lists for a data world size of ${dataWorldSize}`, { path: 'rollouts' });
   }
   for (let rank = 1; rank < grid.length; rank++) {
     if (grid[rank]!.length !== grid[0]!.length) {
-      throw new RangeError(`rollouts: rank ${rank} has ${grid[rank]!.length} micro batches, rank 0 has ${grid[0]!.length}`);
+      throw new WireError(`rollouts: rank ${rank} has ${grid[rank]!.length} micro batches, rank 0 has ${grid[0]!.length}`);
     }
   }
 }
@@ -52,7 +53,9 @@ export class FilesystemRolloutSender {
   /** Writes already-encoded rank payloads (e.g. from `packAndEncode`), rank 0 first. */
   async sendPayloads(options: { step: number; payloads: readonly Uint8Array[] }): Promise<string[]> {
     if (options.payloads.length !== this.dataWorldSize) {
-      throw new RangeError(`rollouts: ${options.payloads.length} rank payloads for a data world size of ${this.dataWorldSize}`);
+      throw new WireError(`rollouts: ${options.payloads.length} rank payloads for a data world size of ${this.dataWorldSize}`, {
+        path: 'payloads',
+      });
     }
     const dir = rolloutStepDir({ outputDir: this.outputDir, step: options.step });
     await mkdir(dir, { recursive: true });
@@ -108,7 +111,7 @@ export async function waitForFile(options: {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     if (Date.now() >= deadline) {
-      throw new Error(`${options.path}: did not appear within ${options.timeoutMs} ms`);
+      throw new TimeoutError(`${options.path}: did not appear within ${options.timeoutMs} ms`);
     }
     await sleep(options.pollMs ?? 50, undefined, options.signal ? { signal: options.signal } : {});
   }

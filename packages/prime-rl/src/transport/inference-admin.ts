@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError, ProviderError, TroupeError } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /** prime-rl's admin retry rules (`utils/client.py`), overridable for tests. */
@@ -30,8 +31,7 @@ export const AdminRetrySchema = z
 export type AdminRetry = z.input<typeof AdminRetrySchema>;
 
 /** An admin call that failed for good: the server, the route, the attempts and the last cause. */
-export class AdminCallError extends Error {
-  override readonly name = 'AdminCallError';
+export class AdminCallError extends TroupeError {
   constructor(
     message: string,
     readonly url: string,
@@ -39,12 +39,12 @@ export class AdminCallError extends Error {
     readonly attempts: number,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super({ name: 'AdminCallError', message, cause: options?.cause, ...(status === null ? {} : { statusCode: status }) });
   }
 
   /** True for an `AdminCallError` from any copy of this package. */
-  static isInstance(error: unknown): error is AdminCallError {
-    return (error as { name?: unknown } | null)?.name === 'AdminCallError';
+  static override isInstance(error: unknown): error is AdminCallError {
+    return TroupeError.isKind(error, 'AdminCallError');
   }
 }
 
@@ -65,13 +65,14 @@ export interface InferenceAdminOptions {
   onRetry?: (info: { url: string; attempt: number; delayMs: number; error: unknown }) => void;
 }
 
-class RetryableError extends Error {
+/** A failed admin call that is retried (5xx, transport errors); never leaves this module. */
+class RetryableError extends ProviderError {
   constructor(
     message: string,
     readonly status: number | null,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(message, options ?? {});
   }
 }
 
@@ -87,12 +88,14 @@ export class InferenceAdmin {
   private readonly fetcher: typeof fetch;
 
   constructor(private readonly options: InferenceAdminOptions) {
-    if (options.baseUrls.length === 0) throw new RangeError('InferenceAdmin: baseUrls: at least one inference server');
+    if (options.baseUrls.length === 0)
+      throw new ConfigError('InferenceAdmin: baseUrls: at least one inference server', { path: 'baseUrls' });
     this.roots = options.baseUrls.map(adminRoot);
     const parsed = AdminRetrySchema.safeParse(options.retry ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new RangeError(`InferenceAdmin: retry.${issue?.path.join('.')}: ${issue?.message}`);
+      const path = `retry.${issue?.path.join('.')}`;
+      throw new ConfigError(`InferenceAdmin: ${path}: ${issue?.message}`, { path });
     }
     this.retry = parsed.data;
     this.fetcher = options.fetch ?? fetch;
@@ -193,7 +196,12 @@ export class InferenceAdmin {
     }
     if (response.status >= 500) throw new RetryableError(`answered ${response.status}: ${text.slice(0, 200)}`, response.status);
     if (!response.ok)
-      throw Object.assign(new Error(`answered ${response.status}: ${text.slice(0, 200)}`), { status: response.status });
+      throw Object.assign(
+        new ProviderError(`answered ${response.status}: ${text.slice(0, 200)}`, { statusCode: response.status }),
+        {
+          status: response.status,
+        },
+      );
   }
 }
 

@@ -1,4 +1,5 @@
 import {
+  ConfigError,
   type ModelCallOptions,
   type ModelClient,
   type ModelRequest,
@@ -74,7 +75,8 @@ export class InferencePool implements ModelClient, VersionedInference {
   private rechecking: Promise<boolean[]> | null = null;
 
   constructor(options: InferencePoolOptions) {
-    if (options.baseUrls.length === 0) throw new RangeError('InferencePool: baseUrls: at least one inference server');
+    if (options.baseUrls.length === 0)
+      throw new ConfigError('InferencePool: baseUrls: at least one inference server', { path: 'baseUrls' });
     this.model = options.model;
     this.baseUrls = [...options.baseUrls];
     this.fetcher = options.fetch ?? fetch;
@@ -175,7 +177,7 @@ export class InferencePool implements ModelClient, VersionedInference {
             headers: { authorization: `Bearer ${this.apiKey}` },
           });
           const body = (await response.json()) as { data?: { id?: unknown }[] };
-          if (!response.ok || !Array.isArray(body?.data)) throw new Error(`answered ${response.status}`);
+          if (!response.ok || !Array.isArray(body?.data)) throw new ProviderError(`answered ${response.status}`);
           return { baseUrl, served: body.data.map((entry) => String(entry?.id)) };
         } catch (error) {
           return { baseUrl, served: [] as string[], error };

@@ -1,5 +1,5 @@
 import { decode } from '@msgpack/msgpack';
-import { ParseError } from '@troupe/verifiers';
+import { ParseError, WireError } from '@troupe/verifiers';
 
 /**
  * One training sequence in prime-rl's `TrainingSample` form (per token): what the packer reads.
@@ -160,7 +160,7 @@ function writeMicroBatch(writer: MsgpackWriter, batch: WireMicroBatch): void {
       continue;
     }
     if (key === 'routedExperts' || key === 'mmKwargs') {
-      throw new RangeError(`micro batch ${key}: the encoder writes text batches only`);
+      throw new WireError(`micro batch ${key}: the encoder writes text batches only`, { path: key });
     }
     if (key === 'lossMask') {
       const mask = value as boolean[];
@@ -250,7 +250,7 @@ export class MsgpackWriter {
   }
 
   int(value: number): void {
-    if (!Number.isSafeInteger(value)) throw new RangeError(`micro batch: expected an integer, got ${value}`);
+    if (!Number.isSafeInteger(value)) throw new WireError(`micro batch: expected an integer, got ${value}`);
     this.ensure(9);
     const b = this.buffer;
     if (value >= 0) {

@@ -1,3 +1,4 @@
+import { ConfigError, WireError } from '@troupe/verifiers';
 import type { WireMicroBatch, WireSample } from './micro-batch.ts';
 
 /** Estimated cost of a packed bin from its sample lengths (prime-rl's `bin_cost`). */
@@ -101,12 +102,13 @@ export function planBatch(options: PrepareBatchOptions): PlannedMicroBatch[][] {
   const { seqLen, dataWorldSize } = options;
   const padToMultipleOf = options.padToMultipleOf ?? 1;
   const cost = options.cost ?? binCost();
-  if (!Number.isInteger(seqLen) || seqLen < 1) throw new RangeError(`seqLen: must be a positive integer, got ${seqLen}`);
+  if (!Number.isInteger(seqLen) || seqLen < 1)
+    throw new ConfigError(`seqLen: must be a positive integer, got ${seqLen}`, { path: 'seqLen' });
   if (!Number.isInteger(dataWorldSize) || dataWorldSize < 1) {
-    throw new RangeError(`dataWorldSize: must be a positive integer, got ${dataWorldSize}`);
+    throw new ConfigError(`dataWorldSize: must be a positive integer, got ${dataWorldSize}`, { path: 'dataWorldSize' });
   }
   if (!Number.isInteger(padToMultipleOf) || padToMultipleOf < 1) {
-    throw new RangeError(`padToMultipleOf: must be a positive integer, got ${padToMultipleOf}`);
+    throw new ConfigError(`padToMultipleOf: must be a positive integer, got ${padToMultipleOf}`, { path: 'padToMultipleOf' });
   }
   const prepared = options.samples.map((sample, index) => prepareSample(sample, index, seqLen));
   const bins = firstFitDecreasing(prepared, seqLen);
@@ -148,10 +150,11 @@ function materializePlanned(batch: PlannedMicroBatch): WireMicroBatch {
 function prepareSample(sample: WireSample, index: number, seqLen: number): Prepared {
   const n = sample.tokenIds.length;
   const where = `samples[${index}]`;
-  if (sample.envName === 'all') throw new RangeError(`${where}.envName: "all" is reserved for aggregate metrics`);
+  if (sample.envName === 'all')
+    throw new WireError(`${where}.envName: "all" is reserved for aggregate metrics`, { path: `${where}.envName` });
   const check = (name: string, values: readonly unknown[] | number | null | undefined) => {
     if (Array.isArray(values) && values.length !== n) {
-      throw new RangeError(`${where}.${name}: has ${values.length} entries but tokenIds has ${n}`);
+      throw new WireError(`${where}.${name}: has ${values.length} entries but tokenIds has ${n}`, { path: `${where}.${name}` });
     }
   };
   check('mask', sample.mask);
@@ -165,7 +168,10 @@ function prepareSample(sample: WireSample, index: number, seqLen: number): Prepa
   if (sample.advantages === undefined || sample.advantages === null) {
     const rl = sample.rlWeights;
     const trains = sample.mask.some((bit, t) => bit && (rl === undefined || rl === null || rl[t] !== 0));
-    if (trains) throw new RangeError(`${where}: sample from env '${sample.envName}' has trainable tokens but no advantages`);
+    if (trains)
+      throw new WireError(`${where}: sample from env '${sample.envName}' has trainable tokens but no advantages`, {
+        path: `${where}.advantages`,
+      });
   }
   return { sample, length: Math.min(n, seqLen) };
 }
@@ -489,7 +495,9 @@ function refineBySwapping(weights: readonly number[], partitions: number[][]): n
  */
 export function balancedPartition(weights: readonly number[], partitions: number): number[][] {
   if (weights.length < partitions || weights.length % partitions !== 0) {
-    throw new RangeError(`balancedPartition: ${weights.length} items is not a positive multiple of ${partitions}`);
+    throw new ConfigError(`balancedPartition: ${weights.length} items is not a positive multiple of ${partitions}`, {
+      path: 'weights',
+    });
   }
   return refineBySwapping(weights, karmarkarKarp(weights, partitions));
 }

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { WireError } from '@troupe/verifiers';
 import type { InferenceEndpoints, TransportConfig } from './config.ts';
 import { encodePlannedMicroBatches } from './encode-planned.ts';
 import { FilesystemRolloutSender } from './filesystem.ts';
@@ -51,9 +52,11 @@ export class RolloutLink {
    */
   async send(options: { step: number; samples: readonly WireSample[] }): Promise<SentStep> {
     if (!Number.isInteger(options.step) || options.step < 1)
-      throw new RangeError(`step: prime-rl steps are 1-indexed, got ${options.step}`);
+      throw new WireError(`step: prime-rl steps are 1-indexed, got ${options.step}`, { path: 'step' });
     if (options.samples.length === 0)
-      throw new RangeError(`samples: step ${options.step} is empty; prime-rl's trainer cannot train an empty step`);
+      throw new WireError(`samples: step ${options.step} is empty; prime-rl's trainer cannot train an empty step`, {
+        path: 'samples',
+      });
     const plan = planBatch({
       samples: options.samples,
       seqLen: this.config.seqLen,

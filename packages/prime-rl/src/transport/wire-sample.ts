@@ -1,4 +1,5 @@
 import type { Trace } from '@troupe/verifiers';
+import { WireError } from '@troupe/verifiers';
 import { tokenChains, traceToSamples } from '../samples/trace-to-samples.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
 import type { WireSample } from './micro-batch.ts';
@@ -47,7 +48,7 @@ export function traceToWireSamples(options: TraceToWireSamplesOptions): WireSamp
   }
   const chains = tokenChains(trace);
   if (chains.length !== samples.length) {
-    throw new RangeError(`trace ${trace.id}: ${samples.length} samples but ${chains.length} token branches`);
+    throw new WireError(`trace ${trace.id}: ${samples.length} samples but ${chains.length} token branches`);
   }
   return samples.map((sample, index) => {
     const temperatures: number[] = [];
@@ -56,7 +57,7 @@ export function traceToWireSamples(options: TraceToWireSamplesOptions): WireSamp
       for (let t = 0; t < node.tokenIds!.length; t++) temperatures.push(temperature);
     }
     if (temperatures.length !== sample.tokenIds.length) {
-      throw new RangeError(
+      throw new WireError(
         `trace ${trace.id} branch ${index}: ${temperatures.length} temperatures for ${sample.tokenIds.length} tokens`,
       );
     }

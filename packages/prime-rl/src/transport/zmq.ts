@@ -1,3 +1,4 @@
+import { ConfigError, WireError } from '@troupe/verifiers';
 import { decodeMicroBatches, encodeMicroBatches, type WireMicroBatch } from './micro-batch.ts';
 
 /** The few `zeromq` (v6) socket calls used here, typed loosely so the package stays optional. */
@@ -22,9 +23,10 @@ export async function loadZmq(): Promise<ZmqModule> {
     const specifier = 'zeromq';
     return (await import(specifier)) as ZmqModule;
   } catch (error) {
-    throw new Error(
+    throw new ConfigError(
       `transport.type = "zmq" needs the optional npm package 'zeromq' (native; install it with \`pnpm add zeromq\`), ` +
         `or use transport.type = "filesystem": ${(error as Error).message}`,
+      { path: 'transport.type', cause: error },
     );
   }
 }
@@ -80,7 +82,9 @@ export class ZmqRolloutSender {
   /** Waits for the READY barrier (once), then publishes already-encoded rank payloads. */
   async sendPayloads(options: { step: number; payloads: readonly Uint8Array[] }): Promise<void> {
     if (options.payloads.length !== this.dataWorldSize) {
-      throw new RangeError(`rollouts: ${options.payloads.length} rank payloads for a data world size of ${this.dataWorldSize}`);
+      throw new WireError(`rollouts: ${options.payloads.length} rank payloads for a data world size of ${this.dataWorldSize}`, {
+        path: 'payloads',
+      });
     }
     if (!this.ready) {
       const ranks = new Set<number>();
@@ -130,7 +134,7 @@ export class ZmqRolloutReceiver {
   async receive(): Promise<WireMicroBatch[]> {
     const [topic, payload] = await this.subscriber.receive();
     const name = Buffer.from(topic ?? []).toString('utf8');
-    if (name !== zmqTopic(this.rank)) throw new Error(`zmq: frame for topic '${name}' on rank ${this.rank}`);
+    if (name !== zmqTopic(this.rank)) throw new WireError(`zmq: frame for topic '${name}' on rank ${this.rank}`);
     return decodeMicroBatches({ bytes: payload ?? new Uint8Array(), source: `zmq ${name}` });
   }
 

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 
 /**
@@ -41,18 +42,18 @@ export function egressRoutes(egress: Egress): EgressRoute[] {
     const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(entry.trim());
     const port = Number(match?.[2]);
     if (!match?.[1] || !Number.isInteger(port) || port < 1 || port > 65535)
-      throw new Error(`egress.allow[${index}]: "${entry}" is not host:port`);
+      throw new ConfigError(`egress.allow[${index}]: "${entry}" is not host:port`, { path: `egress.allow[${index}]` });
     const host = match[1].replace(/^\[|\]$/g, '').toLowerCase();
     if (host === 'localhost' || /^127\.\d+\.\d+\.\d+$/.test(host)) {
       const address = host === 'localhost' ? '127.0.0.1' : host;
       routes.push({ host, port, listenHost: address, hostName: address });
     } else if (isIP(host) !== 0) {
-      throw new Error(
+      throw new ConfigError(
         `egress.allow[${index}]: "${entry}" is an IP address that is not loopback; allow it by DNS name (a container with an allow list has no route to dial an address directly)`,
       );
     } else {
       if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(host))
-        throw new Error(`egress.allow[${index}]: "${host}" is not a DNS name`);
+        throw new ConfigError(`egress.allow[${index}]: "${host}" is not a DNS name`, { path: `egress.allow[${index}]` });
       const existing = routes.find((route) => route.host === host);
       const listenHost = existing?.listenHost ?? loopbackAddress(NAMED_BASE + named++);
       routes.push({ host, port, listenHost, hostName: host });

@@ -121,7 +121,7 @@ export class HostForwarder {
           if (chunk.toString().includes('ready')) resolve();
         });
         child.once('error', reject);
-        child.once('exit', (code) => reject(new Error(`forwarder exited with ${code}: ${errorText.trim()}`)));
+        child.once('exit', (code) => reject(new SandboxError(`forwarder exited with ${code}: ${errorText.trim()}`)));
       });
     } catch (error) {
       child.kill('SIGKILL');

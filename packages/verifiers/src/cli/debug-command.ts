@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ClientConfig } from '../agent/agent-config.ts';
-import { ConfigError, TroupeError } from '../errors/troupe-error.ts';
+import { ConfigError, TimeoutError, TroupeError } from '../errors/troupe-error.ts';
 import { applySets, deepMerge, type EvalConfig, parseEvalConfig, readConfigFile, setPath } from '../eval/eval-config.ts';
 import { createEvalEnv, type RoleFlags, resolveEnvConfig } from '../eval/resolve-env.ts';
 import { OpenAICompatibleClient } from '../model/openai-client.ts';
@@ -241,7 +241,7 @@ function interruptOnSignals() {
     if (signalled) return;
     signalled = name;
     process.stderr.write(`\ntroupe debug: ${name}: stopping the command and tearing the sandbox down\n`);
-    controller.abort(new Error(`interrupted (${name})`));
+    controller.abort(new TimeoutError(`interrupted (${name})`));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

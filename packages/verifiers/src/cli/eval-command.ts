@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import pino from 'pino';
 import type { ClientConfig } from '../agent/agent-config.ts';
 import type { Env } from '../env/env.ts';
-import { ConfigError } from '../errors/troupe-error.ts';
+import { ConfigError, TimeoutError } from '../errors/troupe-error.ts';
 import { type EvalConfig, readConfigFile } from '../eval/eval-config.ts';
 import { type EvalResult, runDirName, runEval, writeFileAtomic } from '../eval/eval-runner.ts';
 import { goldScores, noopScores } from '../eval/noop-check.ts';
@@ -206,7 +206,7 @@ function interruptOnSigint(controller: AbortController): () => void {
     interrupted++;
     if (interrupted > 1) process.exit(EXIT_CODES.interrupted);
     process.stderr.write('\ninterrupted: finishing episodes in flight (Ctrl-C again to quit now; --resume continues)\n');
-    controller.abort(new Error('interrupted'));
+    controller.abort(new TimeoutError('interrupted'));
   };
   process.on('SIGINT', onSignal);
   return () => process.off('SIGINT', onSignal);

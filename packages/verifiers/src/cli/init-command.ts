@@ -173,6 +173,7 @@ export function scaffoldPackage(options: ScaffoldOptions): Scaffold {
   if (options.workspaceRoot) workspaceLayout(out, pkg, dir, resolve(options.workspaceRoot));
   out.set('package.json', `${JSON.stringify(pkg, null, 2)}\n`);
   const leftover = [...out].find(([, text]) => /__[A-Z]+(?:_[A-Z]+)*__/.test(text));
+  // bare-error: the templates ship with troupe; a leftover placeholder is a bug in them
   if (leftover) throw new Error(`troupe init: template ${leftover[0]} has an unknown placeholder`);
   for (const [file, text] of out) {
     mkdirSync(dirname(join(dir, file)), { recursive: true });

@@ -237,7 +237,7 @@ function judgeFromEntry(entry: z.output<typeof JudgeScorerSchema>, path: string,
     if (entry.judge === 'reference') {
       return referenceJudge({ ...common, ...(entry.referenceField ? { referenceField: entry.referenceField } : {}) });
     }
-    if (!entry.criteria?.length) throw new TypeError('a rubric judge needs criteria = [{ name, text }]');
+    if (!entry.criteria?.length) throw new ConfigError('a rubric judge needs criteria = [{ name, text }]', { path: 'criteria' });
     return rubricJudge({
       ...common,
       criteria: entry.criteria.map((c) => ({

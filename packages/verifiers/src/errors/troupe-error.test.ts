@@ -6,12 +6,15 @@ import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ConfigError,
+  EngineError,
   errorRecord,
   InterceptionError,
   MalformedReplyError,
   ProviderError,
   SandboxError,
+  TrainerError,
   TroupeError,
+  WireError,
   WireRequestError,
 } from './index.ts';
 
@@ -97,5 +100,33 @@ describe('TroupeError kinds', () => {
       /\nCaused by: TypeError: reply\.split is not a function\n\s+at userRewardFunction \(.*troupe-error\.test\.ts:\d+:\d+\)/,
     );
     expect(errorRecord(new Error('plain')).stack).not.toContain('Caused by');
+  });
+});
+
+describe('structured fields of the error kinds', () => {
+  it('a ConfigError carries the key path of the field, and every issue when there were several', () => {
+    const one = new ConfigError('policy.d_model: expected a positive integer', { path: 'policy.d_model' });
+    expect([one.name, one.path, one.issues]).toEqual(['ConfigError', 'policy.d_model', undefined]);
+    const issues = [
+      { path: 'max_steps', message: 'too small' },
+      { path: 'train.source[0].ratio', message: 'expected a number' },
+    ];
+    const many = new ConfigError('max_steps: too small; train.source[0].ratio: expected a number', { issues });
+    expect(many.path).toBe('max_steps');
+    expect(many.issues).toEqual(issues);
+    expect(new ConfigError('no field').path).toBeUndefined();
+  });
+
+  it('wire, trainer and engine errors are TroupeErrors of their own kind, with their fields', async () => {
+    const copy = await duplicateCopy();
+    const wire = new copy.WireError('samples[2].mask: 3 entries for 4 tokens', { path: 'samples[2].mask' });
+    expect(WireError.isInstance(wire) && TroupeError.isInstance(wire)).toBe(true);
+    expect(TrainerError.isInstance(wire)).toBe(false);
+    expect(wire.path).toBe('samples[2].mask');
+    const trainer = new TrainerError('sequence 0 is over the context', { step: 7 });
+    expect([trainer.name, trainer.step, EngineError.isInstance(trainer)]).toEqual(['TrainerError', 7, false]);
+    const engine = new copy.EngineError('cannot load', { engine: 'onnxruntime-node' });
+    expect([EngineError.isInstance(engine), engine.engine]).toEqual([true, 'onnxruntime-node']);
+    expect(errorRecord(engine)).toMatchObject({ type: 'EngineError', message: 'cannot load' });
   });
 });

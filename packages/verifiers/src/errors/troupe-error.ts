@@ -14,7 +14,10 @@ export type TroupeErrorType =
   | 'TimeoutError'
   | 'InterceptionError'
   | 'WireRequestError'
-  | 'MalformedReplyError';
+  | 'MalformedReplyError'
+  | 'WireError'
+  | 'TrainerError'
+  | 'EngineError';
 
 /** True when `value` carries the global marker `Symbol.for(key)` (any copy of this package sets the same one). */
 function hasMarker(value: unknown, key: string): boolean {
@@ -28,6 +31,7 @@ function hasMarker(value: unknown, key: string): boolean {
  * chain, so an error made by another installed copy of `@troupe/verifiers` still matches.
  */
 export class TroupeError extends Error {
+  // bare-error: the root of troupe's error kinds
   readonly [marker] = true;
   override readonly name: TroupeErrorType | string;
   /** HTTP status to relay, when the error has one (provider errors, interception refusals). */
@@ -68,8 +72,45 @@ function kind<N extends TroupeErrorType>(name: N) {
   };
 }
 
-/** A config or input was rejected at the door; the message names the field. */
-export class ConfigError extends kind('ConfigError') {}
+/** One rejected field of a config: its key path and what is wrong with it. */
+export interface ConfigIssue {
+  /** Dotted key path as the config file spells it (`policy.d_model`, `train.source[0].ratio`). */
+  path: string;
+  /** What is wrong with the value. */
+  message: string;
+}
+
+/**
+ * A config or input was rejected at the door. The message names the field; `path` holds its key
+ * path as the user wrote it (snake_case for a config file: `policy.d_model`; the option name for
+ * an API call: `budgetMs`), and `issues` every rejected field when there were several.
+ */
+export class ConfigError extends TroupeError {
+  /** Key path of the (first) rejected field, when known. */
+  readonly path?: string;
+  /** Every rejected field, when the config was checked as a whole. */
+  readonly issues?: readonly ConfigIssue[];
+
+  constructor(
+    message: string,
+    options: { path?: string; issues?: readonly ConfigIssue[]; cause?: unknown; statusCode?: number } = {},
+  ) {
+    super({ name: 'ConfigError', message, cause: options.cause, statusCode: options.statusCode });
+    const path = options.path ?? options.issues?.[0]?.path;
+    if (path !== undefined) this.path = path;
+    if (options.issues !== undefined) this.issues = options.issues;
+  }
+
+  /** True when `value` is a `ConfigError`, from this copy of the package or another. */
+  static override isInstance(value: unknown): value is ConfigError {
+    return TroupeError.isKind(value, 'ConfigError');
+  }
+
+  /** @deprecated use `isInstance` (the same check). */
+  static is(value: unknown): value is ConfigError {
+    return TroupeError.isKind(value, 'ConfigError');
+  }
+}
 /** The model server answered with an error or an unusable body. */
 export class ProviderError extends kind('ProviderError') {}
 /** A sandbox could not be created, died, or refused an operation. */
@@ -90,6 +131,62 @@ export class RewardError extends kind('RewardError') {}
 export class TimeoutError extends kind('TimeoutError') {}
 /** The interception server could not serve a rollout (not started, or closed while a call was in flight). */
 export class InterceptionError extends kind('InterceptionError') {}
+
+/**
+ * Data that crosses a process boundary breaks its format: a training sample, micro batch or rank
+ * payload bound for prime-rl's trainer, a frame on its ZMQ socket, a file of another process.
+ * `path` names the field when known (`samples[3].advantages`).
+ */
+export class WireError extends TroupeError {
+  /** The field at fault, when known. */
+  readonly path?: string;
+  constructor(message: string, options: { path?: string; cause?: unknown } = {}) {
+    super({ name: 'WireError', message, cause: options.cause });
+    if (options.path !== undefined) this.path = options.path;
+  }
+
+  /** True when `value` is a `WireError`, from this copy of the package or another. */
+  static override isInstance(value: unknown): value is WireError {
+    return TroupeError.isKind(value, 'WireError');
+  }
+}
+
+/**
+ * The trainer could not do what it was asked: a batch longer than the context, weights or optimizer
+ * state of the wrong shape, a trainer worker that failed, a step out of order. `step` when known.
+ */
+export class TrainerError extends TroupeError {
+  /** The training step at fault, when known. */
+  readonly step?: number;
+  constructor(message: string, options: { step?: number; cause?: unknown } = {}) {
+    super({ name: 'TrainerError', message, cause: options.cause });
+    if (options.step !== undefined) this.step = options.step;
+  }
+
+  /** True when `value` is a `TrainerError`, from this copy of the package or another. */
+  static override isInstance(value: unknown): value is TrainerError {
+    return TroupeError.isKind(value, 'TrainerError');
+  }
+}
+
+/**
+ * A compute engine failed or is missing: onnxruntime or tfjs could not load or run a model, a
+ * process group or PID namespace could not be made or emptied. (A sandbox's own failures are
+ * {@link SandboxError}s.) `engine` names it when known.
+ */
+export class EngineError extends TroupeError {
+  /** The engine at fault (`onnxruntime-node`, `unshare`, …), when known. */
+  readonly engine?: string;
+  constructor(message: string, options: { engine?: string; cause?: unknown } = {}) {
+    super({ name: 'EngineError', message, cause: options.cause });
+    if (options.engine !== undefined) this.engine = options.engine;
+  }
+
+  /** True when `value` is an `EngineError`, from this copy of the package or another. */
+  static override isInstance(value: unknown): value is EngineError {
+    return TroupeError.isKind(value, 'EngineError');
+  }
+}
 
 /** Turns anything thrown into the `{type, message}` record stored on traces and episodes. */
 export function errorRecord(error: unknown): { type: string; message: string; statusCode?: number; stack?: string } {

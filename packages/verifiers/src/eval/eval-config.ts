@@ -51,7 +51,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
   }
   try {
     const value = path.endsWith('.json') ? JSON.parse(text) : parseToml(text);
-    if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('the top level must be a table/object');
+    if (!value || typeof value !== 'object' || Array.isArray(value))
+      throw new ConfigError('the top level must be a table/object');
     rejectPrototypeKeys(value, `config ${path}`);
     // TOML tables come back with a null prototype: clone into plain objects so the config
     // behaves exactly as the same JSON would everywhere downstream.

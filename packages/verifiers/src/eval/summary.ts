@@ -1,9 +1,10 @@
+import { ConfigError } from '../errors/troupe-error.ts';
 import type { Episode } from '../trace/episode.ts';
 import { type CostSplit, type PriceTable, runCost } from './pricing.ts';
 
 /** Unbiased pass@k estimate from n samples with c passes: 1 − C(n−c, k) / C(n, k). */
 export function passAtK(n: number, c: number, k: number): number {
-  if (k > n) throw new RangeError(`pass@${k} needs at least ${k} samples, got ${n}`);
+  if (k > n) throw new ConfigError(`pass@${k} needs at least ${k} samples, got ${n}`, { path: 'k' });
   if (n - c < k) return 1;
   let ratio = 1;
   for (let i = n - c + 1; i <= n; i++) ratio *= 1 - k / i;

@@ -1,3 +1,4 @@
+import { ConfigError } from '../errors/troupe-error.ts';
 /**
  * A process-wide budget of bytes (request bodies being read and parsed): `tryTake` reserves bytes
  * at once when they fit and nobody waits, else `wait` queues the caller (first come, first served) until
@@ -13,7 +14,7 @@ export class ByteBudget {
   private readonly waiting: { bytes: number; grant: () => void; signal: AbortSignal | undefined }[] = [];
 
   constructor(capacity: number) {
-    if (!(capacity > 0)) throw new RangeError(`a byte budget needs a positive capacity, got ${capacity}`);
+    if (!(capacity > 0)) throw new ConfigError(`a byte budget needs a positive capacity, got ${capacity}`, { path: 'capacity' });
     this.capacity = capacity;
   }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RewardError } from '../errors/troupe-error.ts';
+import { ConfigError, RewardError } from '../errors/troupe-error.ts';
 import type { RewardFunction, TaskContext } from '../task/task.ts';
 import { callJudge, firstJsonObjectWith, type JudgeModel, type JudgeView, judgedQuestion, judgedText } from './judge-call.ts';
 
@@ -113,13 +113,16 @@ export function rubricJudge(options: RubricJudgeOptions): RewardFunction {
   const parsed = z.array(RubricCriterionSchema).min(1).safeParse(options.criteria);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new TypeError(`rubricJudge ${name}: criteria.${issue?.path.join('.')}: ${issue?.message}`);
+    const path = `criteria.${issue?.path.join('.')}`;
+    throw new ConfigError(`rubricJudge ${name}: ${path}: ${issue?.message}`, { path });
   }
   const criteria = parsed.data;
   const names = criteria.map((c) => c.name);
-  if (new Set(names).size !== names.length) throw new TypeError(`rubricJudge ${name}: criterion names must be unique`);
+  if (new Set(names).size !== names.length)
+    throw new ConfigError(`rubricJudge ${name}: criterion names must be unique`, { path: 'criteria' });
   const totalWeight = criteria.reduce((sum, c) => sum + c.weight, 0);
-  if (totalWeight <= 0) throw new TypeError(`rubricJudge ${name}: at least one criterion needs a positive weight`);
+  if (totalWeight <= 0)
+    throw new ConfigError(`rubricJudge ${name}: at least one criterion needs a positive weight`, { path: 'criteria' });
   return {
     name,
     ...(options.weight !== undefined ? { weight: options.weight } : {}),

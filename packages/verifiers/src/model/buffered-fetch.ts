@@ -48,14 +48,18 @@ export function createBufferedFetch(options: BufferedFetchOptions = {}): typeof 
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       req.setNoDelay(true);
+      // bare-error: fetch's contract: a transport failure is a TypeError (this file's callers test it)
       req.on('error', (error) => fail(new TypeError('fetch failed', { cause: error })));
       req.on('response', (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        // bare-error: fetch's contract, as above
         res.on('error', (error) => fail(new TypeError('fetch failed: reply body', { cause: error })));
+        // bare-error: fetch's contract, as above
         res.on('aborted', () => fail(new TypeError('fetch failed: reply body cut short')));
         res.on('end', () => {
           if (settled) return;
+          // bare-error: fetch's contract, as above
           if (!res.complete) return fail(new TypeError('fetch failed: reply body cut short'));
           settled = true;
           signal?.removeEventListener('abort', onAbort);

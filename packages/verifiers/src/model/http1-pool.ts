@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { MalformedReplyError } from '../errors/malformed-reply-error.ts';
 
 /**
  * A lean HTTP/1.1 client for one thing: a POST whose reply is read whole, over keep-alive
@@ -228,7 +229,7 @@ export class Http1Connection {
         case 'head': {
           const end = data.indexOf(HEAD_END, at);
           if (end === -1) {
-            if (data.length - at > MAX_HEAD_BYTES) throw new Error('reply head too large');
+            if (data.length - at > MAX_HEAD_BYTES) throw new MalformedReplyError('reply head too large');
             return;
           }
           this.offset = end + 4;
@@ -260,13 +261,13 @@ export class Http1Connection {
       case 'chunk-size': {
         const end = data.indexOf(CRLF, at);
         if (end === -1) {
-          if (data.length - at > 1024) throw new Error('chunk size line too long');
+          if (data.length - at > 1024) throw new MalformedReplyError('chunk size line too long');
           return false;
         }
         const line = data.toString('latin1', at, end);
         const semicolon = line.indexOf(';');
         const digits = (semicolon === -1 ? line : line.slice(0, semicolon)).trim();
-        if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new Error(`bad chunk size ${JSON.stringify(line)}`);
+        if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new MalformedReplyError(`bad chunk size ${JSON.stringify(line)}`);
         const size = Number.parseInt(digits, 16);
         this.offset = end + 2;
         this.remaining = size;
@@ -283,7 +284,7 @@ export class Http1Connection {
       }
       case 'chunk-end':
         if (data.length - at < 2) return false;
-        if (data[at] !== 13 || data[at + 1] !== 10) throw new Error('chunk not followed by CRLF');
+        if (data[at] !== 13 || data[at + 1] !== 10) throw new MalformedReplyError('chunk not followed by CRLF');
         this.offset = at + 2;
         this.state = 'chunk-size';
         return true;
@@ -303,7 +304,7 @@ export class Http1Connection {
     const lineEnd = head.indexOf('\r\n');
     const statusLine = lineEnd === -1 ? head : head.slice(0, lineEnd);
     const match = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(statusLine);
-    if (!match) throw new Error(`not an HTTP/1.x reply: ${JSON.stringify(statusLine.slice(0, 40))}`);
+    if (!match) throw new MalformedReplyError(`not an HTTP/1.x reply: ${JSON.stringify(statusLine.slice(0, 40))}`);
     const status = Number(match[2]);
     const headers: Record<string, string> = {};
     let start = lineEnd === -1 ? head.length : lineEnd + 2;
@@ -311,7 +312,7 @@ export class Http1Connection {
       let end = head.indexOf('\r\n', start);
       if (end === -1) end = head.length;
       const colon = head.indexOf(':', start);
-      if (colon === -1 || colon > end) throw new Error('malformed reply header line');
+      if (colon === -1 || colon > end) throw new MalformedReplyError('malformed reply header line');
       const name = head.slice(start, colon).trim().toLowerCase();
       const value = head.slice(colon + 1, end).trim();
       const previous = headers[name];
@@ -335,7 +336,8 @@ export class Http1Connection {
       this.state = 'chunk-size';
     } else if (length !== undefined) {
       const size = Number(length);
-      if (!/^\d+$/.test(length) || !Number.isSafeInteger(size)) throw new Error(`bad content-length ${JSON.stringify(length)}`);
+      if (!/^\d+$/.test(length) || !Number.isSafeInteger(size))
+        throw new MalformedReplyError(`bad content-length ${JSON.stringify(length)}`);
       this.state = 'length';
       this.remaining = size;
     } else {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import OpenAI from 'openai';
+import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
 import { parseChatReply } from '../wire/chat-reply-parse.ts';
 import { Http1Call, type Http1Failure, Http1Pool, type Http1Reply, type ReplySink } from './http1-pool.ts';
 
@@ -14,9 +15,7 @@ export interface JsonPostOptions {
 }
 
 /** A reply whose status is 2xx but whose body is not JSON. */
-export class NotJsonReplyError extends Error {
-  override readonly name = 'NotJsonReplyError';
-}
+export class NotJsonReplyError extends ProviderError {}
 
 /**
  * One JSON POST, parsed into a value: the lean transport of `OpenAICompatibleClient`'s
@@ -49,8 +48,10 @@ function headOf(url: URL, headers: Record<string, string>): string {
   for (const [name, value] of Object.entries(headers)) {
     const key = name.toLowerCase();
     if (key === 'content-length' || key === 'host' || key === 'connection' || key === 'transfer-encoding') continue;
-    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) throw new TypeError(`invalid HTTP header name ${JSON.stringify(name)}`);
-    if (/[\r\n\0]/.test(value)) throw new TypeError(`invalid character in HTTP header ${JSON.stringify(name)}`);
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key))
+      throw new ConfigError(`invalid HTTP header name ${JSON.stringify(name)}`, { path: `headers.${name}` });
+    if (/[\r\n\0]/.test(value))
+      throw new ConfigError(`invalid character in HTTP header ${JSON.stringify(name)}`, { path: `headers.${name}` });
     head += `${key}: ${value}\r\n`;
   }
   head += 'content-length: ';

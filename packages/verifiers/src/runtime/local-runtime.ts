@@ -102,7 +102,7 @@ async function killAllUnder(root: string): Promise<void> {
     if (killProcessesUnder(root) === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new Error(`processes under ${root} were still found after 20 rounds of SIGKILL`);
+  throw new SandboxError(`processes under ${root} were still found after 20 rounds of SIGKILL`);
 }
 
 /**

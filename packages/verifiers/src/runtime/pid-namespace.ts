@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { sep } from 'node:path';
+import { EngineError, SandboxError } from '../errors/troupe-error.ts';
 
 const UNSHARE = '/usr/bin/unshare';
 const NSENTER = '/usr/bin/nsenter';
@@ -51,7 +52,8 @@ export class PidNamespace {
       holder.once('exit', () => resolve());
       holder.once('error', () => resolve());
     });
-    if (holder.pid === undefined) throw new Error('could not start the sandbox PID namespace (unshare)');
+    if (holder.pid === undefined)
+      throw new EngineError('could not start the sandbox PID namespace (unshare)', { engine: 'unshare' });
     this.holder = holder;
     waitForInit(holder.pid);
     return holder.pid;
@@ -103,7 +105,7 @@ export class PidNamespace {
     }
     this.holder = undefined;
     if (init !== undefined && liveNotZombie(init)) {
-      throw new Error(`the PID namespace's init (pid ${init}) is still alive 5 s after SIGKILL: a process in it survived`);
+      throw new SandboxError(`the PID namespace's init (pid ${init}) is still alive 5 s after SIGKILL: a process in it survived`);
     }
   }
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import type { Writable } from 'node:stream';
+import { ConfigError, SandboxError } from '../errors/troupe-error.ts';
 import { BoundedOutput } from './bounded-output.ts';
 import type { ExecResult } from './runtime.ts';
 import { DEFAULT_MAX_OUTPUT_BYTES } from './runtime-options.ts';
@@ -114,7 +115,7 @@ function feedStdin(stdin: Writable | null, input: string | Uint8Array | undefine
 export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
   const started = performance.now();
   const [file, ...args] = run.argv;
-  if (file === undefined) return Promise.reject(new Error('empty argv'));
+  if (file === undefined) return Promise.reject(new ConfigError('argv: empty', { path: 'argv' }));
   if (run.signal?.aborted) return Promise.reject(run.signal.reason);
   const limit = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const stdout = new BoundedOutput(limit, run.onStdout);
@@ -146,7 +147,7 @@ export function runProcessGroup(run: ProcessGroupRun): Promise<ExecResult> {
       settled = true;
       if (timeoutTimer) clearTimeout(timeoutTimer);
       run.signal?.removeEventListener('abort', onAbort);
-      if (aborted) reject(run.signal?.reason ?? new Error('aborted'));
+      if (aborted) reject(run.signal?.reason ?? new SandboxError('aborted'));
       else resolve(execResultOf({ exitCode, stdout, stderr, timedOut, started }));
     };
 

@@ -40,7 +40,7 @@ async function run<D extends TaskData>(
     const map = typeof value === 'number' ? { [fn.name]: value } : value;
     for (const [name, v] of Object.entries(map)) {
       if (typeof v !== 'number' || !Number.isFinite(v))
-        throw new TypeError(`returned ${String(v)} for ${name}, not a finite number`);
+        throw new RewardError(`returned ${String(v)} for ${name}, not a finite number`);
     }
     return map;
   } catch (error) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '../errors/troupe-error.ts';
 import { contentText, type Message, MessageSchema } from '../model/messages.ts';
 import type { Sandbox } from '../runtime/runtime.ts';
 import type { ToolDefinition } from '../tools/mcp-server.ts';
@@ -127,9 +128,9 @@ function plainlyValid(data: unknown): boolean {
 }
 
 /** The error of invalid task data, naming the field (`prefix` + the issue's path). */
-function invalidTaskData(issue: z.core.$ZodIssue | undefined, prefix: PropertyKey[]): TypeError {
+function invalidTaskData(issue: z.core.$ZodIssue | undefined, prefix: PropertyKey[]): ConfigError {
   const path = [...prefix, ...(issue?.path ?? [])].join('.');
-  return new TypeError(`invalid task data at ${path || '(root)'}: ${issue?.message}`);
+  return new ConfigError(`invalid task data at ${path || '(root)'}: ${issue?.message}`, { path: path || '(root)' });
 }
 
 /** A task: frozen data plus the rewards, metrics and hooks that score a run on it. */

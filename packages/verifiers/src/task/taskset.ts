@@ -110,7 +110,7 @@ export class Taskset<D extends TaskData = TaskData> {
   at(index: number): Task<D> {
     if (this.source.kind === 'generator') return this.source.make(index);
     const task = this.source.tasks[index];
-    if (!task) throw new RangeError(`taskset ${this.id} has no task ${index}`);
+    if (!task) throw new ConfigError(`taskset ${this.id} has no task ${index}`, { path: 'index' });
     return task;
   }
 

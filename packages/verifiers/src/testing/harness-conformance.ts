@@ -1,3 +1,4 @@
+import { ProviderError, SandboxError } from '../errors/troupe-error.ts';
 import type { Harness, HarnessResult, ModelEndpoint } from '../harness/harness.ts';
 import { InterceptionServer } from '../interception/interception-server.ts';
 import { RolloutSession } from '../interception/rollout-session.ts';
@@ -279,7 +280,7 @@ export class RecordingSandbox implements Sandbox {
 
   async readFile(path: string): Promise<Uint8Array> {
     const content = this.files.get(path);
-    if (content === undefined) throw new Error(`recording sandbox: no file ${path}`);
+    if (content === undefined) throw new SandboxError(`recording sandbox: no file ${path}`);
     return new TextEncoder().encode(content);
   }
 
@@ -368,7 +369,7 @@ async function recordLaunch(harness: Harness, runtime: string): Promise<Recorded
       baseUrl: RECORDED.baseUrl,
       secret: RECORDED.secret,
       model: 'recorded-model',
-      direct: () => Promise.reject(new Error('no direct transport here')),
+      direct: () => Promise.reject(new ProviderError('no direct transport here')),
     },
     messages: task.promptMessages,
     signal,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../agent/agent-config.ts';
 import { agenticJudgeEnv, sharedAgenticJudgeEnv } from '../env/builtin/agentic-judge/agentic-judge-env.ts';
 import { Env } from '../env/env.ts';
+import { EnvError } from '../errors/troupe-error.ts';
 import type { ModelRequest } from '../model/model-client.ts';
 import { Task } from '../task/task.ts';
 import type { Episode } from '../trace/episode.ts';
@@ -91,7 +92,7 @@ async function runEpisode(options: {
 function byRole(episode: Episode) {
   const solver = episode.traces.find((t) => t.agent.name === 'solver');
   const judge = episode.traces.find((t) => t.agent.name === 'judge');
-  if (!solver || !judge) throw new Error(`missing traces: ${JSON.stringify(episode.errors)}`);
+  if (!solver || !judge) throw new EnvError(`missing traces: ${JSON.stringify(episode.errors)}`);
   return { solver, judge };
 }
 

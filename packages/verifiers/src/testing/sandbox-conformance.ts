@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TroupeError } from '../errors/troupe-error.ts';
+import { TimeoutError, TroupeError } from '../errors/troupe-error.ts';
 import type { Runtime, Sandbox, SandboxOptions } from '../runtime/runtime.ts';
 
 /** What {@link describeSandboxConformance} needs to test one runtime. */
@@ -244,13 +244,14 @@ export function describeSandboxConformance(options: SandboxConformanceOptions): 
         if ((await sandbox.exec('cat abort-pid 2>/dev/null | wc -l')).stdout.trim() === '2') break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      controller.abort(new Error('stop it'));
+      controller.abort(new TimeoutError('stop it'));
       await expect(running).rejects.toThrow();
       expect(await livePids(sandbox, 'abort-pid')).toEqual([]);
     });
 
     it('keeps concurrent sandboxes apart', async () => {
       const [first, second] = await Promise.all([makeSandbox(), makeSandbox()]);
+      // bare-error: Promise.all of two sandboxes yields two
       if (!first || !second) throw new Error('unreachable');
       expect(first.id).not.toBe(second.id);
       await Promise.all([first.writeFile('same.txt', 'first'), second.writeFile('same.txt', 'second')]);

@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { ProviderError } from '../errors/troupe-error.ts';
 import type { DialectName, ParsedWireRequest, WireDialect } from '../interception/dialects/dialect.ts';
 import { WireRequestError, wireId } from '../interception/dialects/dialect.ts';
 import {
@@ -263,7 +264,7 @@ export class ScriptedModelServer {
     if (typeof script === 'function') reply = await script(request, context);
     else {
       reply = script[context.callIndex];
-      if (reply === undefined) throw new Error(`script exhausted after ${script.length} replies`);
+      if (reply === undefined) throw new ProviderError(`script exhausted after ${script.length} replies`);
     }
     return typeof reply === 'string' ? { content: reply } : reply;
   }

@@ -1,4 +1,4 @@
-import { errorRecord } from '../errors/troupe-error.ts';
+import { ConfigError, errorRecord, RewardError } from '../errors/troupe-error.ts';
 import { type AssistantMessage, contentText, type Message, type ToolDefinition } from '../model/messages.ts';
 import { addUsage, emptyUsage, type ModelRequest, type ModelResponse, type Usage } from '../model/model-client.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
@@ -176,7 +176,7 @@ export class Trace {
 
   node(id: number): MessageNode {
     const node = this.nodes[id];
-    if (!node) throw new RangeError(`trace ${this.id} has no node ${id}`);
+    if (!node) throw new ConfigError(`trace ${this.id} has no node ${id}`, { path: 'id' });
     return node;
   }
 
@@ -184,7 +184,7 @@ export class Trace {
 
   /** Records (or overwrites) a named reward. */
   recordReward(name: string, score: number, weight = 1): void {
-    if (!Number.isFinite(score)) throw new TypeError(`reward ${name}: score must be a finite number, got ${score}`);
+    if (!Number.isFinite(score)) throw new RewardError(`reward ${name}: score must be a finite number, got ${score}`);
     this.rewards[name] = { score, weight };
   }
 

@@ -1,4 +1,5 @@
 import * as crypto from 'node:crypto';
+import { ConfigError } from '../errors/troupe-error.ts';
 
 /**
  * JSON with sorted keys and `null` / `undefined` values dropped: the canonical form hashed for keys.
@@ -31,7 +32,7 @@ function write(value: unknown, depth: number): string {
     default:
       return 'null';
   }
-  if (depth > MAX_DEPTH) throw new TypeError('canonicalJson: value is nested too deeply (or cyclic)');
+  if (depth > MAX_DEPTH) throw new ConfigError('canonicalJson: value is nested too deeply (or cyclic)');
   if (Array.isArray(value)) {
     let out = '[';
     for (let i = 0; i < value.length; i++) {

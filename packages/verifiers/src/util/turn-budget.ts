@@ -1,3 +1,4 @@
+import { ConfigError } from '../errors/troupe-error.ts';
 /**
  * Spreads bursts of synchronous work over event-loop turns. Each unit of work asks `pass()` before
  * it runs: while the current turn has spent less than `budgetMs` since its first unit, the work
@@ -28,7 +29,7 @@ export class TurnBudget {
   constructor(options: { budgetMs?: number } = {}) {
     const budgetMs = options.budgetMs ?? 10;
     if (!(budgetMs > 0) || !Number.isFinite(budgetMs)) {
-      throw new RangeError(`TurnBudget: budgetMs must be a positive, finite number of milliseconds (got ${budgetMs})`);
+      throw new ConfigError(`TurnBudget: budgetMs must be a positive, finite number of milliseconds (got ${budgetMs})`);
     }
     this.budgetMs = budgetMs;
   }

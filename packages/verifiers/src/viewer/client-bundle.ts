@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { EngineError } from '../errors/troupe-error.ts';
 
 /**
  * The page's front end is TypeScript under `client/` (entry `client/main.ts`), bundled by esbuild
@@ -15,7 +16,7 @@ export function clientEntry(): string {
     const path = fileURLToPath(new URL(candidate, import.meta.url));
     if (existsSync(path)) return path;
   }
-  throw new Error('troupe view: the viewer client sources (src/viewer/client/main.ts) are missing');
+  throw new EngineError('troupe view: the viewer client sources (src/viewer/client/main.ts) are missing');
 }
 
 /** Bundles the client into one browser script (an IIFE with no imports). Needs esbuild (a devDependency). */
@@ -25,7 +26,7 @@ export function bundleClient(): string {
   try {
     esbuild = require('esbuild') as typeof import('esbuild');
   } catch (error) {
-    throw new Error(
+    throw new EngineError(
       'troupe view: the built viewer client (dist/viewer/client/app.js) is missing and esbuild is not installed to bundle it from sources; run `pnpm build`',
       { cause: error },
     );
@@ -44,6 +45,7 @@ export function bundleClient(): string {
   });
   const script = result.outputFiles[0]?.text ?? '';
   // The script is inlined in a <script> element: it must not be able to end it.
-  if (/<\/script/i.test(script)) throw new Error('troupe view: the bundled client contains "</script"');
+  if (/<\/script/i.test(script))
+    throw new EngineError('troupe view: the bundled client contains "</script"', { engine: 'esbuild' });
   return script;
 }

@@ -49,6 +49,7 @@ export function s(tag: string, attrs?: Record<string, string | number> | null, .
 /** Parses the JSON of a `<script type="application/json" id=...>` element. */
 export function readJsonScript<T>(id: string): T {
   const el = document.getElementById(id);
+  // bare-error: browser page code: shown in the page, never thrown to a caller of troupe
   if (!el) throw new Error(`the page has no #${id} data`);
   return JSON.parse(el.textContent ?? 'null') as T;
 }

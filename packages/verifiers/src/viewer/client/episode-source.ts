@@ -37,6 +37,7 @@ export class EpisodeSource {
         await documentReady;
         el = document.getElementById(id);
       }
+      // bare-error: browser page code: shown in the page, never thrown to a caller of troupe
       if (!el) throw new Error(`episode chunk ${k} is not embedded in this page`);
       const binary = atob((el.textContent ?? '').trim());
       const bytes = new Uint8Array(binary.length);
@@ -71,11 +72,13 @@ export class EpisodeSource {
       const k = this.chunkOf(row.i);
       const lines = await this.readChunk(k);
       const line = lines[row.i - this.chunkStarts[k]!];
+      // bare-error: browser page code: shown in the page, never thrown to a caller of troupe
       if (line === undefined) throw new Error(`episode ${row.id} is not embedded in this page`);
       record = JSON.parse(line) as EpisodeRecord;
     } else {
       const path = `${this.mode.base ?? ''}api/episodes/${encodeURIComponent(row.id)}`;
       const response = await fetch(path);
+      // bare-error: browser page code: shown in the page, never thrown to a caller of troupe
       if (!response.ok) throw new Error(`GET ${path}: HTTP ${response.status}`);
       record = (await response.json()) as EpisodeRecord;
     }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EnvError } from '../../../errors/troupe-error.ts';
 import { defineEnv } from '../../env.ts';
 
 /** Options of `best-of-n` (keys of `[env]`): attempts per episode and the pass threshold for pass@k. */
@@ -27,7 +28,7 @@ export const bestOfNEnv = defineEnv({
     await Promise.all(
       Array.from({ length: options.n }, async () => {
         const trace = await agents.agent.run(task, { signal: controller.signal });
-        if (!trace.ok && !controller.signal.aborted) controller.abort(new Error(`attempt ${trace.id} failed`));
+        if (!trace.ok && !controller.signal.aborted) controller.abort(new EnvError(`attempt ${trace.id} failed`));
       }),
     );
   },

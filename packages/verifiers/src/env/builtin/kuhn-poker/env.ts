@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Interaction } from '../../../agent/agent.ts';
+import { ConfigError } from '../../../errors/troupe-error.ts';
 import { Task } from '../../../task/task.ts';
 import { Taskset } from '../../../task/taskset.ts';
 import type { Trace } from '../../../trace/trace.ts';
@@ -74,7 +75,7 @@ export function kuhnTaskDeal(
   if (info?.deal === undefined) return { deal: kuhnDeal(seed), seed };
   const d = info.deal;
   if (typeof d !== 'string' || !/^[JQK]{2}$/.test(d) || d[0] === d[1])
-    throw new TypeError(
+    throw new ConfigError(
       `kuhn-poker task info.deal: expected two different cards of J, Q, K such as "JK", got ${JSON.stringify(d)}`,
     );
   return { deal: [d[0] as KuhnCard, d[1] as KuhnCard], seed };

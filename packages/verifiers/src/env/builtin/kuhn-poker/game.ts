@@ -1,3 +1,4 @@
+import { ConfigError } from '../../../errors/troupe-error.ts';
 import { Rng } from '../../../util/random.ts';
 
 /** The three cards, weakest first. */
@@ -68,12 +69,12 @@ export function legalActionsOf(history: readonly KuhnAction[]): readonly KuhnAct
   if (n === 0 || (n === 1 && a === 'check')) return OPENING;
   if ((n === 1 && a === 'bet') || (n === 2 && a === 'check' && b === 'bet')) return FACING_BET;
   if (kuhnIsTerminal(history)) return NONE;
-  throw new RangeError(`not a Kuhn poker history: ${JSON.stringify(history.join('-'))}`);
+  throw new ConfigError(`not a Kuhn poker history: ${JSON.stringify(history.join('-'))}`);
 }
 
 /** The player to act: `''` → 0, `check` → 1, `bet` → 1, `check-bet` → 0. */
 export function kuhnActingPlayer(history: readonly KuhnAction[]): 0 | 1 {
-  if (kuhnIsTerminal(history)) throw new RangeError(`history ${history.join('-')} is terminal`);
+  if (kuhnIsTerminal(history)) throw new ConfigError(`history ${history.join('-')} is terminal`, { path: 'history' });
   legalActionsOf(history);
   return (history.length % 2) as 0 | 1;
 }
@@ -83,7 +84,8 @@ export function kuhnActingPlayer(history: readonly KuhnAction[]): 0 | 1 {
  * showdown, bet-fold +1, check-bet-fold −1, bet-call and check-bet-call ±2 at showdown.
  */
 export function kuhnPayoff(deal: KuhnDeal, history: readonly KuhnAction[]): number {
-  if (!kuhnIsTerminal(history)) throw new RangeError(`history ${JSON.stringify(history.join('-'))} is not terminal`);
+  if (!kuhnIsTerminal(history))
+    throw new ConfigError(`history ${JSON.stringify(history.join('-'))} is not terminal`, { path: 'history' });
   // Read action by action (no joined string per hand): a terminal history ends in check, fold or call.
   const showdown = RANK[deal[0]] > RANK[deal[1]] ? 1 : -1;
   const last = history[history.length - 1];
@@ -96,7 +98,7 @@ export function kuhnPayoff(deal: KuhnDeal, history: readonly KuhnAction[]): numb
 export function kuhnInfoSetKey(card: KuhnCard, history: readonly KuhnAction[]): KuhnInfoSet {
   const letters = history.map((a) => (a === 'check' || a === 'fold' ? 'p' : 'b')).join('');
   const key = `${card}${letters}`;
-  if (!(KUHN_INFO_SETS as readonly string[]).includes(key)) throw new RangeError(`no information set ${key}`);
+  if (!(KUHN_INFO_SETS as readonly string[]).includes(key)) throw new ConfigError(`no information set ${key}`);
   return key as KuhnInfoSet;
 }
 
@@ -111,7 +113,7 @@ export function uniformKuhnPolicy(): KuhnPolicyTable {
  * with Q at 1/3 and K always, and after a check bets J at 1/3 and K always.
  */
 export function kuhnEquilibrium(alpha = 1 / 6): KuhnPolicyTable {
-  if (!(alpha >= 0 && alpha <= 1 / 3)) throw new RangeError(`alpha must be in [0, 1/3], got ${alpha}`);
+  if (!(alpha >= 0 && alpha <= 1 / 3)) throw new ConfigError(`alpha must be in [0, 1/3], got ${alpha}`, { path: 'alpha' });
   const bet = (p: number) => [1 - p, p] as const;
   return {
     J: bet(alpha),
@@ -132,7 +134,7 @@ export function kuhnEquilibrium(alpha = 1 / 6): KuhnPolicyTable {
 function actionProbability(policy: KuhnPolicyTable, card: KuhnCard, history: readonly KuhnAction[], action: KuhnAction): number {
   const [pass, bet] = policy[kuhnInfoSetKey(card, history)];
   const total = pass + bet;
-  if (!(total > 0)) throw new RangeError(`policy at ${kuhnInfoSetKey(card, history)} has no mass`);
+  if (!(total > 0)) throw new ConfigError(`policy at ${kuhnInfoSetKey(card, history)} has no mass`, { path: 'policy' });
   return (action === 'check' || action === 'fold' ? pass : bet) / total;
 }
 
@@ -220,7 +222,7 @@ export function kuhnOwnReach(policy: KuhnPolicyTable, key: KuhnInfoSet): number 
  * strategy for a perfect-recall game). `weights` default to 1 each.
  */
 export function kuhnAveragePolicy(policies: readonly KuhnPolicyTable[], weights?: readonly number[]): KuhnPolicyTable {
-  if (policies.length === 0) throw new RangeError('kuhnAveragePolicy: no policies');
+  if (policies.length === 0) throw new ConfigError('kuhnAveragePolicy: no policies', { path: 'policies' });
   const out = {} as Record<KuhnInfoSet, readonly [number, number]>;
   for (const key of KUHN_INFO_SETS) {
     let pass = 0;

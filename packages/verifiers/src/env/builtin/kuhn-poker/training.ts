@@ -1,3 +1,4 @@
+import { ConfigError } from '../../../errors/troupe-error.ts';
 import type { Message } from '../../../model/messages.ts';
 import {
   KUHN_INFO_SETS,
@@ -39,7 +40,7 @@ export async function kuhnPolicyTable(options: {
   prompts?: KuhnPromptStyle;
 }): Promise<KuhnPolicyTable> {
   const read = options.policy.replyProbabilities;
-  if (!read) throw new TypeError('kuhn-poker evaluator: the policy cannot report reply probabilities');
+  if (!read) throw new ConfigError('kuhn-poker evaluator: the policy cannot report reply probabilities', { path: 'policy' });
   const style = options.prompts ?? 'compact';
   const entries = await Promise.all(
     KUHN_INFO_SETS.map(async (key) => {

@@ -1,4 +1,4 @@
-import { ParseError } from '../../../errors/troupe-error.ts';
+import { ConfigError, ParseError } from '../../../errors/troupe-error.ts';
 import type { Message } from '../../../model/messages.ts';
 import { Task } from '../../../task/task.ts';
 import { Taskset } from '../../../task/taskset.ts';
@@ -29,7 +29,7 @@ export interface CompactProposal {
 
 function ruleOf(name: string): CompactRule {
   const rule = COMPACT_RULES.find((r) => r.name === name);
-  if (!rule) throw new TypeError(`proposer-solver compact: unknown rule ${JSON.stringify(name)}`);
+  if (!rule) throw new ConfigError(`proposer-solver compact: unknown rule ${JSON.stringify(name)}`, { path: 'rule' });
   return rule;
 }
 
