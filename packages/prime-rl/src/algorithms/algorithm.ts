@@ -33,6 +33,13 @@ export interface Algorithm {
    * Called once per train env before rollouts start.
    */
   validateEnv?(env: EnvInfo): void;
+  /**
+   * What the orchestrator does with a group when some of its episodes are more than
+   * `maxOffPolicySteps` behind: `rescore` drops them and runs {@link Algorithm.scoreGroup} again
+   * over the others (a group baseline), `keep` drops them and keeps the others' advantages
+   * (per-trace baselines), `group` (default) drops the whole group (it needs every episode).
+   */
+  readonly staleEpisodes?: 'rescore' | 'keep' | 'group';
   /** Called when one episode arrives (only if it has a trainable trace): rollout-local work. */
   scoreEpisode?(episode: Episode): void | Promise<void>;
   /**

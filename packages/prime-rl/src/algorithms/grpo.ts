@@ -44,6 +44,8 @@ export type GrpoConfig = z.input<typeof GrpoConfigSchema>;
  */
 export class Grpo implements Algorithm {
   readonly type = 'grpo';
+  /** A stale episode is dropped and the group rescored without it: its mean is the survivors'. */
+  readonly staleEpisodes = 'rescore';
   readonly config: z.output<typeof GrpoConfigSchema>;
   private readonly traces: Trace[] = [];
   private readonly rewards: number[] = [];

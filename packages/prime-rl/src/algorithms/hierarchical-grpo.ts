@@ -48,6 +48,8 @@ interface PeerSet {
  */
 export class HierarchicalGrpo implements Algorithm {
   readonly type = 'hierarchical-grpo';
+  /** A stale episode is dropped and the group rescored without it: the cross-episode peer sets lose it. */
+  readonly staleEpisodes = 'rescore';
   readonly episodeAgents: ReadonlySet<string>;
   // Scratch state reused across calls (scoreGroup is synchronous, so calls never interleave).
   // Filled by index and never truncated: `length = 0` would free the backing stores, and every

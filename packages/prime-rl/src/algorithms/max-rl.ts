@@ -15,6 +15,8 @@ export type MaxRlConfig = z.input<typeof MaxRlConfigSchema>;
  */
 export class MaxRl implements Algorithm {
   readonly type = 'max-rl';
+  /** A stale episode is dropped and the group rescored without it: `μ` is the survivors' mean. */
+  readonly staleEpisodes = 'rescore';
   private readonly traces: Trace[] = [];
   private readonly rewards: number[] = [];
 

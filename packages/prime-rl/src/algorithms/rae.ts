@@ -57,6 +57,8 @@ export type RaeState = z.infer<typeof RaeStateSchema>;
  */
 export class Rae implements Algorithm {
   readonly type = 'rae';
+  /** A stale episode is dropped on its own; the others keep their advantages (per-trace baselines, nothing to rescore). */
+  readonly staleEpisodes = 'keep';
   readonly decay: number;
   readonly key: string | undefined;
   private readonly path: readonly string[];

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { echoRun, readMetrics, removeEchoRuns } from './__fixtures__/echo-run.ts';
 import { embeddedTrainer } from './embedded.ts';
 import { allocateGroups, Orchestrator, type OrchestratorOptions, TrainingStoppedError } from './orchestrator.ts';
-import type { Trainer } from './types.ts';
+import type { Trainer, TrainSource } from './types.ts';
 
 afterAll(removeEchoRuns);
 
@@ -14,9 +14,11 @@ async function setup(
   > & {
       /** Rollouts (1-based, in play order, rolls again included) whose every episode fails, as with an endpoint down. */
       failRollouts?: ReadonlySet<number>;
+      /** Wraps the echo env (e.g. to rewrite what its episodes recorded). */
+      wrapEnv?: (env: TrainSource['env']) => TrainSource['env'];
     },
 ) {
-  const { failRollouts, ...orchestratorOptions } = options;
+  const { failRollouts, wrapEnv, ...orchestratorOptions } = options;
   const { out, policy, weights, inference, source } = await echoRun('troupe-orchestrator-');
   const embedded = await embeddedTrainer({
     policy,
@@ -51,7 +53,7 @@ async function setup(
     };
   }
   const orchestrator = new Orchestrator({
-    sources: [echo],
+    sources: [wrapEnv ? { ...echo, env: wrapEnv(echo.env) } : echo],
     trainer,
     inference,
     groupsPerStep: 2,
@@ -108,6 +110,46 @@ describe('Orchestrator', () => {
         ),
       ),
     ).toHaveLength(2);
+  });
+
+  it('counts the steps a rollout waited in the queue: pinned to v0 for step 3, it is 2 behind when consumed and dropped', async () => {
+    // maxAsync 2 pins rollouts 1-3 to version 0; each may start before the trainer has finished a
+    // step, but what counts is the step that consumes it: step 3 trains on v2, 2 steps past v0.
+    const run = await setup({ maxAsync: 2, maxOffPolicySteps: 1, maxSteps: 3, filterZeroAdvantages: false });
+    await run.orchestrator.run();
+    await run.close();
+    const metrics = await readMetrics(run.out);
+    expect(metrics.map((m) => m['batch/stale_episodes_dropped'])).toEqual([0, 0, 8]);
+    expect(metrics.map((m) => m['batch/stale_groups_dropped'])).toEqual([0, 0, 2]);
+    expect(metrics.map((m) => m['batch/empty_rollouts/off_policy'])).toEqual([0, 0, 1]);
+    expect(metrics.map((m) => m.policy_version)).toEqual([0, 0, 2]);
+    expect(run.trained).toHaveLength(3);
+  });
+
+  it('drops an episode whose calls an older policy served on its own, and trains the rest of its group', async () => {
+    // On-policy, bound 0: every rollout plays at the newest version, but the first episode of each
+    // group reports its calls served by v0 (as a server still on an old version would), so from
+    // step 2 on it alone is stale; GRPO rescores the three others and they train.
+    const run = await setup({
+      maxAsync: 0,
+      maxOffPolicySteps: 0,
+      maxSteps: 3,
+      filterZeroAdvantages: false,
+      wrapEnv: (env) =>
+        Object.assign(Object.create(env) as typeof env, {
+          runEpisode: async (o: Parameters<typeof env.runEpisode>[0]) => {
+            const episode = await env.runEpisode(o);
+            if (o.group?.index === 0) for (const t of episode.traces) for (const c of t.calls) c.policyVersion = 0;
+            return episode;
+          },
+        }),
+    });
+    await run.orchestrator.run();
+    await run.close();
+    const metrics = await readMetrics(run.out);
+    expect(metrics.map((m) => m['batch/stale_episodes_dropped'])).toEqual([0, 2, 2]);
+    expect(metrics.map((m) => m['batch/stale_groups_dropped'])).toEqual([0, 0, 0]);
+    expect(metrics.map((m) => m['batch/samples'])).toEqual([8, 6, 6]);
   });
 
   it('stops at the first step boundary after maxSeconds, checkpointed, and reports the steps it trained', async () => {

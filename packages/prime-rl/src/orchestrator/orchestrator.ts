@@ -15,6 +15,7 @@ import { withPoolDraws } from './opponent-pool.ts';
 import { type PoolDraw, PoolSnapshots, poolMetrics } from './pool-snapshots.ts';
 import { RolloutDispatcher } from './rollout-dispatcher.ts';
 import { sourceMetrics, taskAt } from './sources.ts';
+import { dropStaleEpisodes } from './stale-episodes.ts';
 import type { Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
 
 export { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
@@ -77,7 +78,11 @@ export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   groupsPerStep: number;
   /** Steps the rollouts may run ahead of the trainer (default 1; 0 = on-policy). */
   maxAsync?: number;
-  /** A group whose policy is more than this many steps behind the trainer is dropped whole (default 8). */
+  /**
+   * An episode more than this many steps behind the step that trains it is dropped (default 8);
+   * steps that passed while it waited in the queue count. Its group is rescored without it, or
+   * dropped whole, as its algorithm's `staleEpisodes` says.
+   */
   maxOffPolicySteps?: number;
   /** prime-rl's zero-advantage filter (default true). */
   filterZeroAdvantages?: boolean;
@@ -177,7 +182,7 @@ export function allocateGroups(ratios: readonly number[], total: number): number
 /**
  * The training orchestrator (prime-rl's): each step it dispatches groups from its sources,
  * runs every episode through a `GroupScorer` (failed episodes marked, the algorithm's hooks),
- * drops groups older than `maxOffPolicySteps`, cuts one batch with a `BatchBuilder`
+ * drops episodes older than `maxOffPolicySteps` (queue time counted), cuts one batch with a `BatchBuilder`
  * (zero-advantage filter), trains one `Trainer` step, and serves the new weights through the
  * `Inference`. Rollouts run one after another, each pinned to one policy version: rollout m
  * uses version max(0, m − 1 − maxAsync), so with `maxAsync` 1 the rollout for step m+1 plays
@@ -320,7 +325,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const { run, dispatcher, n, started } = options;
     const { maxSteps, maxSeconds, onStep } = this.options;
     const stepStart = performance.now();
-    const { rollout, batch, dropped, empty, rolloutMs } = await this.fullBatch({ run, dispatcher, n });
+    const { rollout, batch, dropped, stale, empty, rolloutMs } = await this.fullBatch({ run, dispatcher, n });
     const samples = batch.samples;
     const t1 = performance.now();
     const { weights, metrics: trainMetrics } = await this.options.trainer.step({ samples, step: n });
@@ -334,6 +339,8 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       policy_version: rollout.version,
       'off_policy/staleness': n - 1 - rollout.version,
       'off_policy/dropped': dropped,
+      'batch/stale_episodes_dropped': stale.episodes,
+      'batch/stale_groups_dropped': stale.groups,
       'batch/samples': samples.length,
       'batch/traces': batch.numTraces,
       'batch/tokens': batch.numTokens,
@@ -376,6 +383,8 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   private async fullBatch(options: { run: RunState<W>; dispatcher: RolloutDispatcher<Rollout>; n: number }) {
     const { run, dispatcher, n } = options;
     const empty: Record<EmptyBatchReason, number> = { 'failed-episodes': 0, 'zero-advantages': 0, 'off-policy': 0 };
+    // Stale episodes and groups dropped over all of the step's rollouts (an empty one's included).
+    const stale = { episodes: 0, groups: 0 };
     let rollout = await dispatcher.take(n);
     let rolloutMs = rollout.ms;
     let emptyInARow = 0;
@@ -387,8 +396,11 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
           `step ${n}: every episode of the rollout failed (${episodes} episodes); not sent to the trainer, rolling again (failed rollouts in a row: ${this.failed.inARow}/${this.stopAfterFailedSteps})`,
         );
       } else {
-        const { batch, dropped } = this.cutBatch(rollout, n, run.log);
-        if (batch && batch.samples.length > 0) return { rollout, batch, dropped, empty, rolloutMs };
+        const { batch, drop } = await this.cutBatch(rollout, n, run.log);
+        stale.episodes += drop.episodes;
+        stale.groups += drop.groupsDropped;
+        const dropped = drop.groupsDropped;
+        if (batch && batch.samples.length > 0) return { rollout, batch, dropped, stale, empty, rolloutMs };
         const reason: EmptyBatchReason = dropped === rollout.groups.length && dropped > 0 ? 'off-policy' : 'zero-advantages';
         empty[reason]++;
         emptyInARow++;
@@ -404,22 +416,27 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     }
   }
 
-  /** One batch of the rollout's groups, less those more than `maxOffPolicySteps` behind step `n` (counted in `dropped`). */
-  private cutBatch(rollout: Rollout, n: number, log: (line: string) => void) {
+  /**
+   * One batch of the rollout's groups, less the episodes more than `maxOffPolicySteps` behind step
+   * `n` (`dropStaleEpisodes`: counted at the step that consumes them, queue time included).
+   */
+  private async cutBatch(rollout: Rollout, n: number, log: (line: string) => void) {
     const builder = new BatchBuilder({
       batchSize: Number.MAX_SAFE_INTEGER,
       filterZeroAdvantages: this.options.filterZeroAdvantages ?? true,
     });
-    let dropped = 0;
-    for (const group of rollout.groups) {
-      if (n - 1 - group.version > this.maxOffPolicySteps) {
-        dropped++;
-        continue;
-      }
-      builder.addEpisodes(group.episodes);
-    }
-    if (dropped) log(`step ${n}: dropped ${dropped} group(s) more than ${this.maxOffPolicySteps} steps off-policy`);
-    return { batch: builder.flush(), dropped };
+    const drop = await dropStaleEpisodes({
+      groups: rollout.groups,
+      step: n,
+      maxOffPolicySteps: this.maxOffPolicySteps,
+      algorithmOf: (name) => (this.scorers.get(name) as GroupScorer).algorithm,
+    });
+    for (const group of drop.groups) builder.addEpisodes(group.episodes);
+    if (drop.episodes)
+      log(
+        `step ${n}: dropped ${drop.episodes} episode(s) more than ${this.maxOffPolicySteps} steps off-policy (${drop.groupsDropped} group(s) whole)`,
+      );
+    return { batch: builder.flush(), drop };
   }
 
   /** Serves `weights` as version `n`, forgets versions no rollout can use, and snapshots them into the pools due one. */
