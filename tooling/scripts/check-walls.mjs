@@ -6,7 +6,7 @@
 //     peerDependencies or optionalDependencies; `node:` built-ins aside);
 //  3. a file of a core package (@troupe/verifiers, @troupe/prime-rl) — its sources, tests, test
 //     support, benches and fixtures — imports a plugin package (@troupe/harness-*, runtime-*,
-//     env-*) or an app, or names another package's folder in a path string (a test that spawns
+//     env-*, viewer) or an app, or names another package's folder in a path string (a test that spawns
 //     `apps/trainer/src/cli.ts`, or `new URL('../../runtimes/docker/src/index.ts', …)`). Tests
 //     that need both sides live in the plugin, the app, or tests/integration.
 // Usage: node tooling/scripts/check-walls.mjs  (from anywhere).
@@ -54,7 +54,7 @@ const apps = new Set(
     .filter(Boolean)
     .map((file) => manifest(join(repo, dirname(file))).name),
 );
-const isPluginOrApp = (name) => /^@troupe\/(harness|runtime|env)-/.test(name) || apps.has(name);
+const isPluginOrApp = (name) => /^@troupe\/(harness|runtime|env)-|^@troupe\/viewer$/.test(name) || apps.has(name);
 
 const builtins = new Set(builtinModules);
 const relativeImport = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|\brequire\s*\(\s*)['"](\.{1,2}\/[^'"]*)['"]/g;

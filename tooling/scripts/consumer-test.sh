@@ -76,4 +76,12 @@ node --input-type=module -e "
   if (echoed !== 'probe\\n') throw new Error('runtime: exec gave ' + JSON.stringify(echoed));
   console.log('(e) ok: env consumer-probe, harness consumer_probe and runtime consumer_probe resolved by id from their packages');
 "
+# (f) `npx troupe view`: names @troupe/viewer until it is installed, then writes a run's report with it.
+fixture_run="$repo/packages/verifiers/test/fixtures/traces/v1/run"
+if npx troupe view "$fixture_run" --html view.html 2>view.err; then echo "(f) troupe view ran without @troupe/viewer" >&2; exit 1; fi
+grep -q 'npm install @troupe/viewer' view.err || { cat view.err; exit 1; }
+npm_install "$(tarball viewer)"
+npx troupe view "$fixture_run" --html view.html >/dev/null
+grep -q 'content="troupe view"' view.html
+echo "(f) ok: troupe view names @troupe/viewer when it is missing and writes a report once it is installed"
 echo "consumer test: ok"

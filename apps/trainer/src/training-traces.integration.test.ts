@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { loadViewerRun, writeHtmlReport } from '@troupe/verifiers';
+import { loadViewerRun, writeHtmlReport } from '@troupe/viewer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { train } from './run.ts';

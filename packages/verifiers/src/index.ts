@@ -27,7 +27,7 @@ export { MalformedReplyError } from './errors/malformed-reply-error.ts';
 export { WireRequestError } from './errors/wire-request-error.ts';
 
 // Messages and model clients: the neutral chat shape, the client interface and the OpenAI-compatible client.
-export { type Message, type ToolCall, contentText } from './model/messages.ts';
+export { type AssistantMessage, type Message, type ToolCall, contentText } from './model/messages.ts';
 export type { ModelClient, ModelRequest, ModelResponse, ModelCallOptions, Sampling, Usage } from './model/model-client.ts';
 export { OpenAICompatibleClient, type OpenAICompatibleClientOptions } from './model/openai-client.ts';
 export type { RetryOptions } from './model/retry.ts';
@@ -47,7 +47,7 @@ export { arithmeticTaskset } from './task/arithmetic.ts';
 
 // Traces and episodes: what a run records, one trace per agent run, one episode per task attempt.
 export { Trace } from './trace/trace.ts';
-export type { TraceRecord, TraceError, MessageNode, Reward, StopCondition } from './trace/trace-schema.ts';
+export type { TraceRecord, TraceError, MessageNode, ModelCall, Reward, StopCondition } from './trace/trace-schema.ts';
 export { Episode, type EpisodeRecord } from './trace/episode.ts';
 export { readEpisodes, EpisodeWriter } from './eval/traces-file.ts';
 
@@ -142,13 +142,6 @@ export {
   toMessagesRecord,
 } from './export/export-records.ts';
 export { parseFilter, type FilterFields, FilterSyntaxError } from './export/export-filter.ts';
-
-// Viewer: a run's traces as a page (moving to @troupe/viewer).
-export { loadViewerRun, type ViewerRun } from './viewer/run-directory.ts';
-export { renderRunHtml, type RenderRunHtmlOptions } from './viewer/render-run-html.ts';
-export { writeHtmlReport, type WriteHtmlReportOptions } from './viewer/write-html-report.ts';
-export { serveRun, type ServeRunOptions } from './viewer/serve-run.ts';
-export type { ServedRun } from './viewer/loopback-server.ts';
 
 // Kuhn poker (moving to its own package).
 export { kuhnPokerEnv, kuhnTaskset } from './env/builtin/kuhn-poker/env.ts';

@@ -1,6 +1,8 @@
 // `@troupe/verifiers/internal`: helpers troupe's own packages (runtimes, the trainer, prime-rl)
 // share. Not part of the public API: names here change without a major version.
 
+export { judgeCallsOf, type PriceTable, PriceTableSchema, usageCost } from './eval/pricing.ts';
+export { activeMs } from './eval/summary.ts';
 // The container-side relay tells the interception server which process made a call.
 export { type CallerProcessFinder, registerRelayedCaller } from './interception/caller-process.ts';
 // Wire and trace helpers shared by the trainer packages.
@@ -21,6 +23,10 @@ export { ApiKeyRuntimeOptionsSchema, apiKeyRuntimeEntry, runtimeOptionsTable } f
 export { DEFAULT_MAX_OUTPUT_BYTES, ExecRuntimeOptionsSchema, type RuntimeLogger } from './runtime/runtime-options.ts';
 export { withoutSecrets } from './runtime/sandbox-env.ts';
 export { shellQuote } from './runtime/sandbox-file-tree.ts';
+export { EpisodeRecordSchema } from './trace/episode.ts';
+
+// Run-file reading, pricing and summary helpers the viewer (@troupe/viewer) shares with the core.
+export { openRunFile, readRunFileText, runFileLines } from './trace/run-file.ts';
 export { sampledAdvantage } from './trace/trace-schema.ts';
 // Small utilities.
 export { rejectPrototypeKeys } from './util/config-keys.ts';

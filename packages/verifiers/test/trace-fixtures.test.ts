@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readEpisodes } from '../src/eval/traces-file.ts';
 import { EPISODE_VERSION, Episode } from '../src/trace/episode.ts';
 import { Trace } from '../src/trace/trace.ts';
 import { TRACE_VERSION, TraceRecordSchema } from '../src/trace/trace-schema.ts';
-import { loadViewerRun } from '../src/viewer/run-directory.ts';
 
 // Every released trace version has a run directory under fixtures/traces/v<version>/run, written
 // once by a real `troupe eval` (fixtures/traces/write-trace-fixture.ts) and never rewritten. A
@@ -41,21 +41,19 @@ describe('trace format fixtures', () => {
         expect(version).toBe(TRACE_VERSION);
       });
 
-      it('loads as a run directory without warnings, every line an episode', async () => {
-        const run = await loadViewerRun({ runDir });
-        expect(run.warnings).toEqual([]);
+      const readJson = (name: string) => JSON.parse(readFileSync(join(runDir, name), 'utf8')) as unknown;
+
+      it('loads as a run directory without bad lines, every line an episode', () => {
+        const run = readEpisodes(join(runDir, 'traces.jsonl'));
+        expect(run.badLines).toEqual([]);
         expect(run.episodes).toHaveLength(lines.length);
-        expect(run.episodes.map((episode) => episode.record.task.key)).toEqual([
-          'arithmetic-0-0',
-          'arithmetic-0-1',
-          'arithmetic-0-2',
-        ]);
-        expect(run.config).toMatchObject({ model: 'scripted-model', env: { id: 'single-agent' } });
+        expect(run.episodes.map((episode) => episode.task.key)).toEqual(['arithmetic-0-0', 'arithmetic-0-1', 'arithmetic-0-2']);
+        expect(readJson('config.json')).toMatchObject({ model: 'scripted-model', env: { id: 'single-agent' } });
       });
 
-      it('keeps what was recorded: messages, calls, rewards, stop condition, and the summary agrees', async () => {
-        const run = await loadViewerRun({ runDir });
-        const traces = run.episodes.map((episode) => Trace.fromJSON(episode.record.traces[0]));
+      it('keeps what was recorded: messages, calls, rewards, stop condition, and the summary agrees', () => {
+        const run = readEpisodes(join(runDir, 'traces.jsonl'));
+        const traces = run.episodes.map((episode) => Trace.fromJSON(episode.toJSON().traces[0]));
         expect(traces.map((trace) => trace.toJSON().rewards.correct?.score)).toEqual(EXPECTED_REWARDS);
         for (const trace of traces) {
           const record = trace.toJSON();
@@ -66,7 +64,7 @@ describe('trace format fixtures', () => {
           expect(record.agent).toMatchObject({ name: 'agent', trainable: true, harness: 'null' });
           expect(String(record.nodes[1]?.message.content)).toMatch(/^The answer is -?\d+$/);
         }
-        const summary = run.summary as { episodes: number; rewardMean: number };
+        const summary = readJson('summary.json') as { episodes: number; rewardMean: number };
         expect(summary.episodes).toBe(3);
         expect(summary.rewardMean).toBeCloseTo(EXPECTED_REWARDS.reduce((a, b) => a + b, 0) / 3, 12);
       });

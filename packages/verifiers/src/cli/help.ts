@@ -7,7 +7,8 @@ Usage:
                                    and taskset, calls no model, boots nothing, writes nothing;
                                    --only-noop / --only-gold boot each task's sandbox and score it
   troupe view <run-dir> [--html FILE] [--port N]
-                                   browse a run's episodes (or write one self-contained HTML file)
+                                   browse a run's episodes (or write one self-contained HTML file);
+                                   package @troupe/viewer: npm install @troupe/viewer
   troupe view <folder> | <run-a> <run-b> --html FILE
                                    list a folder's runs and compare two (per role, task by task)
   troupe export <run-dir> --format chat|sft|preference [--role R] [--where EXPR] [--tokens] [-o FILE]

@@ -18,7 +18,6 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'eval' || command === 'validate') return evalCommand(rest, command === 'validate');
-  if (command === 'view') return (await import('../viewer/view-command.ts')).viewCommand({ args: rest, help: HELP });
   if (command === 'export') return (await import('./export-command.ts')).exportCommand(rest);
   if (command === 'merge') return (await import('./merge-command.ts')).mergeCommand(rest);
   if (command === 'replay') return (await import('./replay-command.ts')).replayCommand(rest);

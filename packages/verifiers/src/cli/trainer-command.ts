@@ -10,6 +10,7 @@ import { ConfigError } from '../errors/troupe-error.ts';
  * project (or beside this one) and spawns its bin with the arguments.
  */
 export const DELEGATED_COMMANDS: Record<string, { package: string; bin: string }> = {
+  view: { package: '@troupe/viewer', bin: 'troupe-viewer' },
   train: { package: '@troupe/trainer', bin: 'troupe-trainer' },
   'kuhn-eval': { package: '@troupe/trainer', bin: 'troupe-trainer' },
   crossplay: { package: '@troupe/trainer', bin: 'troupe-trainer' },

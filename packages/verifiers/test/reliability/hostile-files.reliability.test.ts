@@ -15,7 +15,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { exportCommand } from '../../src/cli/export-command.ts';
 import { REJECTED_TRACES_FILE } from '../../src/eval/resume-file.ts';
 import { readEpisodes } from '../../src/eval/traces-file.ts';
-import { loadViewerRun } from '../../src/viewer/run-directory.ts';
 import { calculatorEval } from '../support/calculator-eval.ts';
 
 const dirs: string[] = [];
@@ -27,7 +26,7 @@ afterAll(() => {
 const HOLE_BYTES = 1100 * 1024 * 1024;
 
 describe('hostile run files (CI size)', () => {
-  it('a traces.jsonl over 1 GiB (a sparse 1.1 GiB line between episodes) is resumed, viewed and exported line by line', async () => {
+  it('a traces.jsonl over 1 GiB (a sparse 1.1 GiB line between episodes) is resumed and exported line by line', async () => {
     const outDir = mkdtempSync(join(tmpdir(), 'troupe-huge-traces-'));
     dirs.push(outDir);
     await calculatorEval(outDir, false);
@@ -45,10 +44,6 @@ describe('hostile run files (CI size)', () => {
     expect(read.episodes).toHaveLength(4);
     expect(read.badLines).toHaveLength(1);
     expect(read.badLines[0]?.reason).toMatch(`line of ${HOLE_BYTES} bytes`);
-
-    const viewed = await loadViewerRun({ runDir: outDir });
-    expect(viewed.episodes).toHaveLength(4);
-    expect(viewed.warnings.join('\n')).toMatch(`line 2: ${HOLE_BYTES} bytes, longer than a viewer holds`);
 
     const exported = join(outDir, 'export.jsonl');
     expect(await exportCommand([outDir, '--format', 'chat', '--out', exported])).toBe(0);

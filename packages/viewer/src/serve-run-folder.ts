@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { basename, resolve } from 'node:path';
+import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
-import { ConfigError } from '../errors/troupe-error.ts';
 import { HTML, JSON_TYPE, LoopbackHostSchema, type ServedRun, send, startLoopbackServer, TEXT } from './loopback-server.ts';
 import { renderCompareHtml } from './render-compare-html.ts';
 import { renderRunsHtml } from './render-runs-html.ts';

@@ -1,7 +1,6 @@
 import { gunzipSync } from 'node:zlib';
+import { Episode, Trace } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
-import { Episode } from '../trace/episode.ts';
-import { Trace } from '../trace/trace.ts';
 import { fixtureEpisodes, toJsonl } from './__fixtures__/fixture-run.ts';
 import { packEpisodes, renderRunHtml, scriptJson } from './render-run-html.ts';
 import { parseTracesJsonl, type ViewerRun } from './run-directory.ts';

@@ -1,6 +1,5 @@
+import { Episode, Trace } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
-import { Episode } from '../trace/episode.ts';
-import { Trace } from '../trace/trace.ts';
 import { errorEpisodes, fixtureEpisodes, judgeEpisode, kuhnEpisode, toJsonl } from './__fixtures__/fixture-run.ts';
 import { parseTracesJsonl, type ViewerRun } from './run-directory.ts';
 import { buildRunIndex, histogram, ViewerIndexSchema } from './run-index.ts';

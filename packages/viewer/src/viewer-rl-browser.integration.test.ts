@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissing, launchChromium } from '../../test/support/chromium.ts';
+import { chromiumMissing, launchChromium } from '../test/support/chromium.ts';
 import { writeFixtureRun } from './__fixtures__/fixture-run.ts';
 import {
   comparedRuns,

@@ -1,5 +1,5 @@
-import { Episode } from '../../trace/episode.ts';
-import { Trace } from '../../trace/trace.ts';
+import { Episode } from '@troupe/verifiers';
+import { Trace } from '@troupe/verifiers';
 import { judgeEpisode } from './fixture-run.ts';
 
 /**

@@ -1,10 +1,10 @@
-// `pnpm build` step: writes the bundled viewer client and its CSS to dist/viewer/client/, so an
-// installed @troupe/verifiers serves the viewer without esbuild.
+// `pnpm build` step: writes the bundled viewer client and its CSS to dist/client/, so an
+// installed @troupe/viewer serves the viewer without esbuild.
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleClient } from './client-bundle.ts';
 
-const out = fileURLToPath(new URL('../../dist/viewer/client/', import.meta.url));
+const out = fileURLToPath(new URL('../dist/client/', import.meta.url));
 mkdirSync(out, { recursive: true });
 writeFileSync(`${out}app.js`, bundleClient());
 copyFileSync(fileURLToPath(new URL('./client/styles.css', import.meta.url)), `${out}styles.css`);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumMissing, launchChromium } from '../../test/support/chromium.ts';
+import { chromiumMissing, launchChromium } from '../test/support/chromium.ts';
 import { fixtureEpisodes, judgeEpisode, writeFixtureRun } from './__fixtures__/fixture-run.ts';
 import { serveRun } from './serve-run.ts';
 import { writeHtmlReport } from './write-html-report.ts';

@@ -1,10 +1,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AssistantMessage, Message, ToolCall } from '../../model/messages.ts';
-import type { ModelResponse, Usage } from '../../model/model-client.ts';
-import { Episode } from '../../trace/episode.ts';
-import { Trace } from '../../trace/trace.ts';
-import { seededRandom } from '../../util/random.ts';
+import type { AssistantMessage, Message, ToolCall } from '@troupe/verifiers';
+import type { ModelResponse, Usage } from '@troupe/verifiers';
+import { Episode } from '@troupe/verifiers';
+import { Trace } from '@troupe/verifiers';
+import { seededRandom } from '@troupe/verifiers/random';
 
 /**
  * Builds realistic run directories for the viewer's tests and benchmark, with the real Trace and

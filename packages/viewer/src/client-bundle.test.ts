@@ -4,7 +4,7 @@ import { bundleClient, clientEntry } from './client-bundle.ts';
 
 describe('the viewer client bundle', () => {
   it('bundles the TypeScript modules under client/ into one script with no imports', () => {
-    expect(clientEntry()).toMatch(/src[\\/]viewer[\\/]client[\\/]main\.ts$/);
+    expect(clientEntry()).toMatch(/viewer[\\/]src[\\/]client[\\/]main\.ts$/);
     const script = bundleClient();
     expect(script.startsWith('"use strict";(()=>{')).toBe(true);
     expect(script).not.toMatch(/^\s*import[\s{]/m);

@@ -1,18 +1,34 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../errors/troupe-error.ts';
+import { ConfigError } from '@troupe/verifiers';
 
 const isRun = (dir: string) => existsSync(join(dir, 'traces.jsonl'));
 
 const onWarning = (warning: string) => process.stderr.write(`warning: ${warning}\n`);
 
+/** `troupe view --help`. */
+export const VIEW_HELP = `troupe view <run-dir> [--html FILE] [--port N] [--host HOST]
+troupe view <folder>
+troupe view <run-a> <run-b> --html FILE
+
+Serves a run on loopback (127.0.0.1, a random port unless --port) until Ctrl-C, or writes the same
+page as one self-contained HTML file (--html: opens offline). A folder: every run below it, listed,
+any two compared. Two run directories with --html: the two runs compared in one file.
+
+Options:
+      --html FILE   write one self-contained HTML file instead of serving
+      --port N      listen on port N (0 to 65535; default: a free port)
+      --host HOST   a loopback address to listen on (default 127.0.0.1)
+  -h, --help
+`;
+
 /**
  * `troupe view`: serves a run (`<run-dir>`) or every run below a folder (`<folder>`, with a
  * comparison of two) on loopback, or writes one HTML file (`--html`: a run, or two runs compared).
- * `help` is printed for `--help`.
+ * `help` (default {@link VIEW_HELP}) is printed for `--help`.
  */
-export async function viewCommand(options: { args: string[]; help: string }): Promise<number> {
+export async function viewCommand(options: { args: string[]; help?: string }): Promise<number> {
   const { values, positionals } = parseArgs({
     args: options.args,
     options: {
@@ -24,7 +40,7 @@ export async function viewCommand(options: { args: string[]; help: string }): Pr
     allowPositionals: true,
   });
   if (values.help) {
-    process.stdout.write(options.help);
+    process.stdout.write(options.help ?? VIEW_HELP);
     return 0;
   }
   if (positionals.length === 0) throw new ConfigError('troupe view <run-dir>: name a run directory (or a folder of runs)');

@@ -1,8 +1,7 @@
+import type { EpisodeRecord, TraceRecord } from '@troupe/verifiers';
+import { passAtK } from '@troupe/verifiers';
+import { activeMs, judgeCallsOf, type PriceTable, PriceTableSchema, usageCost } from '@troupe/verifiers/internal';
 import { z } from 'zod';
-import { judgeCallsOf, type PriceTable, PriceTableSchema, usageCost } from '../eval/pricing.ts';
-import { activeMs, passAtK } from '../eval/summary.ts';
-import type { EpisodeRecord } from '../trace/episode.ts';
-import type { TraceRecord } from '../trace/trace-schema.ts';
 import type { ViewerRun } from './run-directory.ts';
 
 /**

@@ -1,22 +1,22 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { EngineError } from '../errors/troupe-error.ts';
+import { EngineError } from '@troupe/verifiers';
 
 /**
  * The page's front end is TypeScript under `client/` (entry `client/main.ts`), bundled by esbuild
  * into one IIFE that is inlined into every page. `pnpm build` writes the bundle to
- * `dist/viewer/client/app.js`; from sources (tests, tsx, the `@troupe/source` condition) it is
+ * `dist/client/app.js`; from sources (tests, tsx, the `@troupe/source` condition) it is
  * bundled on first use instead, so the dev loop needs no build.
  */
 
 /** The client's entry module: beside this file in `src/`, or in the package's shipped `src/` from `dist/`. */
 export function clientEntry(): string {
-  for (const candidate of ['./client/main.ts', '../../src/viewer/client/main.ts']) {
+  for (const candidate of ['./client/main.ts', '../src/client/main.ts']) {
     const path = fileURLToPath(new URL(candidate, import.meta.url));
     if (existsSync(path)) return path;
   }
-  throw new EngineError('troupe view: the viewer client sources (src/viewer/client/main.ts) are missing');
+  throw new EngineError('troupe view: the viewer client sources (src/client/main.ts) are missing');
 }
 
 /** Bundles the client into one browser script (an IIFE with no imports). Needs esbuild (a devDependency). */
@@ -27,7 +27,7 @@ export function bundleClient(): string {
     esbuild = require('esbuild') as typeof import('esbuild');
   } catch (error) {
     throw new EngineError(
-      'troupe view: the built viewer client (dist/viewer/client/app.js) is missing and esbuild is not installed to bundle it from sources; run `pnpm build`',
+      'troupe view: the built viewer client (dist/client/app.js) is missing and esbuild is not installed to bundle it from sources; run `pnpm build`',
       { cause: error },
     );
   }

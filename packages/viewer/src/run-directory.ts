@@ -1,9 +1,9 @@
 import { closeSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import type { EpisodeRecord } from '@troupe/verifiers';
+import { ConfigError } from '@troupe/verifiers';
+import { EpisodeRecordSchema, openRunFile, readRunFileText, runFileLines } from '@troupe/verifiers/internal';
 import { z } from 'zod';
-import { ConfigError } from '../errors/troupe-error.ts';
-import { type EpisodeRecord, EpisodeRecordSchema } from '../trace/episode.ts';
-import { openRunFile, readRunFileText, runFileLines } from '../trace/run-file.ts';
 
 /** One episode of a run as the viewer holds it: the validated record and its JSON text. */
 export interface ViewerEpisode {
@@ -32,6 +32,7 @@ export const LoadViewerRunOptionsSchema = z.object({
   /** The run directory written by `troupe eval` (holds traces.jsonl). */
   runDir: z.string().min(1, 'runDir must not be empty'),
 });
+/** Options of {@link loadViewerRun}. */
 export type LoadViewerRunOptions = z.infer<typeof LoadViewerRunOptionsSchema>;
 
 /**

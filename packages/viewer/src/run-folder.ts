@@ -10,6 +10,7 @@ export const FindRunsOptionsSchema = z.object({
   /** A folder holding run directories (each with a traces.jsonl), e.g. `outputs/`. */
   folder: z.string().min(1, 'folder must not be empty'),
 });
+/** Options of {@link findRuns}. */
 export type FindRunsOptions = z.infer<typeof FindRunsOptionsSchema>;
 
 /** A run directory found in a folder. */

@@ -1,9 +1,7 @@
 // The data the page reads: the run index (built by run-index.ts) and episode records (the trace
 // schema). Type-only imports: nothing of the server code is bundled into the page.
 
-export type { Message, ToolCall } from '../../model/messages.ts';
-export type { EpisodeRecord } from '../../trace/episode.ts';
-export type { MessageNode, ModelCall, TraceError, TraceRecord } from '../../trace/trace-schema.ts';
+export type { EpisodeRecord, Message, MessageNode, ModelCall, ToolCall, TraceError, TraceRecord } from '@troupe/verifiers';
 export type { EpisodeRow, ViewerIndex, ViewerRoleSummary } from '../run-index.ts';
 
 /** How a page gets its episodes: embedded gzip + base64 chunks, or fetched from the server. */

@@ -6,9 +6,9 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { largeRunJsonl, longEpisode, writeFixtureRun } from '../src/viewer/__fixtures__/fixture-run.ts';
-import { serveRun } from '../src/viewer/serve-run.ts';
-import { writeHtmlReport } from '../src/viewer/write-html-report.ts';
+import { largeRunJsonl, longEpisode, writeFixtureRun } from '../src/__fixtures__/fixture-run.ts';
+import { serveRun } from '../src/serve-run.ts';
+import { writeHtmlReport } from '../src/write-html-report.ts';
 import { CHROMIUM_PATH, chromiumMissing, launchChromium } from '../test/support/chromium.ts';
 import { measureReportOpen, type OpenTiming } from '../test/support/open-timing.ts';
 

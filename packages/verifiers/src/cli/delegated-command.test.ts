@@ -1,0 +1,48 @@
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runNode } from '../testing/node-process.ts';
+
+// `troupe view`, `troupe train` & co. are commands of other packages (@troupe/viewer,
+// @troupe/trainer): the core finds the package installed in the user's project by name and runs
+// its bin, or names the package to install. The real packages run behind it in the consumer test.
+
+const cli = resolve(import.meta.dirname, 'main.ts');
+// tsx by path: the project folder the CLI runs in has no node_modules of its own.
+const tsx = createRequire(import.meta.url).resolve('tsx');
+const troupeIn = (cwd: string, args: string[]) => runNode(['--import', tsx, cli, ...args], { cwd });
+
+/** A project folder whose node_modules holds `pkg` with a bin that reports its arguments and exits 7. */
+function projectWith(pkg: string, bin: string): string {
+  const project = mkdtempSync(join(tmpdir(), 'troupe-delegated-'));
+  const dir = join(project, 'node_modules', ...pkg.split('/'));
+  mkdirSync(join(dir, 'bin'), { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: pkg, version: '0.0.0', bin: { [bin]: './bin/cli.js' } }));
+  writeFileSync(join(dir, 'bin', 'cli.js'), 'console.log(JSON.stringify(process.argv.slice(2)));\nprocess.exitCode = 7;\n');
+  chmodSync(join(dir, 'bin', 'cli.js'), 0o755);
+  return project;
+}
+
+describe('commands of other packages', () => {
+  it('names @troupe/viewer when `troupe view` runs where it is not installed (exit 2)', async () => {
+    const project = mkdtempSync(join(tmpdir(), 'troupe-no-viewer-'));
+    const result = await troupeIn(project, ['view', 'some-run']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('`troupe view` is a command of @troupe/viewer, which is not installed here');
+    expect(result.stderr).toContain('npm install @troupe/viewer');
+  });
+
+  it("runs the installed @troupe/viewer's bin with `view` and its arguments, passing its exit code", async () => {
+    const project = projectWith('@troupe/viewer', 'troupe-viewer');
+    const result = await troupeIn(project, ['view', 'runs/a', '--html', 'a.html']);
+    expect(JSON.parse(result.stdout.trim())).toEqual(['view', 'runs/a', '--html', 'a.html']);
+    expect(result.code).toBe(7);
+  });
+
+  it('lists where to get `troupe view` in --help', async () => {
+    const result = await troupeIn(mkdtempSync(join(tmpdir(), 'troupe-help-')), ['--help']);
+    expect(result.stdout).toMatch(/troupe view <run-dir>[\s\S]*npm install @troupe\/viewer/);
+  });
+});
