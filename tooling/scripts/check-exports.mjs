@@ -3,7 +3,7 @@
 // lists the names each entry point exports (its `@troupe/source` file, read with the TypeScript
 // checker, so `export *` chains are followed) and compares them with the committed snapshot
 // `tooling/exports-snapshot.json`. Any added or removed name fails (exit 1) with one line per
-// name, so growth of a public surface is a reviewed change.
+// name, so growth of a public surface is a reviewed change. An entry file with `export *` fails too.
 // Usage: node tooling/scripts/check-exports.mjs            check against the snapshot
 //        node tooling/scripts/check-exports.mjs --update   rewrite the snapshot (commit it)
 //        node tooling/scripts/check-exports.mjs --counts   print names per entry point
@@ -76,7 +76,8 @@ function exportedNames(entries) {
   return result;
 }
 
-const current = exportedNames(entryPoints());
+const entries = entryPoints();
+const current = exportedNames(entries);
 const mode = process.argv[2];
 if (mode === '--update') {
   writeFileSync(snapshotFile, `${JSON.stringify(current, null, 2)}\n`);
@@ -89,6 +90,11 @@ if (mode === '--counts') {
 }
 const snapshot = JSON.parse(readFileSync(snapshotFile, 'utf8'));
 const findings = [];
+// An entry point lists its names: `export *` would make a public name of whatever a module adds.
+for (const entry of entries) {
+  if (/^\s*export\s+\*\s+from/m.test(readFileSync(entry.file, 'utf8')))
+    findings.push(`${entry.key}: \`export *\` in its entry file (list the names)`);
+}
 for (const key of new Set([...Object.keys(snapshot), ...Object.keys(current)])) {
   const before = new Set(snapshot[key] ?? []);
   const now = new Set(current[key] ?? []);

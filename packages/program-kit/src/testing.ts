@@ -4,8 +4,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { HarnessInfo } from './cli-harness.ts';
 import { installForIntegrationTest, runShellToolScenario } from './shell-tool-scenario.ts';
 
-export * from './describe-judge-harness.ts';
-export * from './describe-mcp-harness.ts';
+// The judge harness suite.
+export { describeAgenticJudgeHarness, type JudgeHarnessClass } from './describe-judge-harness.ts';
+// The MCP harness suite.
+export { describeMcpHarness, type McpHarnessClass } from './describe-mcp-harness.ts';
 
 /** A harness class as {@link describeRecordedHarness} needs it (what `defineProgramHarness` returns). */
 export interface RecordedHarnessClass {

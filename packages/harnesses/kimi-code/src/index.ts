@@ -1,1 +1,2 @@
-export * from './kimi-code-harness.ts';
+// @troupe/harness-kimi-code: the harness and its plugin entry (`createHarness`, found by the harness id).
+export { KimiCodeHarness, createHarness } from './kimi-code-harness.ts';

@@ -1,1 +1,2 @@
-export * from './pool-harness.ts';
+// @troupe/harness-pool: the harness and its plugin entry (`createHarness`, found by the harness id).
+export { PoolHarness, createHarness } from './pool-harness.ts';

@@ -1,9 +1,37 @@
-export * from './algorithm.ts';
-export * from './assign-advantages.ts';
-export * from './group-scorer.ts';
-export * from './grpo.ts';
-export * from './hierarchical-grpo.ts';
-export * from './max-rl.ts';
-export * from './rae.ts';
-export * from './registry.ts';
-export * from './trainable-traces.ts';
+// The algorithm interface.
+export type { EnvInfo, JsonValue, Algorithm } from './algorithm.ts';
+// Assigning advantages to traces.
+export { assignAdvantages, clearAdvantages } from './assign-advantages.ts';
+// Group scoring.
+export { type GroupScorerOptions, GroupScorer } from './group-scorer.ts';
+// GRPO.
+export { LinearLengthPenaltySchema, type LinearLengthPenalty, GrpoConfigSchema, type GrpoConfig, Grpo } from './grpo.ts';
+// Hierarchical GRPO.
+export { HierarchicalGrpoConfigSchema, type HierarchicalGrpoConfig, HierarchicalGrpo } from './hierarchical-grpo.ts';
+// MaxRL.
+export { MaxRlConfigSchema, type MaxRlConfig, MaxRl } from './max-rl.ts';
+// RAE.
+export { RaeConfigSchema, type RaeConfig, RaeStateSchema, type RaeState, Rae } from './rae.ts';
+// Algorithms by type name.
+export {
+  registerAlgorithm,
+  algorithmTypes,
+  createAlgorithm,
+  AlgorithmConfigSchema,
+  type AlgorithmConfig,
+  type AlgorithmConfigInput,
+  type AlgorithmDefinition,
+} from './registry.ts';
+// Which traces train.
+export {
+  maskedCount,
+  sampledTokenCount,
+  hasSampledToken,
+  hasSampledTokens,
+  isTrainableTrace,
+  iterTrainableTraces,
+  trainableTraces,
+  hasTrainableTrace,
+  markFailedEpisode,
+  traceReward,
+} from './trainable-traces.ts';

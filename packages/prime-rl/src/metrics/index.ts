@@ -1,1 +1,2 @@
-export * from './role-metrics.ts';
+// Per-role metrics.
+export { roleMetrics, flattenRoleMetrics, type Summary, type RoleMetrics } from './role-metrics.ts';

@@ -1,5 +1,33 @@
 // @troupe/prime-rl/trainer: loss, optimizer, checkpoints and the worker-thread trainer (tfjs).
-export * from './checkpoint.ts';
-export * from './config.ts';
-export * from './handle.ts';
-export * from './trainer.ts';
+export {
+  writeCheckpointFiles,
+  saveCheckpoint,
+  commitCheckpoint,
+  resolveCheckpointDir,
+  findRunCheckpoint,
+  readCheckpointFile,
+  loadCheckpoint,
+  CheckpointError,
+  CheckpointMetaSchema,
+  type CheckpointMeta,
+  CheckpointManifestSchema,
+  type CheckpointManifest,
+  CHECKPOINT_MANIFEST,
+  CHECKPOINT_VERSIONS_DIR,
+  CHECKPOINT_POINTER,
+  type Checkpoint,
+  type CheckpointCommitStage,
+} from './checkpoint.ts';
+// Trainer config.
+export {
+  TrainerConfigSchema,
+  type TrainerConfig,
+  type TrainerConfigInput,
+  type StepOptions,
+  type TrainRow,
+  type TrainMetrics,
+} from './config.ts';
+// The trainer in a worker thread.
+export { localTrainer, workerTrainer, type TrainerInit, type TrainerHandle } from './handle.ts';
+// The trainer.
+export { policyLoss, lengthBuckets, stepFlops, type OptimizerState, Trainer, type PolicyLossInputs } from './trainer.ts';

@@ -1,4 +1,5 @@
-export * from './daytona-runtime.ts';
+// @troupe/runtime-daytona: the runtime, its sandbox and options, and its plugin entry (`createRuntime`).
+export { DaytonaRuntimeOptionsSchema, type DaytonaRuntimeOptions, DaytonaSandbox, DaytonaRuntime } from './daytona-runtime.ts';
 
 import { apiKeyRuntimeEntry } from '@troupe/verifiers/internal';
 import { DaytonaRuntime } from './daytona-runtime.ts';

@@ -1,4 +1,5 @@
-export * from './e2b-runtime.ts';
+// @troupe/runtime-e2b: the runtime, its sandbox and options, and its plugin entry (`createRuntime`).
+export { E2BRuntimeOptionsSchema, type E2BRuntimeOptions, E2BSandbox, E2BRuntime } from './e2b-runtime.ts';
 
 import { apiKeyRuntimeEntry } from '@troupe/verifiers/internal';
 import { E2BRuntime } from './e2b-runtime.ts';

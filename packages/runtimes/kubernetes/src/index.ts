@@ -1,4 +1,11 @@
-export * from './kubernetes-runtime.ts';
+// @troupe/runtime-kubernetes: the runtime, its sandbox and options, and its plugin entry (`createRuntime`).
+export {
+  exitCodeOf,
+  KubernetesRuntimeOptionsSchema,
+  type KubernetesRuntimeOptions,
+  KubernetesSandbox,
+  KubernetesRuntime,
+} from './kubernetes-runtime.ts';
 
 import { homedir } from 'node:os';
 import { join } from 'node:path';

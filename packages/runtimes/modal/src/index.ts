@@ -1,4 +1,5 @@
-export * from './modal-runtime.ts';
+// @troupe/runtime-modal: the runtime, its sandbox and options, and its plugin entry (`createRuntime`).
+export { ModalRuntimeOptionsSchema, type ModalRuntimeOptions, ModalSandbox, ModalRuntime } from './modal-runtime.ts';
 
 import { ConfigError, type PluginContext, parseRuntimeOptions } from '@troupe/verifiers';
 import { runtimeOptionsTable } from '@troupe/verifiers/internal';

@@ -1,4 +1,5 @@
-export * from './podman-runtime.ts';
+// @troupe/runtime-podman: the runtime, its sandbox and options, and its plugin entry (`createRuntime`).
+export { PodmanRuntimeOptionsSchema, type PodmanRuntimeOptions, PODMAN_DEFAULT_SOCKET, PodmanRuntime } from './podman-runtime.ts';
 
 import { ConfigError, parseRuntimeOptions } from '@troupe/verifiers';
 import { PodmanRuntime, PodmanRuntimeOptionsSchema } from './podman-runtime.ts';

@@ -1,4 +1,13 @@
-export * from './prime-runtime.ts';
+// @troupe/runtime-prime: the runtime, its sandbox and options, and its plugin entry (`createRuntime`).
+export {
+  PrimeRuntimeOptionsSchema,
+  type PrimeRuntimeOptions,
+  PrimeSandboxSchema,
+  PrimeCommandResponseSchema,
+  PrimeSandboxApi,
+  PrimeSandbox,
+  PrimeRuntime,
+} from './prime-runtime.ts';
 
 import { apiKeyRuntimeEntry } from '@troupe/verifiers/internal';
 import { PrimeRuntime } from './prime-runtime.ts';

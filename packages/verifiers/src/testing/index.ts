@@ -1,9 +1,50 @@
 // Test utilities: the scripted model server and conformance suites.
-export * from './fault-injection.ts';
-export * from './intercepted-rollout.ts';
-export * from './node-process.ts';
-export * from './process-alive.ts';
-export * from './say-word-env.ts';
-export * from './scripted-model-server.ts';
-export * from './scripted-tokens.ts';
-export * from './harness-conformance.ts';
+export {
+  FAULT_KINDS,
+  type FaultKind,
+  FaultOptionsSchema,
+  type FaultOptions,
+  seededRandom,
+  FaultPlan,
+} from './fault-injection.ts';
+// Intercepted rollouts.
+export { startInterceptedRollout, type InterceptedRolloutOptions, type InterceptedRollout } from './intercepted-rollout.ts';
+// Running node processes.
+export { runNode, type NodeProcessResult } from './node-process.ts';
+// Process liveness.
+export { processAlive, hostPidsWith } from './process-alive.ts';
+// A small env for tests.
+export { sayWordEnv } from './say-word-env.ts';
+// The scripted model server.
+export {
+  scriptedClient,
+  type ScriptedReply,
+  type ScriptContext,
+  type ScriptFunction,
+  type ScriptedModelServerOptions,
+  type ScriptedRequestLog,
+  ScriptedModelServer,
+  type ScriptedClient,
+} from './scripted-model-server.ts';
+// Scripted tokens.
+export {
+  wordTokenId,
+  messageBodyTokens,
+  scriptedPromptTokens,
+  scriptedCompletionTokens,
+  scriptedLogprob,
+  SCRIPTED_TOKENS,
+} from './scripted-tokens.ts';
+// The harness conformance suite.
+export {
+  callPrompt,
+  runHarnessConformance,
+  runRecordedHarnessConformance,
+  type HarnessRigOptions,
+  type HarnessRigRun,
+  HarnessRig,
+  type ConformanceCheck,
+  type RecordedExec,
+  RecordingSandbox,
+  type RecordedExpectations,
+} from './harness-conformance.ts';
