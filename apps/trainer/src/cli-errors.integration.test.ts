@@ -32,7 +32,7 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
       out,
     ]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^troupe: maxSteps: /);
+    expect(result.stderr).toMatch(/^troupe: max_steps: /);
     expect(result.stderr).not.toMatch(/ZodError|\n\s+at /);
     expect(existsSync(out)).toBe(false);
   });

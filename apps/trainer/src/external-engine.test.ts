@@ -194,7 +194,7 @@ describe('policy.engine = "external" (prime-rl trainer + vLLM, weights never rea
     expect(() => parseRunConfig(inProcess)).toThrow(RunConfigError);
     expect(() => parseRunConfig(inProcess)).toThrow(/^transport\.type: policy\.engine = "external"/);
     const { inference: _j, ...noServers } = base;
-    expect(() => parseRunConfig(noServers)).toThrow(/^inference\.baseUrls: policy\.engine = "external"/);
+    expect(() => parseRunConfig(noServers)).toThrow(/^inference\.base_urls: policy\.engine = "external"/);
     const pooled = {
       ...base,
       train: { source: [{ env, roles: { speaker: { pool: { of: 'main', keep: 2 } } } }] },

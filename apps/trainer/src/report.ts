@@ -14,6 +14,7 @@ import {
   roleMetricGroups,
   rolesBySource,
 } from './report-metrics.ts';
+import { camelKeys } from './run-config.ts';
 
 /** A file the env's evaluator wrote into the run directory, as the report shows it. */
 export interface ReportArtifact {
@@ -358,7 +359,7 @@ export async function writeReport(options: { out: string }): Promise<string> {
   }
   let config: unknown = null;
   try {
-    config = JSON.parse((await readRunFile(join(options.out, 'config.json'))) ?? 'null');
+    config = camelKeys(JSON.parse((await readRunFile(join(options.out, 'config.json'))) ?? 'null'));
   } catch {
     config = null;
   }

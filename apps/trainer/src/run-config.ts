@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
 import { ConfigError } from '@troupe/verifiers';
-import { rejectPrototypeKeys } from '@troupe/verifiers/internal';
+import { normalizeConfigKeys, normalizeSetPath, rejectPrototypeKeys, snakeConfigKey } from '@troupe/verifiers/internal';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
@@ -223,7 +223,7 @@ export function camelKeys(value: unknown): unknown {
 export function applySet(config: Record<string, unknown>, assignment: string): void {
   const eq = assignment.indexOf('=');
   if (eq <= 0) throw new ConfigError(`--set ${assignment}: expected path=value`, { path: assignment });
-  const path = assignment.slice(0, eq).split('.').map(camel);
+  const path = normalizeSetPath(assignment.slice(0, eq)).split('.');
   const raw = assignment.slice(eq + 1);
   let value: unknown;
   try {
@@ -244,7 +244,8 @@ export function applySet(config: Record<string, unknown>, assignment: string): v
 
 function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  for (const p of path)
+    out += typeof p === 'number' ? `[${p}]` : out ? `.${snakeConfigKey(String(p))}` : snakeConfigKey(String(p));
   return out || '(root)';
 }
 
@@ -264,7 +265,7 @@ export async function readRunConfigFile(path: string): Promise<Record<string, un
   try {
     const raw = path.endsWith('.json') ? JSON.parse(text) : parseToml(text);
     rejectPrototypeKeys(raw, path);
-    return camelKeys(raw) as Record<string, unknown>;
+    return normalizeConfigKeys(raw, { where: path }) as Record<string, unknown>;
   } catch (error) {
     throw new ConfigError(`${path}: ${(error as Error).message.replace(`${path}: `, '')}`, { cause: error });
   }

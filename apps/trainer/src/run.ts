@@ -30,6 +30,7 @@ import {
   type Taskset,
   TrainerError,
 } from '@troupe/verifiers';
+import { snakeConfigKeys } from '@troupe/verifiers/internal';
 import { checkExternalMaxAsync } from './emit-prime-rl.ts';
 import { FailureWatch, TrainingInterruptedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
@@ -493,7 +494,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
 async function writeRunConfig(options: { out: string; config: RunConfig; replace: boolean }): Promise<void> {
   if (options.replace) await rm(options.out, { recursive: true, force: true });
   await mkdir(options.out, { recursive: true });
-  await writeFile(join(options.out, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
+  await writeFile(join(options.out, 'config.json'), `${JSON.stringify(snakeConfigKeys(options.config), null, 2)}\n`);
 }
 
 /** Where an external-engine run's checkpoint keeps the orchestrator's state and the broadcast step. */

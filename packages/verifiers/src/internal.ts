@@ -29,5 +29,13 @@ export { EpisodeRecordSchema } from './trace/episode.ts';
 export { openRunFile, readRunFileText, runFileLines } from './trace/run-file.ts';
 export { sampledAdvantage } from './trace/trace-schema.ts';
 // Small utilities.
-export { rejectPrototypeKeys } from './util/config-keys.ts';
+export {
+  type ConfigKeyOptions,
+  camelConfigKey,
+  normalizeConfigKeys,
+  normalizeSetPath,
+  rejectPrototypeKeys,
+  snakeConfigKey,
+  snakeConfigKeys,
+} from './util/config-keys.ts';
 export { sleep } from './util/timeout.ts';

@@ -16,6 +16,7 @@ import type { OpenAICompatibleClient } from '../model/openai-client.ts';
 import { selectTasks, type TaskSelection } from '../task/select.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { assertRunToolsServable } from '../tools/mcp-server.ts';
+import { snakeConfigKeys } from '../util/config-keys.ts';
 import { type BuiltConfig, buildConfig } from './eval-args.ts';
 import { EXIT_CODES, HELP } from './help.ts';
 import { progressReporter } from './progress.ts';
@@ -194,7 +195,7 @@ async function prepareRunDir(built: BuiltConfig, resolved: ResolvedEnvConfig): P
     );
   if (!resumeDir) {
     await ensureDir(outDir);
-    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(resolved.cleanConfig, null, 2)}\n`);
+    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(snakeConfigKeys(resolved.cleanConfig), null, 2)}\n`);
   }
   return outDir;
 }

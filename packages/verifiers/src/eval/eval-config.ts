@@ -5,7 +5,7 @@ import { ClientConfigSchema, deepMerge, describeZodError } from '../agent/agent-
 import { ConfigError } from '../errors/troupe-error.ts';
 import { SamplingSchema } from '../model/model-client.ts';
 import { TaskSelectionSchema } from '../task/select.ts';
-import { rejectPrototypeKeys } from '../util/config-keys.ts';
+import { normalizeConfigKeys, normalizeSetPath, rejectPrototypeKeys } from '../util/config-keys.ts';
 import { PriceTableSchema } from './pricing.ts';
 
 /** The whole `troupe eval` config: run-level model settings, counts, outputs, and the env. */
@@ -56,7 +56,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
     rejectPrototypeKeys(value, `config ${path}`);
     // TOML tables come back with a null prototype: clone into plain objects so the config
     // behaves exactly as the same JSON would everywhere downstream.
-    return structuredClone(value) as Record<string, unknown>;
+    // Keys as the TypeScript API spells them (snake_case in the file; camelCase still read, warned).
+    return normalizeConfigKeys(structuredClone(value), { where: path }) as Record<string, unknown>;
   } catch (error) {
     if (ConfigError.isInstance(error)) throw error;
     throw new ConfigError(`config ${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'TOML'}: ${(error as Error).message}`);
@@ -94,7 +95,7 @@ export function applySets(raw: Record<string, unknown>, entries: readonly string
   for (const entry of entries) {
     const eq = entry.indexOf('=');
     if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
-    setPath(raw, entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
+    setPath(raw, normalizeSetPath(entry.slice(0, eq)), parseValue(entry.slice(eq + 1)));
   }
 }
 

@@ -6,6 +6,7 @@ import { selectTasks, type TaskSelection } from '../task/select.ts';
 import type { Task } from '../task/task.ts';
 import type { Taskset } from '../task/taskset.ts';
 import type { Episode } from '../trace/episode.ts';
+import { snakeConfigKeys } from '../util/config-keys.ts';
 import { turnBudget } from '../util/turn-budget.ts';
 import type { PriceTable } from './pricing.ts';
 import { compactTracesFile, REJECTED_TRACES_FILE } from './resume-file.ts';
@@ -114,7 +115,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalResult> {
   // A resumed run keeps the config it started with; a new one writes it atomically (a kill
   // mid-write must not leave a torn config that the next --resume cannot read).
   if (options.config && !options.resume)
-    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(options.config, null, 2)}\n`);
+    writeFileAtomic(join(outDir, 'config.json'), `${JSON.stringify(snakeConfigKeys(options.config), null, 2)}\n`);
   const kept = options.resume ? keepCompleteEpisodes(env, tracesPath, log) : new Map<string, Episode>();
   const queue = queueOf(options, tasks, kept);
   const finished = await runQueue(options, queue, [...kept.values()], tracesPath, log);

@@ -61,3 +61,104 @@ export function assertSavedModulesPassedAgain(options: { saved: unknown; passed:
     );
   }
 }
+
+/** Tables whose keys are data (HTTP headers, a provider's request body, env vars, JSON schemas): kept verbatim. */
+const VERBATIM = new Set(['headers', 'extra', 'extraBody', 'extra_body', 'labels', 'parameters', 'info', 'data', 'metadata']);
+/** Tables keyed by names the user chose (roles, models, servers): the names are kept, their values normalized. */
+const NAMED = new Set(['roles', 'prices', 'mcpServers', 'mcp_servers']);
+const warnedKeys = new Set<string>();
+
+/** `max_turns` → `maxTurns`: a config file's key as the TypeScript API spells it. */
+export function camelConfigKey(key: string): string {
+  return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** `maxTurns` → `max_turns`: the TypeScript API's key as a config file spells it. */
+export function snakeConfigKey(key: string): string {
+  return /^[a-z][A-Za-z0-9]*$/.test(key) ? key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase() : key;
+}
+
+/** True for a key spelled camelCase (`numTasks`), the spelling a config file no longer uses. */
+const isCamel = (key: string) => /^[a-z][a-z0-9]*[A-Z]/.test(key);
+
+/** Options of {@link normalizeConfigKeys}. */
+export interface ConfigKeyOptions {
+  /** Names the file (or `--set`) in warnings and errors. */
+  where?: string;
+  /**
+   * Called once per process for each camelCase key (default: a Node `DeprecationWarning`, code
+   * `TROUPE_CONFIG_KEY`); `false` stays silent (a run's own `config.json`).
+   */
+  warn?: ((message: string) => void) | false;
+}
+
+function deprecated(key: string, where: string | undefined, warn: ConfigKeyOptions['warn']): void {
+  if (warn === false || warnedKeys.has(key)) return;
+  warnedKeys.add(key);
+  const message = `${where ? `${where}: ` : ''}config key "${key}" is deprecated: write "${snakeConfigKey(key)}" (config files use snake_case; the camelCase spelling will be refused in a later release)`;
+  if (warn) warn(message);
+  else process.emitWarning(message, { type: 'DeprecationWarning', code: 'TROUPE_CONFIG_KEY' });
+}
+
+/**
+ * A config file's keys (snake_case: `num_tasks`, `max_turns`, `episode_agents`) as the TypeScript
+ * API spells them (camelCase). The camelCase spelling is still accepted, with one deprecation
+ * warning per key naming the snake_case one; both spellings of one key in one table is a
+ * `ConfigError` naming it. Keys of data tables (`headers`, `extra`, `env` vars, `info`, …) are
+ * kept verbatim, and so are the names of `roles`, `prices` and `mcp_servers`.
+ */
+export function normalizeConfigKeys(value: unknown, options: ConfigKeyOptions = {}): unknown {
+  const walk = (node: unknown, path: string[]): unknown => {
+    if (Array.isArray(node)) return node.map((item, i) => walk(item, [...path, String(i)]));
+    if (typeof node !== 'object' || node === null) return node;
+    const parent = path.at(-1);
+    if (parent !== undefined && (VERBATIM.has(parent) || (parent === 'env' && path.length > 1))) return node;
+    const out: Record<string, unknown> = {};
+    const spelled: Record<string, string> = {};
+    for (const [key, child] of Object.entries(node as Record<string, unknown>)) {
+      const named = parent !== undefined && NAMED.has(parent);
+      const name = named ? key : camelConfigKey(key);
+      if (!named && isCamel(key)) deprecated(key, options.where, options.warn);
+      if (Object.hasOwn(out, name)) {
+        const at = [...path, snakeConfigKey(name)].join('.');
+        throw new ConfigError(
+          `${options.where ? `${options.where}: ` : ''}${at}: given twice, as "${spelled[name]}" and "${key}"; keep "${snakeConfigKey(name)}"`,
+          { path: at },
+        );
+      }
+      spelled[name] = key;
+      out[name] = walk(child, [...path, name]);
+    }
+    return out;
+  };
+  return walk(value, []);
+}
+
+/** The inverse of {@link normalizeConfigKeys}: a config object as a config file spells it (a run's `config.json`). */
+export function snakeConfigKeys(value: unknown): unknown {
+  const walk = (node: unknown, path: string[]): unknown => {
+    if (Array.isArray(node)) return node.map((item, i) => walk(item, [...path, String(i)]));
+    if (typeof node !== 'object' || node === null) return node;
+    const parent = path.at(-1);
+    if (parent !== undefined && (VERBATIM.has(parent) || (parent === 'env' && path.length > 1))) return node;
+    const named = parent !== undefined && NAMED.has(parent);
+    return Object.fromEntries(
+      Object.entries(node as Record<string, unknown>).map(([key, child]) => [
+        named ? key : snakeConfigKey(key),
+        walk(child, [...path, key]),
+      ]),
+    );
+  };
+  return walk(value, []);
+}
+
+/** A `--set` path (`env.solver.max_turns`) as the TypeScript API spells it, each camelCase segment warned about once. */
+export function normalizeSetPath(path: string, options: ConfigKeyOptions = {}): string {
+  return path
+    .split('.')
+    .map((segment) => {
+      if (isCamel(segment)) deprecated(segment, options.where ?? '--set', options.warn);
+      return camelConfigKey(segment);
+    })
+    .join('.');
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../errors/troupe-error.ts';
+import { normalizeConfigKeys, normalizeSetPath, snakeConfigKeys } from './config-keys.ts';
+
+describe('config key style (snake_case in files, camelCase in the TypeScript API)', () => {
+  it('reads snake_case keys as the API spells them, silently', () => {
+    const warnings: string[] = [];
+    const config = normalizeConfigKeys(
+      { num_tasks: 3, env: { id: 'agentic-judge', task_weight: 0, solver: { max_turns: 16 } } },
+      { where: 'eval.toml', warn: (m) => warnings.push(m) },
+    );
+    expect(config).toEqual({ numTasks: 3, env: { id: 'agentic-judge', taskWeight: 0, solver: { maxTurns: 16 } } });
+    expect(warnings).toEqual([]);
+  });
+
+  it('still reads a camelCase key, warning once per key with the new spelling', () => {
+    const warnings: string[] = [];
+    const warn = (m: string) => warnings.push(m);
+    const raw = { numTasks: 3, env: { a: { invalidRetries: 1 }, b: { invalidRetries: 2 } } };
+    expect(normalizeConfigKeys(raw, { where: 'old.toml', warn })).toEqual({
+      numTasks: 3,
+      env: { a: { invalidRetries: 1 }, b: { invalidRetries: 2 } },
+    });
+    normalizeConfigKeys({ numTasks: 4 }, { where: 'again.toml', warn });
+    expect(warnings).toEqual([
+      'old.toml: config key "numTasks" is deprecated: write "num_tasks" (config files use snake_case; the camelCase spelling will be refused in a later release)',
+      'old.toml: config key "invalidRetries" is deprecated: write "invalid_retries" (config files use snake_case; the camelCase spelling will be refused in a later release)',
+    ]);
+  });
+
+  it('refuses one key given in both spellings, naming it', () => {
+    let error: unknown;
+    try {
+      normalizeConfigKeys({ policy: { d_model: 32, dModel: 64 } }, { where: 'run.toml', warn: false });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(ConfigError.isInstance(error)).toBe(true);
+    expect((error as ConfigError).path).toBe('policy.d_model');
+    expect((error as Error).message).toMatch(/run\.toml: policy\.d_model: given twice, as "d_model" and "dModel"/);
+  });
+
+  it('keeps data tables and chosen names verbatim', () => {
+    const raw = {
+      client: { headers: { 'X-Api_key': 'k' } },
+      sampling: { extra: { chat_template_kwargs: { enable_thinking: false } } },
+      roles: { red_team: { max_turns: 2 } },
+      env: { solver: { runtime: { env: { MY_VAR: '1', my_var: '2' } } } },
+    };
+    expect(normalizeConfigKeys(raw, { warn: false })).toEqual({
+      client: { headers: { 'X-Api_key': 'k' } },
+      sampling: { extra: { chat_template_kwargs: { enable_thinking: false } } },
+      roles: { red_team: { maxTurns: 2 } },
+      env: { solver: { runtime: { env: { MY_VAR: '1', my_var: '2' } } } },
+    });
+  });
+
+  it('writes a config back as a file spells it, and --set paths take either spelling', () => {
+    const api = { numTasks: 3, train: { source: [{ groupSize: 8, algorithm: { episodeAgents: ['solver'] } }] } };
+    const file = snakeConfigKeys(api);
+    expect(file).toEqual({ num_tasks: 3, train: { source: [{ group_size: 8, algorithm: { episode_agents: ['solver'] } }] } });
+    expect(normalizeConfigKeys(file, { warn: () => expect.unreachable('no warning for snake_case') })).toEqual(api);
+    const warnings: string[] = [];
+    expect(normalizeSetPath('train.source.0.group_size')).toBe('train.source.0.groupSize');
+    expect(normalizeSetPath('policy.maxTokensSet', { warn: (m) => warnings.push(m) })).toBe('policy.maxTokensSet');
+    expect(warnings).toEqual([expect.stringMatching(/^--set: config key "maxTokensSet" is deprecated: write "max_tokens_set"/)]);
+  });
+});
