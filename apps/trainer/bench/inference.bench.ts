@@ -22,7 +22,8 @@ import { loadavg } from 'node:os';
 import { exportOnnx, OnnxPolicy, PolicyModelClient } from '@troupe/prime-rl/inference';
 import { embeddedPolicy } from '@troupe/prime-rl/orchestrator';
 import { initWeights } from '@troupe/prime-rl/policy';
-import { Env, kuhnPokerEnv, kuhnTaskset, kuhnTraining, registerRuntime } from '@troupe/verifiers';
+import { Env, registerRuntime } from '@troupe/verifiers';
+import { kuhnPokerEnv, kuhnTaskset, kuhnTraining } from '@troupe/verifiers/kuhn';
 import { GameRuntime } from '../src/game-runtime.ts';
 
 /** 1-min load average when the bench started (the JSON line reports start and end). */

@@ -9,16 +9,8 @@ import {
   loadEmbeddedCheckpoint,
   ModelRouter,
 } from '@troupe/prime-rl/orchestrator';
-import {
-  Env,
-  type Episode,
-  type KuhnPolicyTable,
-  kuhnEquilibrium,
-  kuhnInfoSetKey,
-  type ModelClient,
-  ParseError,
-  uniformKuhnPolicy,
-} from '@troupe/verifiers';
+import { Env, type Episode, type ModelClient, ParseError } from '@troupe/verifiers';
+import { type KuhnPolicyTable, kuhnEquilibrium, kuhnInfoSetKey, uniformKuhnPolicy } from '@troupe/verifiers/kuhn';
 import { summarize } from './evaluate.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { resolveEnv } from './resolve-env.ts';

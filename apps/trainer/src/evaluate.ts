@@ -1,13 +1,6 @@
 import { frozenCheckpointClient, loadEmbeddedCheckpoint } from '@troupe/prime-rl/orchestrator';
-import {
-  ConfigError,
-  Env,
-  kuhnEquilibrium,
-  kuhnPokerEnv,
-  kuhnTaskset,
-  type ModelClient,
-  uniformKuhnPolicy,
-} from '@troupe/verifiers';
+import { ConfigError, Env, type ModelClient } from '@troupe/verifiers';
+import { kuhnEquilibrium, kuhnPokerEnv, kuhnTaskset, uniformKuhnPolicy } from '@troupe/verifiers/kuhn';
 import { registerGameRuntime } from './game-runtime.ts';
 import type { RunConfig } from './run-config.ts';
 import { SeatRouterClient, TablePolicyClient } from './table-client.ts';

@@ -1,5 +1,6 @@
 import type { TrainingHooks } from '@troupe/prime-rl/orchestrator';
-import { ConfigError, type EnvDefinition, envIds, importEnv, kuhnPokerEnv, registerEnv } from '@troupe/verifiers';
+import { ConfigError, type EnvDefinition, envIds, importEnv, registerEnv } from '@troupe/verifiers';
+import { kuhnPokerEnv } from '@troupe/verifiers/kuhn';
 import { RunConfigError } from './run-config.ts';
 
 /** An env definition with the training hooks its module declares. */

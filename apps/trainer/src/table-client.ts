@@ -1,15 +1,12 @@
+import { contentText, type ModelClient, type ModelRequest, type ModelResponse } from '@troupe/verifiers';
 import {
-  contentText,
   type KuhnAction,
   type KuhnCard,
   type KuhnPolicyTable,
   kuhnInfoSetKey,
   kuhnLegalActions,
   kuhnReadSeat,
-  type ModelClient,
-  type ModelRequest,
-  type ModelResponse,
-} from '@troupe/verifiers';
+} from '@troupe/verifiers/kuhn';
 import { seededRandom } from '@troupe/verifiers/random';
 
 /** Reads the seat, card and betting history from the Kuhn env's messages (either prompt style). */

@@ -142,18 +142,3 @@ export {
   toMessagesRecord,
 } from './export/export-records.ts';
 export { parseFilter, type FilterFields, FilterSyntaxError } from './export/export-filter.ts';
-
-// Kuhn poker (moving to its own package).
-export { kuhnPokerEnv, kuhnTaskset } from './env/builtin/kuhn-poker/env.ts';
-export { kuhnTraining } from './env/builtin/kuhn-poker/training.ts';
-export {
-  KUHN_INFO_SETS,
-  type KuhnAction,
-  type KuhnCard,
-  type KuhnPolicyTable,
-  kuhnEquilibrium,
-  kuhnInfoSetKey,
-  kuhnLegalActions,
-  uniformKuhnPolicy,
-} from './env/builtin/kuhn-poker/game.ts';
-export { kuhnReadSeat } from './env/builtin/kuhn-poker/prompts.ts';
