@@ -55,6 +55,15 @@ describe('config key style (snake_case in files, camelCase in the TypeScript API
     });
   });
 
+  it("keeps an eval config's role names under env as written, in files, config.json and --set paths", () => {
+    const file = { env: { id: 'red-blue', num_rounds: 2, red_team: { max_turns: 3 }, blue_team: { harness: 'bash' } } };
+    const api = normalizeConfigKeys(file, { warn: false });
+    expect(api).toEqual({ env: { id: 'red-blue', numRounds: 2, red_team: { maxTurns: 3 }, blue_team: { harness: 'bash' } } });
+    expect(snakeConfigKeys(api)).toEqual(file);
+    expect(normalizeSetPath('env.red_team.max_turns', { warn: false })).toBe('env.red_team.maxTurns');
+    expect(normalizeSetPath('env.num_rounds', { warn: false })).toBe('env.numRounds');
+  });
+
   it('writes a config back as a file spells it, and --set paths take either spelling', () => {
     const api = { numTasks: 3, train: { source: [{ groupSize: 8, algorithm: { episodeAgents: ['solver'] } }] } };
     const file = snakeConfigKeys(api);

@@ -68,6 +68,17 @@ const VERBATIM = new Set(['headers', 'extra', 'extraBody', 'extra_body', 'labels
 const NAMED = new Set(['roles', 'prices', 'mcpServers', 'mcp_servers']);
 const warnedKeys = new Set<string>();
 
+/**
+ * A key whose name the user chose: a key of a {@link NAMED} table, or a table directly under the
+ * top-level `env` (an eval config's `[env.<role>]`: role names such as `red_team` are the env's own
+ * and are never respelled; only the keys inside are).
+ */
+const isChosenName = (path: readonly string[], child: unknown) => {
+  const parent = path.at(-1);
+  if (parent !== undefined && NAMED.has(parent)) return true;
+  return path.length === 1 && parent === 'env' && typeof child === 'object' && child !== null && !Array.isArray(child);
+};
+
 /** `max_turns` → `maxTurns`: a config file's key as the TypeScript API spells it. */
 export function camelConfigKey(key: string): string {
   return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -116,7 +127,7 @@ export function normalizeConfigKeys(value: unknown, options: ConfigKeyOptions = 
     const out: Record<string, unknown> = {};
     const spelled: Record<string, string> = {};
     for (const [key, child] of Object.entries(node as Record<string, unknown>)) {
-      const named = parent !== undefined && NAMED.has(parent);
+      const named = isChosenName(path, child);
       const name = named ? key : camelConfigKey(key);
       if (!named && isCamel(key)) deprecated(key, options.where, options.warn);
       if (Object.hasOwn(out, name)) {
@@ -141,10 +152,9 @@ export function snakeConfigKeys(value: unknown): unknown {
     if (typeof node !== 'object' || node === null) return node;
     const parent = path.at(-1);
     if (parent !== undefined && (VERBATIM.has(parent) || (parent === 'env' && path.length > 1))) return node;
-    const named = parent !== undefined && NAMED.has(parent);
     return Object.fromEntries(
       Object.entries(node as Record<string, unknown>).map(([key, child]) => [
-        named ? key : snakeConfigKey(key),
+        isChosenName(path, child) ? key : snakeConfigKey(key),
         walk(child, [...path, key]),
       ]),
     );
@@ -154,9 +164,13 @@ export function snakeConfigKeys(value: unknown): unknown {
 
 /** A `--set` path (`env.solver.max_turns`) as the TypeScript API spells it, each camelCase segment warned about once. */
 export function normalizeSetPath(path: string, options: ConfigKeyOptions = {}): string {
-  return path
-    .split('.')
-    .map((segment) => {
+  const segments = path.split('.');
+  return segments
+    .map((segment, i) => {
+      // `env.<role>.…` and `roles.<name>.…`: the name is the user's, kept as written.
+      const previous = segments[i - 1];
+      if ((i === 1 && previous === 'env' && i < segments.length - 1) || (previous !== undefined && NAMED.has(previous)))
+        return segment;
       if (isCamel(segment)) deprecated(segment, options.where ?? '--set', options.warn);
       return camelConfigKey(segment);
     })
