@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
 # The consumer test: what a user outside this workspace gets from the published packages.
-# Packs every public package, installs the tarballs with npm in a temporary folder outside the
-# workspace, then checks (a) a two-role env in plain JS under bare node, (b) `npx troupe eval
-# --env ./my-env.mjs|.ts`, (c) the public types under tsc --strict (nodenext and bundler),
-# (d) @troupe/prime-rl without tfjs/onnxruntime, (e) packages made by `troupe init` (env, harness,
-# runtime) build, pass their tests, pack, install and are found by their ids.
-# Prints each tarball's size. Usage: bash tooling/scripts/consumer-test.sh  (after `pnpm build`).
+# Packs every public package, then, on a machine whose only network is the npm registry
+# (registry-only.sh: nothing else resolves or routes, so an install script that downloads fails),
+# installs the tarballs with npm in temporary folders outside the workspace and checks (a) a
+# two-role env in plain JS under bare node, (b) `npx troupe eval --env ./my-env.mjs|.ts`, (c) the
+# public types under tsc --strict (nodenext and bundler), (d) @troupe/prime-rl without
+# tfjs/onnxruntime, (e) packages made by `troupe init` (env, harness, runtime) build, pass their
+# tests, pack, install and are found by their ids, (v) `troupe view` names @troupe/viewer until it
+# is installed, then uses it; then, in a fresh project that ran a plain
+# `npm install` of verifiers, prime-rl and trainer (no flags, .npmrc or env vars): (f) `npx troupe
+# train` of a .ts env whose reward rises and every exit code (0, 2, 3, 4, 130), (g) the README's
+# examples verbatim, (h) no installed package declares a Node engine ours does not cover.
+# Prints each tarball's size, the trainer's install time and installed size.
+# Usage: bash tooling/scripts/consumer-test.sh  (after `pnpm build`).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-work="$(mktemp -d "${TMPDIR:-/tmp}/troupe-consumer-XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/tarballs" "$work/project"
 
-cd "$repo"
-pnpm -r --filter './packages/**' --filter './apps/**' exec sh -c \
-  'if [ "$(node -p "require(\"./package.json\").private ? 1 : 0")" = 0 ]; then pnpm pack --pack-destination "'"$work"'/tarballs" >/dev/null; fi'
-echo "tarballs:"
-(cd "$work/tarballs" && for f in *.tgz; do printf '  %-44s %s\n' "$f" "$(du -h "$f" | cut -f1)"; done)
+if [ "${1:-}" = --in-registry-only ]; then
+  work="$2"
+else
+  work="$(mktemp -d "${TMPDIR:-/tmp}/troupe-consumer-XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  mkdir -p "$work/tarballs" "$work/project" "$work/trainer-project"
+  cd "$repo"
+  pnpm -r --filter './packages/**' --filter './apps/**' exec sh -c \
+    'if [ "$(node -p "require(\"./package.json\").private ? 1 : 0")" = 0 ]; then pnpm pack --pack-destination "'"$work"'/tarballs" >/dev/null; fi'
+  echo "tarballs:"
+  (cd "$work/tarballs" && for f in *.tgz; do printf '  %-44s %s\n' "$f" "$(du -h "$f" | cut -f1)"; done)
+  bash "$repo/tooling/scripts/registry-only.sh" bash "$0" --in-registry-only "$work"
+  exit 0
+fi
+
+# From here on the npm registry is the only network; first prove it.
+node "$repo/tooling/consumer/network-check.mjs"
 
 cd "$work/project"
 npm init -y >/dev/null
@@ -76,12 +92,27 @@ node --input-type=module -e "
   if (echoed !== 'probe\\n') throw new Error('runtime: exec gave ' + JSON.stringify(echoed));
   console.log('(e) ok: env consumer-probe, harness consumer_probe and runtime consumer_probe resolved by id from their packages');
 "
-# (f) `npx troupe view`: names @troupe/viewer until it is installed, then writes a run's report with it.
+# (v) `npx troupe view`: names @troupe/viewer until it is installed, then writes a run's report with it.
 fixture_run="$repo/packages/verifiers/test/fixtures/traces/v1/run"
-if npx troupe view "$fixture_run" --html view.html 2>view.err; then echo "(f) troupe view ran without @troupe/viewer" >&2; exit 1; fi
+if npx troupe view "$fixture_run" --html view.html 2>view.err; then echo "(v) troupe view ran without @troupe/viewer" >&2; exit 1; fi
 grep -q 'npm install @troupe/viewer' view.err || { cat view.err; exit 1; }
 npm_install "$(tarball viewer)"
 npx troupe view "$fixture_run" --html view.html >/dev/null
 grep -q 'content="troupe view"' view.html
-echo "(f) ok: troupe view names @troupe/viewer when it is missing and writes a report once it is installed"
+echo "(v) ok: troupe view names @troupe/viewer when it is missing and writes a report once it is installed"
+
+# (f)-(h) the user's whole path in a fresh project: a plain `npm install`, then train.
+cd "$work/trainer-project"
+npm init -y >/dev/null
+npm pkg set type=module >/dev/null
+started=$(date +%s%N)
+npm install "$(tarball verifiers)" "$(tarball prime-rl)" "$(tarball trainer)" zod@^4.1.0 2>&1 | tee "$work/trainer-install.log"
+seconds=$(( ($(date +%s%N) - started) / 1000000000 ))
+if grep -q EBADENGINE "$work/trainer-install.log"; then echo "consumer: npm install warned EBADENGINE" >&2; exit 1; fi
+echo "(f) npm install @troupe/verifiers @troupe/prime-rl @troupe/trainer zod: ${seconds} s, node_modules $(du -sh node_modules | cut -f1) ($(ls node_modules | wc -l) top-level entries)"
+cp "$repo"/tooling/consumer/* .
+cp "$repo/README.md" README.troupe.md
+node train-user-path.mjs
+node readme-examples.mjs
+node check-engines.mjs
 echo "consumer test: ok"
