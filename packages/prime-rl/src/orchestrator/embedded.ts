@@ -10,7 +10,7 @@ import { WordTokenizer } from '../policy/tokenizer.ts';
 import { type Checkpoint, loadCheckpoint, resolveCheckpointDir } from '../trainer/checkpoint.ts';
 import type { TrainerConfigInput } from '../trainer/config.ts';
 import type { TrainerHandle } from '../trainer/handle.ts';
-import type { OptimizerState } from '../trainer/trainer.ts';
+import type { OptimizerState } from '../trainer/optimizer-state.ts';
 import { scheduledStepOptions, type TrainerSchedule } from './schedule.ts';
 import type { EvaluationPolicy, Inference, Trainer, TrainingHooks } from './types.ts';
 

@@ -7,7 +7,7 @@ import { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batche
 import type { NamedWeight } from '../policy/config.ts';
 import { BatchBuilder } from '../samples/batch-builder.ts';
 import { commitCheckpoint, writeCheckpointFiles } from '../trainer/checkpoint.ts';
-import type { OptimizerState } from '../trainer/trainer.ts';
+import type { OptimizerState } from '../trainer/optimizer-state.ts';
 import { type EvalSource, runEvalSources, runEvaluators } from './evaluation.ts';
 import { DEFAULT_STOP_AFTER_FAILED_STEPS, FailedRollouts } from './failed-rollouts.ts';
 import { keepMetricsThrough } from './metrics-file.ts';

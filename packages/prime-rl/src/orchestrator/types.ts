@@ -2,7 +2,7 @@ import type { Env, Episode, Message, ModelClient, Taskset } from '@troupe/verifi
 import type { Algorithm, JsonValue } from '../algorithms/algorithm.ts';
 import type { NamedWeight } from '../policy/config.ts';
 import type { TrainingSample } from '../samples/training-sample.ts';
-import type { OptimizerState } from '../trainer/trainer.ts';
+import type { OptimizerState } from '../trainer/optimizer-state.ts';
 import type { OpponentPool } from './opponent-pool.ts';
 
 /**

@@ -38,7 +38,7 @@ import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { NamedWeight } from '../policy/config.ts';
 import { CheckpointError } from './checkpoint-error.ts';
-import type { OptimizerState } from './trainer.ts';
+import type { OptimizerState } from './optimizer-state.ts';
 
 export { CheckpointError } from './checkpoint-error.ts';
 

@@ -3,7 +3,8 @@ import { TrainerError } from '@troupe/verifiers';
 import { initTfBackend } from '../policy/backend.ts';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import type { StepOptions, TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
-import { type OptimizerState, Trainer } from './trainer.ts';
+import type { OptimizerState } from './optimizer-state.ts';
+import { Trainer } from './trainer.ts';
 
 /**
  * What a trainer starts from (`localTrainer` / `workerTrainer`): the policy shape, and optionally its

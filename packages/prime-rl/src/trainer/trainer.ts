@@ -11,6 +11,7 @@ import {
   type TrainMetrics,
   type TrainRow,
 } from './config.ts';
+import type { OptimizerState } from './optimizer-state.ts';
 
 /** Identity whose gradient is zero (tfjs has no stopGradient). */
 const stopGradient = tf.customGrad((x, save) => {
@@ -18,12 +19,7 @@ const stopGradient = tf.customGrad((x, save) => {
   return { value: tf.clone(x as tf.Tensor), gradFunc: (dy: tf.Tensor) => tf.zerosLike(dy) };
 }) as (x: tf.Tensor) => tf.Tensor;
 
-/** AdamW moments and step count, as plain data (for checkpoints). */
-export interface OptimizerState {
-  step: number;
-  m: NamedWeight[];
-  v: NamedWeight[];
-}
+export type { OptimizerState } from './optimizer-state.ts';
 
 /**
  * The policy trainer: one optimizer step per batch with the prime-rl default loss

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { NamedWeight } from '../policy/config.ts';
 import { type Checkpoint, loadCheckpoint, saveCheckpoint } from '../trainer/checkpoint.ts';
 import type { TrainRow } from '../trainer/config.ts';
-import type { OptimizerState } from '../trainer/trainer.ts';
+import type { OptimizerState } from '../trainer/optimizer-state.ts';
 import { broadcastStepDir } from './filesystem.ts';
 import type { WireMicroBatch } from './micro-batch.ts';
 
