@@ -10,7 +10,8 @@
 # is installed, then uses it; then, in a fresh project that ran a plain
 # `npm install` of verifiers, prime-rl and trainer (no flags, .npmrc or env vars): (f) `npx troupe
 # train` of a .ts env whose reward rises and every exit code (0, 2, 3, 4, 130), (g) the README's
-# examples verbatim, (h) no installed package declares a Node engine ours does not cover.
+# examples verbatim, (h) no installed package declares a Node engine ours does not cover, (i) the
+# trainer's public types under tsc --strict without skipLibCheck or DOM types.
 # Prints each tarball's size, the trainer's install time and installed size.
 # Usage: bash tooling/scripts/consumer-test.sh  (after `pnpm build`).
 set -euo pipefail
@@ -115,4 +116,8 @@ cp "$repo/README.md" README.troupe.md
 node train-user-path.mjs
 node readme-examples.mjs
 node check-engines.mjs
+# (i) the trainer's public types under tsc --strict, skipLibCheck off, no DOM lib
+npm install --no-save --no-audit --no-fund --loglevel=error typescript@~5.9.3 @types/node@^20.19.0
+npx tsc -p tsconfig.trainer.json
+echo "(i) ok: @troupe/trainer's types check with tsc --strict, skipLibCheck false, lib es2023 (no DOM)"
 echo "consumer test: ok"
