@@ -2,7 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
 import { ConfigError } from '@troupe/verifiers';
-import { normalizeConfigKeys, normalizeSetPath, rejectPrototypeKeys, snakeConfigKey } from '@troupe/verifiers/internal';
+import {
+  normalizeConfigKeys,
+  normalizeSetPath,
+  normalizeSetValue,
+  rejectPrototypeKeys,
+  snakeConfigKey,
+} from '@troupe/verifiers/internal';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
@@ -223,14 +229,16 @@ export function camelKeys(value: unknown): unknown {
 export function applySet(config: Record<string, unknown>, assignment: string): void {
   const eq = assignment.indexOf('=');
   if (eq <= 0) throw new ConfigError(`--set ${assignment}: expected path=value`, { path: assignment });
-  const path = normalizeSetPath(assignment.slice(0, eq)).split('.');
   const raw = assignment.slice(eq + 1);
   let value: unknown;
   try {
-    value = JSON.parse(raw);
-  } catch {
+    value = normalizeSetValue(assignment.slice(0, eq), JSON.parse(raw));
+  } catch (error) {
+    if (ConfigError.isInstance(error)) throw error;
     value = raw;
   }
+  const table = typeof value === 'object' && value !== null && !Array.isArray(value);
+  const path = normalizeSetPath(assignment.slice(0, eq), { table }).split('.');
   let at: Record<string, unknown> = config;
   path.slice(0, -1).forEach((segment, i) => {
     const next = at[segment];

@@ -27,6 +27,7 @@ import {
   loadTaskset,
   type ModelClient,
   OpenAICompatibleClient,
+  preflightRuntimes,
   type Taskset,
   TrainerError,
 } from '@troupe/verifiers';
@@ -306,6 +307,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     });
     evalSources.push({ built: builtEval, use: (client) => (evalClient = client) });
   }
+  // Every runtime the roles use answers (a Docker engine, …) before the run directory exists.
+  await preflightRuntimes([...built, ...evalSources.map((e) => e.built)].map((b) => b.source.env));
   const maxTokens = Math.max(
     config.policy.maxTokens,
     ...config.train.source.flatMap((s) =>

@@ -110,6 +110,7 @@ export {
   type ExecResult,
   type RuntimeCapabilities,
 } from './runtime/runtime.ts';
+export { preflightRuntimes } from './runtime/preflight.ts';
 export { LocalRuntime } from './runtime/local-runtime.ts';
 export { parseRuntimeOptions } from './runtime/runtime-options.ts';
 export { RemoteRuntime } from './runtime/remote-runtime.ts';

@@ -34,6 +34,7 @@ export {
   camelConfigKey,
   normalizeConfigKeys,
   normalizeSetPath,
+  normalizeSetValue,
   rejectPrototypeKeys,
   snakeConfigKey,
   snakeConfigKeys,

@@ -129,6 +129,34 @@ export class DockerRuntime implements Runtime {
     return this.sandboxes.size;
   }
 
+  /**
+   * The engine answers `GET /_ping` within 10 s; otherwise a `SandboxError` naming the socket, the
+   * cause and how to point the runtime at a running engine.
+   */
+  async preflight(): Promise<void> {
+    const modem = (this.docker as { modem?: { socketPath?: unknown; host?: unknown } }).modem;
+    const where = String(modem?.socketPath ?? modem?.host ?? this.options.socketPath ?? 'its Docker client');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), 10_000);
+    });
+    let reason: string | undefined;
+    let cause: unknown;
+    try {
+      if ((await Promise.race([this.docker.ping(), late])) === 'late') reason = 'no answer in 10 s';
+    } catch (error) {
+      cause = error;
+      reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (reason !== undefined)
+      throw new SandboxError(
+        `${this.id}: the engine at ${where} does not answer (${reason}); start it, or point the runtime at a running one (${this.id}.socketPath)`,
+        cause === undefined ? undefined : { cause },
+      );
+  }
+
   async createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
     const sandboxOptions = parseRuntimeOptions({ schema: SandboxOptionsSchema, value: options, what: 'sandbox' });
     if (this.options.sweep !== false) {

@@ -13,6 +13,7 @@ import { formatSummary } from '../eval/summary.ts';
 import { lazyInterceptionServer } from '../interception/interception-server.ts';
 import { makeClient } from '../model/make-client.ts';
 import type { OpenAICompatibleClient } from '../model/openai-client.ts';
+import { preflightRuntimes } from '../runtime/preflight.ts';
 import { selectTasks, type TaskSelection } from '../task/select.ts';
 import type { Taskset } from '../task/taskset.ts';
 import { assertRunToolsServable } from '../tools/mcp-server.ts';
@@ -68,7 +69,10 @@ export async function evalCommand(args: string[], validateOnly: boolean): Promis
     printDryRun(built, resolved.cleanConfig, env, taskset);
     return 0;
   }
-  if (built.preflight) await Promise.all(clients.map((client) => client.preflight()));
+  if (built.preflight) {
+    await preflightRuntimes([env]);
+    await Promise.all(clients.map((client) => client.preflight()));
+  }
   const outDir = await prepareRunDir(built, resolved);
   runLog.attach(
     pino({ level: 'info' }, pino.destination({ dest: join(await ensureDir(join(outDir, 'logs')), 'eval.log'), sync: true })),

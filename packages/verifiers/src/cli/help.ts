@@ -55,7 +55,8 @@ Eval options:
                          when another flag or config changes the run's config.json)
       --allow-failures   exit 0 even when episodes failed
       --shard I/N        run only shard I of N (1-based) of tasks × rollouts; troupe merge joins them
-      --no-preflight     skip the endpoint check (GET <base-url>/models) made before a run
+      --no-preflight     skip the checks made before a run: the endpoint (GET <base-url>/models)
+                         and each runtime's engine (e.g. the Docker socket answers)
       --dry-run          print the resolved config and the task count; call nothing, create nothing
       --run-dir DIR      write the run to DIR instead of <outputs>/<env>--<model>--<harness>--<hex>
       --clean            replace --run-dir DIR when it exists (refused with --resume)

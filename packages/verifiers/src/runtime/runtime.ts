@@ -107,6 +107,12 @@ export interface Runtime {
   readonly id: string;
   readonly capabilities: RuntimeCapabilities;
   createSandbox(options?: SandboxOptions): Promise<Sandbox>;
+  /**
+   * Checks that the runtime's engine answers (a Docker socket, a cloud API) before a run creates
+   * anything: throws a `SandboxError` naming the engine and how to reach it. `troupe eval` and
+   * `troupe train` call it once per runtime before the run directory exists.
+   */
+  preflight?(): Promise<void>;
   /** Releases shared resources (clients, leftovers). */
   close?(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors/troupe-error.ts';
-import { normalizeConfigKeys, normalizeSetPath, snakeConfigKeys } from './config-keys.ts';
+import { normalizeConfigKeys, normalizeSetPath, normalizeSetValue, snakeConfigKeys } from './config-keys.ts';
 
 describe('config key style (snake_case in files, camelCase in the TypeScript API)', () => {
   it('reads snake_case keys as the API spells them, silently', () => {
@@ -62,6 +62,19 @@ describe('config key style (snake_case in files, camelCase in the TypeScript API
     expect(snakeConfigKeys(api)).toEqual(file);
     expect(normalizeSetPath('env.red_team.max_turns', { warn: false })).toBe('env.red_team.maxTurns');
     expect(normalizeSetPath('env.num_rounds', { warn: false })).toBe('env.numRounds');
+  });
+
+  it("reads the keys of a table given to --set as a file's keys at that place", () => {
+    expect(
+      normalizeSetValue('env.agent.runtime', { id: 'docker', socket_path: '/s', env: { MY_VAR: '1' } }, { warn: false }),
+    ).toEqual({
+      id: 'docker',
+      socketPath: '/s',
+      env: { MY_VAR: '1' },
+    });
+    expect(normalizeSetValue('client.headers', { 'X-Api_key': 'k' }, { warn: false })).toEqual({ 'X-Api_key': 'k' });
+    expect(normalizeSetValue('env.red_team', { max_turns: 2 }, { warn: false })).toEqual({ maxTurns: 2 });
+    expect(normalizeSetValue('num_tasks', 3)).toBe(3);
   });
 
   it('writes a config back as a file spells it, and --set paths take either spelling', () => {

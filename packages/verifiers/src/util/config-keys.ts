@@ -163,7 +163,7 @@ export function snakeConfigKeys(value: unknown): unknown {
 }
 
 /** A `--set` path (`env.solver.max_turns`) as the TypeScript API spells it, each camelCase segment warned about once. */
-export function normalizeSetPath(path: string, options: ConfigKeyOptions = {}): string {
+export function normalizeSetPath(path: string, options: ConfigKeyOptions & { table?: boolean } = {}): string {
   const segments = path.split('.');
   return segments
     .map((segment, i) => {
@@ -175,4 +175,23 @@ export function normalizeSetPath(path: string, options: ConfigKeyOptions = {}): 
       return camelConfigKey(segment);
     })
     .join('.');
+}
+
+/**
+ * A `--set` value that is a table (`--set env.agent.runtime={"id":"docker","socket_path":"…"}`),
+ * with its keys read as a config file's keys at that place: snake_case to camelCase, data tables
+ * and chosen names kept. `path` is the `--set` path as the user wrote it. A scalar is returned as is.
+ */
+export function normalizeSetValue(path: string, value: unknown, options: ConfigKeyOptions = {}): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const segments = path.split('.');
+  let wrapped: unknown = value;
+  for (const segment of [...segments].reverse()) wrapped = { [segment]: wrapped };
+  let node = normalizeConfigKeys(wrapped, {
+    where: options.where ?? '--set',
+    ...(options.warn !== undefined ? { warn: options.warn } : {}),
+  });
+  // One key per level: the path as normalized, whatever spelling it took.
+  for (let i = 0; i < segments.length; i++) node = Object.values(node as Record<string, unknown>)[0];
+  return node;
 }

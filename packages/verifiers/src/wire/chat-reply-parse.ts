@@ -136,7 +136,7 @@ function attach(parsed: unknown, spans: Span[], text: string): boolean {
  * `bytes` null or JSON integers, `top_logprobs` empty.
  */
 const ENTRY =
-  /\{"token":"(?:[ !#-\[\]-\uffff]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*","logprob":(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)(?:,"bytes":(?:null|\[(?:-?(?:0|[1-9]\d*)(?:,-?(?:0|[1-9]\d*))*)?\]))?(?:,"top_logprobs":\[\])?\}/y;
+  /\{"token":"(?:[ !#-[\]-\uffff]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*","logprob":(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)(?:,"bytes":(?:null|\[(?:-?(?:0|[1-9]\d*)(?:,-?(?:0|[1-9]\d*))*)?\]))?(?:,"top_logprobs":\[\])?\}/y;
 
 /** The entries of one array from `from` (just past `[`), or null when one is not in the compact shape. */
 function scanEntries(text: string, from: number): Span | null {
