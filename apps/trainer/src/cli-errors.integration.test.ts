@@ -155,6 +155,7 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
     const config = {
       max_steps: 100_000,
       groups_per_step: 2,
+      checkpoint_every: 1,
       train: { source: [{ env: './src/__fixtures__/say-color-env.ts', group_size: 4 }] },
       policy: { d_model: 8, heads: 1, layers: 1 },
       trainer: { worker_thread: false },
@@ -181,6 +182,7 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
     expect(code).toBe(130);
     expect(stderr).toMatch(/SIGINT: stopping at the end of this step/);
     expect(stderr).toMatch(/troupe: interrupted after step \d+; --resume continues/);
+    expect(existsSync(join(out, 'checkpoint'))).toBe(true);
     const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n');
     expect(lines.length).toBeGreaterThanOrEqual(1);
   });

@@ -376,7 +376,7 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`troupe: ${error.name}: ${error.message}\n(metrics and the last checkpoint, if any, are kept)\n`);
       process.exitCode = EXIT_CODES.stopped;
     } else if (error.name === 'TrainingInterruptedError') {
-      process.stderr.write(`troupe: ${error.message}; --resume continues from the last checkpoint\n`);
+      process.stderr.write(`troupe: ${error.message}\n`);
       process.exitCode = EXIT_CODES.interrupted;
     } else {
       process.stderr.write(`troupe: ${error.stack ?? String(error)}\n`);

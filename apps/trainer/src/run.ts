@@ -340,8 +340,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     onStep: (metrics: StepMetrics) => {
       options.onStep?.(metrics);
       zeroReward.onStep(metrics);
-      if (options.signal?.aborted)
-        throw new TrainingInterruptedError(`interrupted after step ${metrics.step}`, Number(metrics.step));
+      if (options.signal?.aborted) {
+        // The link is troupe's own pointer to the newest complete checkpoint; without it nothing resumes.
+        const resumable = existsSync(join(options.out, 'checkpoint'));
+        throw new TrainingInterruptedError(
+          resumable
+            ? `interrupted after step ${metrics.step}; --resume continues from the last checkpoint`
+            : `interrupted after step ${metrics.step}, before any checkpoint was written (checkpoint_every sets how often); run again to start over`,
+          Number(metrics.step),
+        );
+      }
     },
     log,
   } satisfies Omit<OrchestratorOptions, 'trainer' | 'inference'>;
