@@ -137,11 +137,17 @@ describe('troupe eval exit codes and preflight', () => {
     expect(JSON.parse(readFileSync(join(runDir, 'summary.json'), 'utf8')).model).toBe('m');
   });
 
-  it.each([['eval'], ['validate'], ['view']])('troupe %s --help prints the options and exits 0', async (command) => {
+  it.each([['eval'], ['validate']])('troupe %s --help prints the options and exits 0', async (command) => {
     const result = await troupe([command, '--help']);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/--allow-failures/);
     expect(result.stdout).toMatch(/Exit codes/);
+  });
+
+  it("troupe view --help runs @troupe/viewer's own help (linked at this repository's root) and exits 0", async () => {
+    const result = await troupe(['view', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/troupe view <run-dir> \[--html FILE\]/);
   });
 });
 

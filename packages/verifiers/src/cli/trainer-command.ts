@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../errors/troupe-error.ts';
 
@@ -18,28 +17,38 @@ export const DELEGATED_COMMANDS: Record<string, { package: string; bin: string }
   'serve-trainer': { package: '@troupe/trainer', bin: 'troupe-trainer' },
 };
 
-/** The bin file of `pkg` as installed from `folder` (its `package.json` `bin` entry), or null when not installed. */
+/**
+ * The bin file of `pkg` as installed from `folder` (its `package.json` `bin` entry), or null when not
+ * installed. Looks in `node_modules` of `folder` and each folder above it, as Node resolves a
+ * package, but never through NODE_PATH or global folders: the project's own install decides.
+ */
 function findBin(pkg: string, bin: string, folder: string): string | null {
-  let manifest: string;
-  try {
-    manifest = createRequire(join(folder, 'package.json')).resolve(`${pkg}/package.json`);
-  } catch {
-    return null;
+  for (let dir = resolve(folder); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'node_modules', ...pkg.split('/'), 'package.json');
+    if (existsSync(manifest)) {
+      const bins = (JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: string | Record<string, string> }).bin;
+      const file = typeof bins === 'string' ? bins : bins?.[bin];
+      return file ? resolve(dirname(manifest), file) : null;
+    }
+    if (dirname(dir) === dir) return null;
   }
-  const bins = (JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: string | Record<string, string> }).bin;
-  const file = typeof bins === 'string' ? bins : bins?.[bin];
-  return file ? resolve(dirname(manifest), file) : null;
 }
 
 /**
  * Runs a delegated command: the package's bin, found from the working directory first, then from
- * this package's own location; a missing package is a config error naming what to install.
+ * this package's own location (in this repository, the root's workspace links); a missing package is a config error naming what to install.
  * Resolves with the child's exit code (128 + n when a signal ended it).
  */
-export async function delegatedCommand(command: string, args: string[]): Promise<number> {
+export async function delegatedCommand(
+  command: string,
+  args: string[],
+  /** Where to look for the package, first to last (tests pass a project folder of their own). */
+  folders: readonly string[] = [process.cwd(), import.meta.dirname],
+): Promise<number> {
   const target = DELEGATED_COMMANDS[command];
   if (!target) throw new ConfigError(`unknown command ${JSON.stringify(command)}`);
-  const bin = findBin(target.package, target.bin, process.cwd()) ?? findBin(target.package, target.bin, import.meta.dirname);
+  let bin: string | null = null;
+  for (const folder of folders) bin ??= findBin(target.package, target.bin, folder);
   if (!bin)
     throw new ConfigError(
       `\`troupe ${command}\` is a command of ${target.package}, which is not installed here: npm install ${target.package}`,
