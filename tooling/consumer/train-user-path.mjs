@@ -53,7 +53,7 @@ console.log(`(f) ok: npx troupe train ./say-env.ts, 40 steps: reward ${first.toF
 
 // 2: bad config, bad flag, missing file, misspelt command, a run dir that holds a run — nothing written.
 const refusals = [
-  [['train', '--config', 'say.toml', '--run-dir', 'runs/bad', '--set', 'max_steps=-1'], /^troupe: maxSteps: /],
+  [['train', '--config', 'say.toml', '--run-dir', 'runs/bad', '--set', 'max_steps=-1'], /^troupe: max_steps: /],
   [['train', '--config', 'missing.toml', '--run-dir', 'runs/bad'], /^troupe: --config: file .*missing\.toml does not exist/],
   [['train', '--config', 'say.toml', '--run-dir', 'runs/bad', '--max-step', '3'], /^troupe: Unknown option '--max-step'/],
   [['trian'], /^troupe: unknown command "trian" \(did you mean "train"\?\)/],
