@@ -2,13 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { OpponentPoolConfigSchema } from '@troupe/prime-rl/orchestrator';
 import { TrainerConfigSchema } from '@troupe/prime-rl/trainer';
 import { ConfigError } from '@troupe/verifiers';
-import {
-  normalizeConfigKeys,
-  normalizeSetPath,
-  normalizeSetValue,
-  rejectPrototypeKeys,
-  snakeConfigKey,
-} from '@troupe/verifiers/internal';
+import { normalizeConfigKeys, normalizeSet, rejectPrototypeKeys, snakeConfigKey } from '@troupe/verifiers/internal';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
@@ -230,15 +224,15 @@ export function applySet(config: Record<string, unknown>, assignment: string): v
   const eq = assignment.indexOf('=');
   if (eq <= 0) throw new ConfigError(`--set ${assignment}: expected path=value`, { path: assignment });
   const raw = assignment.slice(eq + 1);
-  let value: unknown;
+  let parsed: unknown;
   try {
-    value = normalizeSetValue(assignment.slice(0, eq), JSON.parse(raw));
-  } catch (error) {
-    if (ConfigError.isInstance(error)) throw error;
-    value = raw;
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = raw;
   }
-  const table = typeof value === 'object' && value !== null && !Array.isArray(value);
-  const path = normalizeSetPath(assignment.slice(0, eq), { table }).split('.');
+  const normalized = normalizeSet(assignment.slice(0, eq), parsed);
+  const path = normalized.path.split('.');
+  const value = normalized.value;
   let at: Record<string, unknown> = config;
   path.slice(0, -1).forEach((segment, i) => {
     const next = at[segment];

@@ -5,7 +5,7 @@ import { ClientConfigSchema, deepMerge, describeZodError } from '../agent/agent-
 import { ConfigError } from '../errors/troupe-error.ts';
 import { SamplingSchema } from '../model/model-client.ts';
 import { TaskSelectionSchema } from '../task/select.ts';
-import { normalizeConfigKeys, normalizeSetPath, normalizeSetValue, rejectPrototypeKeys } from '../util/config-keys.ts';
+import { normalizeConfigKeys, normalizeSet, rejectPrototypeKeys } from '../util/config-keys.ts';
 import { PriceTableSchema } from './pricing.ts';
 
 /** The whole `troupe eval` config: run-level model settings, counts, outputs, and the env. */
@@ -95,10 +95,8 @@ export function applySets(raw: Record<string, unknown>, entries: readonly string
   for (const entry of entries) {
     const eq = entry.indexOf('=');
     if (eq <= 0) throw new ConfigError(`--set ${entry}: expected PATH=VALUE`);
-    const path = entry.slice(0, eq);
-    const value = parseValue(entry.slice(eq + 1));
-    const table = typeof value === 'object' && value !== null && !Array.isArray(value);
-    setPath(raw, normalizeSetPath(path, { table }), normalizeSetValue(path, value));
+    const { path, value } = normalizeSet(entry.slice(0, eq), parseValue(entry.slice(eq + 1)));
+    setPath(raw, path, value);
   }
 }
 

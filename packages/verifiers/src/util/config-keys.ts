@@ -195,3 +195,12 @@ export function normalizeSetValue(path: string, value: unknown, options: ConfigK
   for (let i = 0; i < segments.length; i++) node = Object.values(node as Record<string, unknown>)[0];
   return node;
 }
+
+/**
+ * One `--set PATH=VALUE` as the TypeScript API spells it: the path by {@link normalizeSetPath} (a
+ * table under `env` keeps its role name) and a table value by {@link normalizeSetValue}.
+ */
+export function normalizeSet(path: string, value: unknown, options: ConfigKeyOptions = {}): { path: string; value: unknown } {
+  const table = typeof value === 'object' && value !== null && !Array.isArray(value);
+  return { path: normalizeSetPath(path, { ...options, table }), value: normalizeSetValue(path, value, options) };
+}
