@@ -122,7 +122,7 @@ const DYNAMICS: { title: string; keys: string[]; unit?: string }[] = [
   { title: 'gradient norm', keys: ['trainer/grad_norm'] },
   { title: 'learning rate', keys: ['trainer/lr'] },
   { title: 'off-policy staleness', keys: ['off_policy/staleness'], unit: 'steps' },
-  { title: 'step time', keys: ['time/step', 'time/rollout', 'time/train'], unit: 'ms' },
+  { title: 'step time', keys: ['time/step', 'time/collect', 'time/train'], unit: 'ms' },
 ];
 
 function dynamicsCharts(rows: readonly MetricsRow[], xDomain: [number, number]): string[] {

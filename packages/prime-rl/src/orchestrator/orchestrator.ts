@@ -44,7 +44,7 @@ export interface OrchestratorCheckpoint<W = NamedWeight[], O = OptimizerState> {
   inference?: { version: number; weights: W }[];
 }
 
-/** Orchestrator state saved in checkpoints: what the rollout after the checkpointed step starts from. */
+/** Orchestrator state saved in checkpoints: what the episodes of the step after the checkpoint start from. */
 export interface OrchestratorState {
   /** Next task index per source. */
   cursors: Record<string, number>;
@@ -105,7 +105,7 @@ export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   /** Run directory: `metrics.jsonl`, evaluator artifacts, `checkpoint/`. */
   out: string;
   /**
-   * Every N-th step's rollout — its scored groups, the episodes with their advantages and each
+   * Every N-th step's episodes — its scored groups, the episodes with their advantages and each
    * call's policy version — is appended to `<out>/traces.jsonl`, one Episode per line as
    * `troupe eval` writes them, so `troupe view <out>` opens the training run (default 0: none).
    */
@@ -136,13 +136,14 @@ export interface OrchestratorResult {
   last: StepMetrics;
 }
 
-interface Rollout {
+/** One step's scored groups, played at one policy version (`collectStep`). */
+interface StepEpisodes {
   groups: ScoredGroup[];
   ms: number;
   version: number;
-  /** State after this rollout: where the next one starts (saved with the checkpoint of this step). */
+  /** State after these episodes: where the next step's start (saved with the checkpoint of this step). */
   after: Omit<OrchestratorState, 'evaluators' | 'episodes' | 'pools'>;
-  /** Per pool role: `pool/<source>/<role>/…` metrics of this rollout's draws. */
+  /** Per pool role: `pool/<source>/<role>/…` metrics of these episodes' draws. */
   poolMetrics: Record<string, number>;
 }
 
@@ -184,8 +185,8 @@ export function allocateGroups(ratios: readonly number[], total: number): number
  * runs every episode through a `GroupScorer` (failed episodes marked, the algorithm's hooks),
  * drops episodes older than `maxOffPolicySteps` (queue time counted), cuts one batch with a `BatchBuilder`
  * (zero-advantage filter), trains one `Trainer` step, and serves the new weights through the
- * `Inference`. Rollouts run one after another, each pinned to one policy version: rollout m
- * uses version max(0, m − 1 − maxAsync), so with `maxAsync` 1 the rollout for step m+1 plays
+ * `Inference`. Steps' episodes are collected one step after another, each step pinned to one policy
+ * version: step m's use version max(0, m − 1 − maxAsync), so with `maxAsync` 1 step m+1's play
  * while step m trains. Checkpoints hold the weights, optimizer, the versions still to be served,
  * the algorithm and evaluator state per source, taskset cursors and the sampling RNG: a resumed
  * run continues identically. Nothing here knows an env: evaluation is each source's
@@ -222,7 +223,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const started = performance.now();
     const { options } = this;
     const run = await this.prepare();
-    const dispatcher = new RolloutDispatcher<Rollout>({
+    const dispatcher = new RolloutDispatcher<StepEpisodes>({
       start: run.start,
       maxSteps: options.maxSteps,
       maxAsync: this.maxAsync,
@@ -235,7 +236,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
           if (!weights) throw new TrainerError(`orchestrator: policy version ${version} is no longer held`);
           await options.inference.updateWeights({ weights, version });
         }
-        return this.rollout({ cursors: run.cursors, version, step });
+        return this.collectStep({ cursors: run.cursors, version, step });
       },
     });
     let last: StepMetrics = {};
@@ -312,32 +313,32 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   }
 
   /**
-   * Training step `n`: takes its rollout, cuts the batch (rolling again while it is empty: no step
-   * ships without samples), trains, publishes the new weights (waking the rollouts waiting for
+   * Training step `n`: takes its episodes, cuts the batch (rolling again while it is empty: no step
+   * ships without samples), trains, publishes the new weights (waking the episodes waiting for
    * them), evaluates, appends the metrics line and checkpoints.
    */
   private async step(options: {
     run: RunState<W>;
-    dispatcher: RolloutDispatcher<Rollout>;
+    dispatcher: RolloutDispatcher<StepEpisodes>;
     n: number;
     started: number;
   }): Promise<{ line: StepMetrics; final: boolean }> {
     const { run, dispatcher, n, started } = options;
     const { maxSteps, maxSeconds, onStep } = this.options;
     const stepStart = performance.now();
-    const { rollout, batch, dropped, stale, empty, rolloutMs } = await this.fullBatch({ run, dispatcher, n });
+    const { collected, batch, dropped, stale, empty, collectMs } = await this.fullBatch({ run, dispatcher, n });
     const samples = batch.samples;
     const t1 = performance.now();
     const { weights, metrics: trainMetrics } = await this.options.trainer.step({ samples, step: n });
     const trainMs = performance.now() - t1;
     await this.publish({ run, n, weights });
     dispatcher.trainerDone(n);
-    run.episodes += rollout.groups.reduce((a, g) => a + g.episodes.length, 0);
+    run.episodes += collected.groups.reduce((a, g) => a + g.episodes.length, 0);
     const line: StepMetrics = {
       step: n,
       episodes: run.episodes,
-      policy_version: rollout.version,
-      'off_policy/staleness': n - 1 - rollout.version,
+      policy_version: collected.version,
+      'off_policy/staleness': n - 1 - collected.version,
       'off_policy/dropped': dropped,
       'batch/stale_episodes_dropped': stale.episodes,
       'batch/stale_groups_dropped': stale.groups,
@@ -352,25 +353,25 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       'batch/empty_rollouts/off_policy': empty['off-policy'],
     };
     for (const source of this.options.sources) {
-      const sourceEpisodes = rollout.groups.filter((g) => g.source === source.name).flatMap((g) => g.episodes);
+      const sourceEpisodes = collected.groups.filter((g) => g.source === source.name).flatMap((g) => g.episodes);
       Object.assign(line, sourceMetrics(source.name, sourceEpisodes));
     }
-    Object.assign(line, rollout.poolMetrics);
+    Object.assign(line, collected.poolMetrics);
     for (const [key, value] of Object.entries(trainMetrics)) line[`trainer/${key}`] = value;
     const final = n === maxSteps || (maxSeconds !== undefined && (performance.now() - started) / 1000 >= maxSeconds);
     await this.evaluate({ run, line, weights, n, final });
-    line['time/rollout'] = rolloutMs;
+    line['time/collect'] = collectMs;
     line['time/train'] = trainMs;
     line['time/step'] = performance.now() - stepStart;
     line['time/elapsed'] = (performance.now() - started) / 1000;
     await appendFile(run.metricsPath, `${JSON.stringify(line)}\n`);
     onStep?.(line);
-    await this.checkpoint({ run, rollout, n, final });
+    await this.checkpoint({ run, collected, n, final });
     return { line, final };
   }
 
   /**
-   * Step `n`'s rollout and a batch with samples. prime-rl's rule (`src/prime_rl/orchestrator/
+   * Step `n`'s episodes and a batch with samples. prime-rl's rule (`src/prime_rl/orchestrator/
    * orchestrator.py:640-652` at 559b447): an empty batch is never shipped and the step number does
    * not advance; the orchestrator keeps collecting, and stops after
    * {@link MAX_CONSECUTIVE_EMPTY_BATCHES} empty batches in a row ({@link EmptyBatchesError}: every
@@ -380,28 +381,28 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
    * with its cause, counted in the step's `batch/empty_rollouts/*` metrics, and its episodes counted
    * in `episodes`.
    */
-  private async fullBatch(options: { run: RunState<W>; dispatcher: RolloutDispatcher<Rollout>; n: number }) {
+  private async fullBatch(options: { run: RunState<W>; dispatcher: RolloutDispatcher<StepEpisodes>; n: number }) {
     const { run, dispatcher, n } = options;
     const empty: Record<EmptyBatchReason, number> = { 'failed-episodes': 0, 'zero-advantages': 0, 'off-policy': 0 };
-    // Stale episodes and groups dropped over all of the step's rollouts (an empty one's included).
+    // Stale episodes and groups dropped over all of the step's collections (an empty one's included).
     const stale = { episodes: 0, groups: 0 };
-    let rollout = await dispatcher.take(n);
-    let rolloutMs = rollout.ms;
+    let collected = await dispatcher.take(n);
+    let collectMs = collected.ms;
     let emptyInARow = 0;
     for (;;) {
-      const episodes = rollout.groups.reduce((sum, group) => sum + group.episodes.length, 0);
-      if (this.failed.observe(rollout.groups, n)) {
+      const episodes = collected.groups.reduce((sum, group) => sum + group.episodes.length, 0);
+      if (this.failed.observe(collected.groups, n)) {
         empty['failed-episodes']++;
         run.log(
           `step ${n}: every episode of the rollout failed (${episodes} episodes); not sent to the trainer, rolling again (failed rollouts in a row: ${this.failed.inARow}/${this.stopAfterFailedSteps})`,
         );
       } else {
-        const { batch, drop } = await this.cutBatch(rollout, n, run.log);
+        const { batch, drop } = await this.cutBatch(collected, n, run.log);
         stale.episodes += drop.episodes;
         stale.groups += drop.groupsDropped;
         const dropped = drop.groupsDropped;
-        if (batch && batch.samples.length > 0) return { rollout, batch, dropped, stale, empty, rolloutMs };
-        const reason: EmptyBatchReason = dropped === rollout.groups.length && dropped > 0 ? 'off-policy' : 'zero-advantages';
+        if (batch && batch.samples.length > 0) return { collected, batch, dropped, stale, empty, collectMs };
+        const reason: EmptyBatchReason = dropped === collected.groups.length && dropped > 0 ? 'off-policy' : 'zero-advantages';
         empty[reason]++;
         emptyInARow++;
         run.log(
@@ -411,22 +412,22 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
           throw new EmptyBatchesError({ step: n, consecutive: emptyInARow, reason, counts: empty });
       }
       run.episodes += episodes;
-      rollout = await dispatcher.again(n);
-      rolloutMs += rollout.ms;
+      collected = await dispatcher.again(n);
+      collectMs += collected.ms;
     }
   }
 
   /**
-   * One batch of the rollout's groups, less the episodes more than `maxOffPolicySteps` behind step
+   * One batch of the step's groups, less the episodes more than `maxOffPolicySteps` behind step
    * `n` (`dropStaleEpisodes`: counted at the step that consumes them, queue time included).
    */
-  private async cutBatch(rollout: Rollout, n: number, log: (line: string) => void) {
+  private async cutBatch(collected: StepEpisodes, n: number, log: (line: string) => void) {
     const builder = new BatchBuilder({
       batchSize: Number.MAX_SAFE_INTEGER,
       filterZeroAdvantages: this.options.filterZeroAdvantages ?? true,
     });
     const drop = await dropStaleEpisodes({
-      groups: rollout.groups,
+      groups: collected.groups,
       step: n,
       maxOffPolicySteps: this.maxOffPolicySteps,
       algorithmOf: (name) => (this.scorers.get(name) as GroupScorer).algorithm,
@@ -439,12 +440,12 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     return { batch: builder.flush(), drop };
   }
 
-  /** Serves `weights` as version `n`, forgets versions no rollout can use, and snapshots them into the pools due one. */
+  /** Serves `weights` as version `n`, forgets versions no episode can use, and snapshots them into the pools due one. */
   private async publish(options: { run: RunState<W>; n: number; weights: W }): Promise<void> {
     const { run, n, weights } = options;
     run.published.set(n, weights);
     for (const version of run.published.keys()) if (version < n - this.maxAsync) run.published.delete(version);
-    // Snapshots before waking the dispatcher: the rollout at version n draws from a pool that holds step n.
+    // Snapshots before waking the dispatcher: the episodes at version n draw from a pool that holds step n.
     if (this.pools.states.length) {
       await this.pools.take(n, weights);
       this.pools.evict(Math.max(0, n - this.maxAsync));
@@ -473,8 +474,8 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   }
 
   /** Writes the checkpoint of step `n` when due (`checkpointEvery`, the final step) and the kept copy when `keepCheckpoints` lists it. */
-  private async checkpoint(options: { run: RunState<W>; rollout: Rollout; n: number; final: boolean }): Promise<void> {
-    const { run, rollout, n, final } = options;
+  private async checkpoint(options: { run: RunState<W>; collected: StepEpisodes; n: number; final: boolean }): Promise<void> {
+    const { run, collected, n, final } = options;
     const { sources, trainer, out } = this.options;
     const every = this.options.checkpointEvery ?? 25;
     const due = every > 0 && (n % every === 0 || final);
@@ -482,7 +483,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     if (!due && !keep) return;
     const { pools, versions } = this.pools.checkpointed(run.published, n);
     const state: OrchestratorState = {
-      ...rollout.after,
+      ...collected.after,
       episodes: run.episodes,
       evaluators: Object.fromEntries(sources.map((s) => [s.name, s.evaluator?.state?.() ?? null])),
       ...(this.pools.states.length ? { pools } : {}),
@@ -503,8 +504,8 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     await commitCheckpoint({ out, step: n, pointers, write: (dir) => write({ dir, ...checkpoint }) });
   }
 
-  /** One rollout at one policy version: every source's share of the step's groups, scored. */
-  private async rollout(options: { cursors: Record<string, number>; version: number; step: number }): Promise<Rollout> {
+  /** One step's episodes at one policy version: every source's share of the step's groups, scored. */
+  private async collectStep(options: { cursors: Record<string, number>; version: number; step: number }): Promise<StepEpisodes> {
     const { cursors, version, step } = options;
     const t0 = performance.now();
     const { sources, inference } = this.options;
