@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { calculatorEval, plantHostileFile } from '@troupe/verifiers/testing';
 import { describe, expect, it } from 'vitest';
-import { calculatorEval } from '../test/support/calculator-eval.ts';
 import { loadViewerRun } from './run-directory.ts';
 import { serveRun } from './serve-run.ts';
 
@@ -17,12 +17,7 @@ describe('the viewer on a hostile run directory', () => {
     for (const kind of ['fifo', 'symlink'] as const) {
       const outDir = fresh();
       const tracesPath = join(outDir, 'traces.jsonl');
-      if (kind === 'fifo') execFileSync('mkfifo', [tracesPath]);
-      else {
-        const elsewhere = join(fresh(), 'secret.jsonl');
-        writeFileSync(elsewhere, 'secret\n');
-        symlinkSync(elsewhere, tracesPath);
-      }
+      plantHostileFile(tracesPath, kind, join(fresh(), 'secret.jsonl'));
       const message = kind === 'fifo' ? /traces.jsonl: not a regular file \(a FIFO\); refused/ : /traces.jsonl: a symlink/;
       await expect(loadViewerRun({ runDir: outDir })).rejects.toThrow(message);
     }

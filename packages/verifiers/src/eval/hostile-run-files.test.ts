@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { calculatorClient, calculatorEval } from '../../test/support/calculator-eval.ts';
 import { buildConfig } from '../cli/eval-args.ts';
 import { importUserModule } from '../env/reward-modules.ts';
 import { ConfigError } from '../errors/troupe-error.ts';
+import { calculatorClient, calculatorEval, plantHostileFile } from '../testing/calculator-run.ts';
 import { readConfigFile } from './eval-config.ts';
 import { replayRun } from './replay.ts';
 import { REJECTED_TRACES_FILE } from './resume-file.ts';
@@ -23,13 +23,13 @@ const jsonLines = (path: string) =>
 describe('resume never deletes what it cannot read', () => {
   it('moves a complete line of an unknown schema version to traces.rejected.jsonl with the reason, reports it, and re-runs its episode', async () => {
     const outDir = fresh();
-    await calculatorEval(outDir, false);
+    await calculatorEval(outDir);
     const tracesPath = join(outDir, 'traces.jsonl');
     const [first, ...rest] = readFileSync(tracesPath, 'utf8').split('\n').filter(Boolean);
     const future = (first as string).replace('"version":1', '"version":99');
     writeFileSync(tracesPath, `${[future, ...rest].join('\n')}\n{"version":1,"id":"torn`);
     const logs: string[] = [];
-    const second = await calculatorEval(outDir, true, (l) => logs.push(l));
+    const second = await calculatorEval(outDir, { resume: true, log: (l) => logs.push(l) });
     expect(second.kept).toBe(3);
     expect(second.ran).toBe(1);
     expect(logs.join('\n')).toMatch(/moving line 1 of traces.jsonl to traces.rejected.jsonl \(version: /);
@@ -45,15 +45,10 @@ describe('resume never deletes what it cannot read', () => {
     for (const kind of ['fifo', 'symlink'] as const) {
       const outDir = fresh();
       const tracesPath = join(outDir, 'traces.jsonl');
-      if (kind === 'fifo') execFileSync('mkfifo', [tracesPath]);
-      else {
-        const elsewhere = join(fresh(), 'secret.jsonl');
-        writeFileSync(elsewhere, 'secret\n');
-        symlinkSync(elsewhere, tracesPath);
-      }
+      plantHostileFile(tracesPath, kind, join(fresh(), 'secret.jsonl'));
       const message = kind === 'fifo' ? /traces.jsonl: not a regular file \(a FIFO\); refused/ : /traces.jsonl: a symlink/;
       expect(() => readEpisodes(tracesPath)).toThrow(message);
-      await expect(calculatorEval(outDir, true)).rejects.toThrow(message);
+      await expect(calculatorEval(outDir, { resume: true })).rejects.toThrow(message);
     }
   });
 });
@@ -90,7 +85,7 @@ describe('run directories are data, never code', () => {
 
   async function runWithPlantedConfig() {
     const outDir = fresh();
-    await calculatorEval(outDir, false);
+    await calculatorEval(outDir);
     const marker = join(outDir, 'marker');
     // As `troupe eval` saves it, with a reward module someone planted.
     const saved = {

@@ -13,6 +13,14 @@ export { startInterceptedRollout, type InterceptedRolloutOptions, type Intercept
 export { runNode, type NodeProcessResult } from './node-process.ts';
 // Process liveness.
 export { processAlive, hostPidsWith } from './process-alive.ts';
+// A real run directory in a moment, and the hostile files a reader of one must refuse.
+export {
+  calculatorClient,
+  calculatorEval,
+  type CalculatorEvalOptions,
+  insertHugeLine,
+  plantHostileFile,
+} from './calculator-run.ts';
 // A small env for tests.
 export { sayWordEnv } from './say-word-env.ts';
 // The scripted model server.

@@ -1,21 +1,11 @@
-import {
-  appendFileSync,
-  closeSync,
-  ftruncateSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exportCommand } from '../../src/cli/export-command.ts';
 import { REJECTED_TRACES_FILE } from '../../src/eval/resume-file.ts';
 import { readEpisodes } from '../../src/eval/traces-file.ts';
-import { calculatorEval } from '../support/calculator-eval.ts';
+import { calculatorEval, insertHugeLine } from '../../src/testing/calculator-run.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -29,15 +19,9 @@ describe('hostile run files (CI size)', () => {
   it('a traces.jsonl over 1 GiB (a sparse 1.1 GiB line between episodes) is resumed and exported line by line', async () => {
     const outDir = mkdtempSync(join(tmpdir(), 'troupe-huge-traces-'));
     dirs.push(outDir);
-    await calculatorEval(outDir, false);
+    await calculatorEval(outDir);
     const tracesPath = join(outDir, 'traces.jsonl');
-    const [first, ...rest] = readFileSync(tracesPath, 'utf8').split('\n').filter(Boolean);
-    // First episode, then a hole of NUL bytes as one line (sparse: no disk, written in a moment), then the rest.
-    writeFileSync(tracesPath, `${first}\n`);
-    const fd = openSync(tracesPath, 'r+');
-    ftruncateSync(fd, statSync(tracesPath).size + HOLE_BYTES);
-    closeSync(fd);
-    appendFileSync(tracesPath, `\n${rest.join('\n')}\n`);
+    insertHugeLine(tracesPath, HOLE_BYTES);
     expect(statSync(tracesPath).size).toBeGreaterThan(1024 * 1024 * 1024);
 
     const read = readEpisodes(tracesPath);
@@ -50,7 +34,7 @@ describe('hostile run files (CI size)', () => {
     expect(readFileSync(exported, 'utf8').split('\n').filter(Boolean)).toHaveLength(4);
 
     const logs: string[] = [];
-    const resumed = await calculatorEval(outDir, true, (l) => logs.push(l));
+    const resumed = await calculatorEval(outDir, { resume: true, log: (l) => logs.push(l) });
     expect(resumed.kept).toBe(4);
     expect(resumed.ran).toBe(0);
     expect(logs.join('\n')).toMatch(/moving line 2 of traces.jsonl to traces.rejected.jsonl/);

@@ -1,19 +1,9 @@
-import {
-  appendFileSync,
-  closeSync,
-  ftruncateSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { calculatorEval, insertHugeLine } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadViewerRun } from '../../src/run-directory.ts';
-import { calculatorEval } from '../support/calculator-eval.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -29,13 +19,7 @@ describe('the viewer on hostile run files (CI size)', () => {
     dirs.push(outDir);
     await calculatorEval(outDir);
     const tracesPath = join(outDir, 'traces.jsonl');
-    const [first, ...rest] = readFileSync(tracesPath, 'utf8').split('\n').filter(Boolean);
-    // First episode, then a hole of NUL bytes as one line (sparse: no disk, written in a moment), then the rest.
-    writeFileSync(tracesPath, `${first}\n`);
-    const fd = openSync(tracesPath, 'r+');
-    ftruncateSync(fd, statSync(tracesPath).size + HOLE_BYTES);
-    closeSync(fd);
-    appendFileSync(tracesPath, `\n${rest.join('\n')}\n`);
+    insertHugeLine(tracesPath, HOLE_BYTES);
     expect(statSync(tracesPath).size).toBeGreaterThan(1024 * 1024 * 1024);
 
     const viewed = await loadViewerRun({ runDir: outDir });
