@@ -10,9 +10,9 @@
 # is installed, then uses it; then, in a fresh project that ran a plain
 # `npm install` of verifiers, prime-rl and trainer (no flags, .npmrc or env vars): (f) `npx troupe
 # train` of a .ts env whose reward rises and every exit code (0, 2, 3, 4, 130), (g) the README's
-# examples verbatim, (h) no installed package declares a Node engine ours does not cover, (i) the
-# trainer's public types under tsc --strict without skipLibCheck or DOM types.
-# Prints each tarball's size, the trainer's install time and installed size.
+# examples verbatim, (h) no installed package declares a Node engine ours does not cover, (i) every
+# public entry point's types under tsc --strict without skipLibCheck or DOM types.
+# Prints each tarball's size, and a `trainer install:` line (install time, `du -sh node_modules`).
 # Usage: bash tooling/scripts/consumer-test.sh  (after `pnpm build`).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -108,16 +108,21 @@ npm init -y >/dev/null
 npm pkg set type=module >/dev/null
 started=$(date +%s%N)
 npm install "$(tarball verifiers)" "$(tarball prime-rl)" "$(tarball trainer)" zod@^4.1.0 2>&1 | tee "$work/trainer-install.log"
-seconds=$(( ($(date +%s%N) - started) / 1000000000 ))
+elapsed=$(( ($(date +%s%N) - started) / 100000000 ))
 if grep -q EBADENGINE "$work/trainer-install.log"; then echo "consumer: npm install warned EBADENGINE" >&2; exit 1; fi
-echo "(f) npm install @troupe/verifiers @troupe/prime-rl @troupe/trainer zod: ${seconds} s, node_modules $(du -sh node_modules | cut -f1) ($(ls node_modules | wc -l) top-level entries)"
+install_line="trainer install: plain \`npm install @troupe/verifiers @troupe/prime-rl @troupe/trainer zod\` in $((elapsed / 10)).$((elapsed % 10)) s; \`du -sh node_modules\` $(du -sh node_modules | cut -f1) ($(ls node_modules | wc -l) top-level entries; load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "(f) $install_line"
 cp "$repo"/tooling/consumer/* .
 cp "$repo/README.md" README.troupe.md
 node train-user-path.mjs
 node readme-examples.mjs
 node check-engines.mjs
-# (i) the trainer's public types under tsc --strict, skipLibCheck off, no DOM lib
-npm install --no-save --no-audit --no-fund --loglevel=error typescript@~5.9.3 @types/node@^20.19.0
+# (i) every entry point of every public package (all the tarballs installed) under tsc --strict,
+# skipLibCheck off, lib es2022 (no DOM), types node: no declaration of ours reaches one that needs DOM.
+npm install --no-save --no-audit --no-fund --loglevel=error typescript@~5.9.3 @types/node@^20.19.0 \
+  $(ls "$work"/tarballs/troupe-*.tgz | grep -v consumer-probe)
+node public-types.mjs
 npx tsc -p tsconfig.trainer.json
-echo "(i) ok: @troupe/trainer's types check with tsc --strict, skipLibCheck false, lib es2023 (no DOM)"
+echo "(i) ok: every public entry point's types check with tsc --strict, skipLibCheck false, lib es2022 (no DOM), types node"
+echo "$install_line"
 echo "consumer test: ok"

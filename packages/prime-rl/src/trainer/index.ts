@@ -29,5 +29,8 @@ export {
 } from './config.ts';
 // The trainer in a worker thread.
 export { localTrainer, workerTrainer, type TrainerInit, type TrainerHandle } from './handle.ts';
-// The trainer.
-export { policyLoss, lengthBuckets, stepFlops, type OptimizerState, Trainer, type PolicyLossInputs } from './trainer.ts';
+// The optimizer state a trainer resumes from. The tfjs-level trainer (`Trainer`, `policyLoss`,
+// `lengthBuckets`, `stepFlops` in trainer.ts) stays inside the package: the public declarations
+// reach no tfjs declaration (tfjs's own need DOM types, so a user's `tsc` without skipLibCheck would
+// fail); a user trains through `localTrainer` / `workerTrainer`.
+export type { OptimizerState } from './optimizer-state.ts';

@@ -37,18 +37,29 @@ export const E2BRuntimeOptionsSchema = ApiKeyRuntimeOptionsSchema.extend({
  */
 export type E2BRuntimeOptions = z.infer<typeof E2BRuntimeOptionsSchema>;
 
+/**
+ * The `e2b` SDK's sandbox as the public types name it: opaque, because the SDK's declarations
+ * need the DOM's fetch types (`HeadersInit`), which a Node project's `tsc` does not have.
+ */
+export interface E2BSdkSandbox {
+  readonly sandboxId: string;
+}
+
 /** One E2B sandbox (a Firecracker microVM) driven through the `e2b` SDK. */
 export class E2BSandbox extends RemoteSandbox {
   readonly runtime = 'e2b';
   readonly id: string;
+  private readonly client: E2BSandboxClient;
 
+  /** `client` is a sandbox of the `e2b` SDK (`Sandbox.create`). */
   constructor(
-    private readonly client: E2BSandboxClient,
+    client: E2BSdkSandbox,
     readonly workdir: string,
     private readonly user: string | undefined,
     slot: CreationSlot,
   ) {
     super(slot);
+    this.client = client as E2BSandboxClient;
     this.id = client.sandboxId;
   }
 
