@@ -24,15 +24,27 @@ export const TrainingSampleSchema = z
     episodeId: z.string(),
     /** Index of the branch within its trace (0 = first). */
     branch: z.number().int().nonnegative(),
+    /**
+     * prime-rl's loss routing, per token (absent on the rl algorithms' samples): the rl weight
+     * (absent = 1 on the mask); set to 0 everywhere when the algorithm trains with ce or ref_kl.
+     */
+    rlWeights: z.array(z.number()).optional(),
+    /** Cross-entropy weight per token (`sft`: 1 on the given completion's tokens). */
+    ceWeights: z.array(z.number()).optional(),
+    /** Reverse-KL-to-teacher weight per token (`opd`: 1 on the sampled tokens). */
+    refKlWeights: z.array(z.number()).optional(),
+    /** The teacher's logprob per token (`opd`; 0 where it was not scored). */
+    refLogprobs: z.array(z.number()).optional(),
   })
   .superRefine((sample, context) => {
     const length = sample.tokenIds.length;
-    for (const field of ['mask', 'logprobs', 'advantages'] as const) {
-      if (sample[field].length !== length) {
+    for (const field of ['mask', 'logprobs', 'advantages', 'rlWeights', 'ceWeights', 'refKlWeights', 'refLogprobs'] as const) {
+      const values = sample[field];
+      if (values !== undefined && values.length !== length) {
         context.addIssue({
           code: 'custom',
           path: [field],
-          message: `has ${sample[field].length} entries but tokenIds has ${length}`,
+          message: `has ${values.length} entries but tokenIds has ${length}`,
         });
       }
     }

@@ -58,20 +58,49 @@ export interface TrainRow {
   logprobs: readonly number[];
   /** Advantage of each token (0 where mask is false). */
   advantages: readonly number[];
+  /**
+   * prime-rl's loss-component weight streams, per token (aligned with `tokenIds`): a token enters
+   * a component where its weight is not 0, and its loss there is scaled by the weight. Absent
+   * `rlWeights` = 1 on the mask; absent `ceWeights` / `refKlWeights` = no such component.
+   */
+  rlWeights?: readonly number[] | null;
+  /** Cross-entropy (NLL) weight per token; read on any token, masked or not. */
+  ceWeights?: readonly number[] | null;
+  /** Reverse-KL-to-teacher weight per token (on-policy distillation); needs `refLogprobs`. */
+  refKlWeights?: readonly number[] | null;
+  /** The teacher's logprob of each token (0 where it was not scored), read where `refKlWeights` ≠ 0. */
+  refLogprobs?: readonly number[] | null;
 }
 
 /** Per-step training metrics. */
 export interface TrainMetrics {
+  /** The step's loss: rl + ce + teacher components (each over its own token count) + refKlTau · refKl. */
   loss: number;
+  /** The rl component: Σ over rl tokens of weight · (−[¬masked]·advTau·A·r + klTau·log²r), over `rlTokens`. */
   rlLoss: number;
+  /** KL(π ‖ uniform over the output tokens) per rl token (the `refKlTau` regulariser). */
   refKl: number;
+  /** Mean entropy of π over every loss token. */
   entropy: number;
-  /** Mean of r − 1 − log r over loss tokens (k3 estimate of KL(μ ‖ π)). */
+  /** Mean of r − 1 − log r over rl tokens (k3 estimate of KL(μ ‖ π)). */
   mismatchKl: number;
-  /** Fraction of loss tokens masked by the trust region. */
+  /** Fraction of rl tokens masked by the trust region. */
   maskedFraction: number;
+  /** The ce component: Σ weight · (−log π) over ce tokens, over `ceTokens` (the mean NLL at weight 1). */
+  ceLoss: number;
+  /** The ref_kl (teacher) component: Σ weight · (−[¬masked]·(log π_teacher − log π)·r + 1e-3·log²r), over `refKlTokens`. */
+  teacherLoss: number;
+  /** Mean of log π − log π_teacher over ref_kl tokens: the student's reverse KL to its teacher on its own samples. */
+  teacherKl: number;
   gradNorm: number;
+  /** Loss tokens: tokens in at least one component. */
   tokens: number;
+  /** Tokens of the rl component (mask set, rl weight ≠ 0): its normaliser. */
+  rlTokens: number;
+  /** Tokens of the ce component (ce weight ≠ 0): its normaliser. */
+  ceTokens: number;
+  /** Tokens of the ref_kl component (ref_kl weight ≠ 0): its normaliser. */
+  refKlTokens: number;
   sequences: number;
   /** Padded length of the longest bucket. */
   paddedLength: number;

@@ -279,9 +279,11 @@ describe('policyLoss', () => {
         });
         return [loss, ...metrics].map((x) => x.dataSync()[0] as number);
       });
-      got.forEach((g, i) => {
-        expect(Math.abs(g - (expected[i] as number))).toBeLessThan(1e-5 * Math.max(1, Math.abs(expected[i] as number)));
+      expected.forEach((e, i) => {
+        expect(Math.abs((got[i] as number) - e)).toBeLessThan(1e-5 * Math.max(1, Math.abs(e)));
       });
+      // Without ce and ref_kl streams those components and their metric are 0.
+      expect(got.slice(expected.length)).toEqual([0, 0, 0]);
     });
 
     it(`grad() gives tfjs's autodiff gradient of the loss (temperature ${temperature}, refKlTau ${refKlTau}, ${allowed ? 'an allowed mask' : "the output tokens' columns"})`, () => {
@@ -307,4 +309,190 @@ describe('policyLoss', () => {
       });
     });
   }
+});
+
+describe('policyLoss with weight streams', () => {
+  // Eight loss tokens: rl on 0–4 (weights 1, 0.5, 1, 2, 1), ce on 3, 5, 6 (weights 1, 0.25, 1),
+  // ref_kl on 6, 7 (weights 1, 0.5): token 3 is in rl and ce, token 6 in ce and ref_kl.
+  const n = 8;
+  const width = 5;
+  const logits = Float32Array.from({ length: n * width }, (_, i) => 1.5 * Math.cos(i * 0.91));
+  const targets = Int32Array.from({ length: n }, (_, i) => (i * 3) % width);
+  // Token 6 inside the ref_kl trust region (μ = 0.05), token 7 outside it (μ = 0.95, π far below).
+  const inference = Float32Array.from({ length: n }, (_, i) =>
+    i === 6 ? -3 : i === 7 ? -0.05 : -0.4 - (1.7 * ((i * 5) % 7)) / 7,
+  );
+  const advantages = Float32Array.from([0.8, -1.1, 0, 0.5, -0.3, 0, 0, 0]);
+  const rlWeights = [1, 0.5, 1, 2, 1, 0, 0, 0];
+  const ceWeights = [0, 0, 0, 1, 0, 0.25, 1, 0];
+  const refKlWeights = [0, 0, 0, 0, 0, 0, 1, 0.5];
+  const teacher = [0, 0, 0, 0, 0, 0, -0.05, -0.1];
+  // Batch-wide counts bigger than this bucket's, as when the batch has other buckets.
+  const denoms = { rl: 7, ce: 5, refKl: 3, tokens: 11 };
+  const config = TrainerConfigSchema.parse({ temperature: 0.8, advTau: 0.9, klTau: 0.02 });
+  const inputs = () => ({
+    targets: tf.tensor1d(targets, 'int32'),
+    inferenceLogprobs: tf.tensor1d(inference),
+    advantages: tf.tensor1d(advantages),
+    denom: denoms.rl,
+    tokens: denoms.tokens,
+    rlWeights: tf.tensor1d(rlWeights),
+    ce: { weights: tf.tensor1d(ceWeights), denom: denoms.ce },
+    refKl: { weights: tf.tensor1d(refKlWeights), logprobs: tf.tensor1d(teacher), denom: denoms.refKl },
+    refKlTau: 0.05,
+    config,
+    logRefSize: Math.log(width),
+    allowed: null,
+  });
+
+  it('sums each component over its own tokens and divides it by its own token count (a hand computation)', () => {
+    let rl = 0;
+    let ce = 0;
+    let ref = 0;
+    let teacherKl = 0;
+    let uniform = 0;
+    for (let t = 0; t < n; t++) {
+      const z = Array.from(logits.subarray(t * width, (t + 1) * width), (x) => x / config.temperature);
+      const top = Math.max(...z);
+      const lse = top + Math.log(z.reduce((a, x) => a + Math.exp(x - top), 0));
+      const lp = z.map((x) => x - lse);
+      const logpi = lp[targets[t] as number] as number;
+      const logr = logpi - (inference[t] as number);
+      const gap = Math.exp(logpi) - Math.exp(inference[t] as number);
+      const a = advantages[t] as number;
+      const masked = a > 0 ? gap > 0.2 : gap < -0.2;
+      rl += (rlWeights[t] as number) * (-(masked ? 0 : 1) * a * config.advTau * Math.exp(logr) + config.klTau * logr * logr);
+      uniform += (rlWeights[t] as number) * lp.reduce((s, l) => s + Math.exp(l) * (l + Math.log(width)), 0);
+      ce += (ceWeights[t] as number) * -logpi;
+      const teacherGap = (teacher[t] as number) - logpi;
+      ref += (refKlWeights[t] as number) * (-(gap < -0.2 ? 0 : 1) * teacherGap * Math.exp(logr) + 1e-3 * logr * logr);
+      if (refKlWeights[t] !== 0) teacherKl += -teacherGap;
+    }
+    const expected = {
+      loss: rl / denoms.rl + 0.05 * (uniform / denoms.rl) + ce / denoms.ce + ref / denoms.refKl,
+      rlLoss: rl / denoms.rl,
+      ceLoss: ce / denoms.ce,
+      teacherLoss: ref / denoms.refKl,
+      teacherKl: teacherKl / denoms.refKl,
+    };
+    const got = tf.tidy(() => {
+      const { loss, metrics } = policyLoss(tf.tensor2d(logits, [n, width]), inputs());
+      const value = (x: tf.Tensor) => x.dataSync()[0] as number;
+      return {
+        loss: value(loss),
+        rlLoss: value(metrics[0] as tf.Tensor),
+        ceLoss: value(metrics[5] as tf.Tensor),
+        teacherLoss: value(metrics[6] as tf.Tensor),
+        teacherKl: value(metrics[7] as tf.Tensor),
+      };
+    });
+    for (const key of Object.keys(expected) as (keyof typeof expected)[])
+      expect(Math.abs(got[key] - expected[key]), key).toBeLessThan(1e-5 * Math.max(1, Math.abs(expected[key])));
+    expect(expected.ceLoss).toBeGreaterThan(0);
+    expect(Math.abs(expected.teacherLoss)).toBeGreaterThan(1e-2);
+  });
+
+  it("grad() gives tfjs's autodiff gradient of the loss with all three components", () => {
+    tf.tidy(() => {
+      const head = tf.tensor2d(logits, [n, width]);
+      const theirs = tf.grad((h) => policyLoss(h as tf.Tensor2D, inputs()).loss)(head);
+      const ours = policyLoss(head, inputs()).grad();
+      const diff = tf.max(tf.abs(tf.sub(ours, theirs))).dataSync()[0] as number;
+      const scale = tf.max(tf.abs(theirs)).dataSync()[0] as number;
+      expect(scale).toBeGreaterThan(1e-3);
+      expect(diff / scale).toBeLessThan(1e-6);
+    });
+  });
+});
+
+describe('Trainer weight streams', () => {
+  beforeAll(async () => {
+    await initTfBackend({ prefer: 'wasm' });
+  });
+
+  const rlRow = (token: number, advantage: number): TrainRow => ({
+    tokenIds: [2, 6, 4, token],
+    mask: [false, false, false, true],
+    logprobs: [0, 0, 0, Math.log(1 / 3)],
+    advantages: [0, 0, 0, advantage],
+  });
+  /** A supervised row: the reply token under ce (weight 1) and no rl token. */
+  const ceRow = (token: number): TrainRow => ({
+    tokenIds: [2, 6, 4, token],
+    mask: [false, false, false, true],
+    logprobs: [0, 0, 0, 0],
+    advantages: [0, 0, 0, 0],
+    rlWeights: [0, 0, 0, 0],
+    ceWeights: [0, 0, 0, 1],
+  });
+
+  it("counts each component's tokens on its own and its loss is not diluted by the others'", () => {
+    const fresh = () => new Trainer({ policy: config, trainer: { lr: 1e-3, weightDecay: 0 } });
+    const p = probs(fresh());
+    // One ce token beside 1 rl token, then beside 5: the ce component stays −log π(GOOD) (÷ 1).
+    for (const rlCount of [1, 5]) {
+      const trainer = fresh();
+      const rows = [ceRow(GOOD), ...Array.from({ length: rlCount }, (_, i) => rlRow(i % 2 ? BAD : 5, 0.5))];
+      const m = trainer.trainStep(rows);
+      expect(m.ceTokens).toBe(1);
+      expect(m.rlTokens).toBe(rlCount);
+      expect(m.refKlTokens).toBe(0);
+      expect(m.tokens).toBe(rlCount + 1);
+      expect(m.ceLoss).toBeCloseTo(-Math.log(p[GOOD] as number), 5);
+      trainer.dispose();
+    }
+  });
+
+  it('absent streams train exactly as rl weight 1 on the mask', () => {
+    const plain = new Trainer({ policy: config, trainer: { lr: 1e-2, weightDecay: 0 } });
+    const streamed = new Trainer({ policy: config, trainer: { lr: 1e-2, weightDecay: 0 } });
+    const rows = batch(plain, 16, 3);
+    const a = plain.trainStep(rows);
+    const b = streamed.trainStep(rows.map((r) => ({ ...r, rlWeights: r.mask.map(() => 1), ceWeights: r.mask.map(() => 0) })));
+    expect(b.loss).toBeCloseTo(a.loss, 6);
+    expect(b.rlTokens).toBe(a.rlTokens);
+    const wa = plain.getWeights();
+    const wb = streamed.getWeights();
+    for (const [i, w] of wa.entries())
+      for (const [j, x] of w.data.entries()) expect(Math.abs(x - (wb[i]?.data[j] as number))).toBeLessThan(1e-6);
+    plain.dispose();
+    streamed.dispose();
+  });
+
+  it('ce raises the probability of the given token; ref_kl moves the policy toward the teacher', () => {
+    const trainer = new Trainer({ policy: config, trainer: { lr: 3e-2, weightDecay: 0 } });
+    const before = probs(trainer)[GOOD] as number;
+    for (let s = 0; s < 10; s++) trainer.trainStep([ceRow(GOOD)]);
+    expect(probs(trainer)[GOOD] as number).toBeGreaterThan(before + 0.2);
+    trainer.dispose();
+    // A teacher that puts log 0.9 on BAD: the student's samples of BAD get a positive pull.
+    const student = new Trainer({ policy: config, trainer: { lr: 3e-2, weightDecay: 0 } });
+    const start = probs(student)[BAD] as number;
+    for (let s = 0; s < 10; s++) {
+      const p = probs(student);
+      const rows = [GOOD, BAD, 5].map((token) => ({
+        tokenIds: [2, 6, 4, token],
+        mask: [false, false, false, true],
+        logprobs: [0, 0, 0, Math.log(p[token] as number)],
+        advantages: [0, 0, 0, 0],
+        rlWeights: [0, 0, 0, 0],
+        refKlWeights: [0, 0, 0, p[token] as number],
+        refLogprobs: [0, 0, 0, Math.log(token === BAD ? 0.9 : 0.05)],
+      }));
+      const m = student.trainStep(rows);
+      expect(m.refKlTokens).toBe(3);
+    }
+    expect(probs(student)[BAD] as number).toBeGreaterThan(start + 0.2);
+    student.dispose();
+  });
+
+  it('refuses a ce target outside the output tokens, naming it', () => {
+    const trainer = new Trainer({ policy: config, trainer: {} });
+    expect(() => trainer.trainStep([ceRow(3)])).toThrow(/token 3, which is not one of the policy's output tokens/);
+    expect(() => trainer.trainStep([{ ...ceRow(GOOD), ceWeights: [1] }])).toThrow(/ceWeights has 1 entries/);
+    expect(() => trainer.trainStep([{ ...rlRow(GOOD, 1), refKlWeights: [0, 0, 0, 1] }])).toThrow(
+      /refKlWeights without refLogprobs/,
+    );
+    trainer.dispose();
+  });
 });

@@ -110,8 +110,8 @@ export interface UnpackedSample extends TrainRow {
 /**
  * What a trainer rank does with its `list[MicroBatch]`, for a trainer that trains per sample: cut
  * every micro batch at its `sequence_lengths`, drop the padding after the last sample (env name
- * `""`), and keep the samples that have a trainable token (zero-loss fillers and fully masked
- * samples add nothing to prime-rl's loss either).
+ * `""`), and keep the samples that have a trainable token or a ce / ref_kl weight (zero-loss
+ * fillers and fully masked samples add nothing to prime-rl's loss either), with their weight streams.
  */
 export function unpackMicroBatches(batches: readonly WireMicroBatch[]): UnpackedSample[] {
   const out: UnpackedSample[] = [];
@@ -121,15 +121,24 @@ export function unpackMicroBatches(batches: readonly WireMicroBatch[]): Unpacked
       let end = start + length;
       while (end > start && batch.envNames[end - 1] === '') end--;
       const mask = batch.lossMask.slice(start, end);
-      if (mask.some(Boolean)) {
-        out.push({
+      const ce = batch.ceWeights?.slice(start, end);
+      const refKl = batch.refKlWeights?.slice(start, end);
+      const supervised = ce?.some((w) => w !== 0) || refKl?.some((w) => w !== 0);
+      if (mask.some(Boolean) || supervised) {
+        const sample: UnpackedSample = {
           tokenIds: batch.inputIds.slice(start, end),
           mask,
           logprobs: batch.inferenceLogprobs.slice(start, end),
           advantages: batch.advantages.slice(start, end),
           envName: batch.envNames[start] ?? '',
           temperatures: batch.temperatures.slice(start, end),
-        });
+        };
+        // The loss routing streams ride along (prime-rl's trainer reads them per token).
+        if (batch.rlWeights) sample.rlWeights = batch.rlWeights.slice(start, end);
+        if (ce) sample.ceWeights = ce;
+        if (refKl) sample.refKlWeights = refKl;
+        if (batch.refLogprobs) sample.refLogprobs = batch.refLogprobs.slice(start, end);
+        out.push(sample);
       }
       start += length;
     }

@@ -1,7 +1,12 @@
+import { decode } from '@msgpack/msgpack';
 import { Trace } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
 import { assignAdvantages } from '../algorithms/assign-advantages.ts';
-import { traceToWireSamples } from './wire-sample.ts';
+import type { TrainingSample } from '../samples/training-sample.ts';
+import { packAndEncode } from './encode-planned.ts';
+import { unpackMicroBatches } from './loopback.ts';
+import { decodeMicroBatches, MICRO_BATCH_FIELDS } from './micro-batch.ts';
+import { toWireSample, traceToWireSamples } from './wire-sample.ts';
 
 const meta = { dialect: 'chat', startedAt: 0, durationMs: 1 };
 
@@ -64,5 +69,57 @@ describe('traceToWireSamples', () => {
       [0.9, 0.9, 0.9, 0.9, 0.9],
       [0.3, 0.3, 0.3, 0.3],
     ]);
+  });
+});
+
+describe('loss routing streams on the wire', () => {
+  const base = (traceId: string, tokenIds: number[]): TrainingSample => ({
+    tokenIds,
+    mask: tokenIds.map((_, i) => i >= 2),
+    logprobs: tokenIds.map((_, i) => (i >= 2 ? -0.5 : 0)),
+    advantages: tokenIds.map((_, i) => (i >= 2 ? 1 : 0)),
+    env: 'e',
+    role: 'agent',
+    traceId,
+    episodeId: 'ep',
+    branch: 0,
+  });
+  // An rl sample (no streams), an sft sample (ce on its reply) and an opd sample (ref_kl + teacher logprobs).
+  const rl = base('rl', [1, 2, 3, 4]);
+  const sft = { ...base('sft', [1, 2, 5]), advantages: [0, 0, 0], rlWeights: [0, 0, 0], ceWeights: [0, 0, 1] };
+  const opd = {
+    ...base('opd', [1, 2, 6, 7]),
+    advantages: [0, 0, 0, 0],
+    rlWeights: [0, 0, 0, 0],
+    refKlWeights: [0, 0, 1, 1],
+    refLogprobs: [0, -1.5, -0.25, -0.75],
+  };
+
+  it('packs rl_weights, ce_weights, ref_kl_weights and ref_logprobs into their MicroBatch fields, filling absent ones as prime-rl does', () => {
+    const samples = [rl, sft, opd].map((s) => toWireSample(s, { temperatures: 1 }));
+    const [bytes] = packAndEncode({ samples, seqLen: 16, dataWorldSize: 1 });
+    const raw = decode(bytes!) as unknown[][];
+    expect(raw).toHaveLength(1);
+    const fields = raw[0]!;
+    expect(fields).toHaveLength(16);
+    const field = (name: (typeof MICRO_BATCH_FIELDS)[number]) => fields[MICRO_BATCH_FIELDS.indexOf(name)];
+    // First-fit-decreasing: the 4-token samples in input order (rl, opd), then sft.
+    expect(field('input_ids')).toEqual([1, 2, 3, 4, 1, 2, 6, 7, 1, 2, 5]);
+    // Absent rl stream = 1.0, absent ce / ref_kl = 0.0, absent ref_logprobs = 0.0 (prime-rl
+    // `src/prime_rl/trainer/batch.py:14` STREAM_FILL).
+    expect(field('rl_weights')).toEqual([1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+    expect(field('ce_weights')).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    expect(field('ref_kl_weights')).toEqual([0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0]);
+    expect(field('ref_logprobs')).toEqual([0, 0, 0, 0, 0, -1.5, -0.25, -0.75, 0, 0, 0]);
+    // A trainer rank reading it back gets each sample with its streams (the loopback trainer's view).
+    const unpacked = unpackMicroBatches(decodeMicroBatches({ bytes: bytes! }));
+    expect(unpacked.map((s) => s.tokenIds)).toEqual([rl.tokenIds, opd.tokenIds, sft.tokenIds]);
+    expect(unpacked[2]?.ceWeights).toEqual([0, 0, 1]);
+    expect(unpacked[1]?.refLogprobs).toEqual([0, -1.5, -0.25, -0.75]);
+  });
+
+  it('a sample without streams writes none: the nine required fields only', () => {
+    const [bytes] = packAndEncode({ samples: [toWireSample(rl, { temperatures: 1 })], seqLen: 8, dataWorldSize: 1 });
+    expect((decode(bytes!) as unknown[][])[0]).toHaveLength(9);
   });
 });

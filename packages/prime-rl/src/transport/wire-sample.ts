@@ -6,12 +6,15 @@ import type { WireSample } from './micro-batch.ts';
 
 /**
  * A troupe `TrainingSample` in prime-rl's `TrainingSample` form: the same per-token ids, mask,
- * logprobs and advantages, the env as `envName`, and the sampling temperature (one for the whole
- * sample, or per token when a rollout changed it between turns). Role, trace, episode and branch
- * go to `provenance` (not on the wire; the sample export keeps them).
+ * logprobs and advantages, the env as `envName`, the sampling temperature (one for the whole
+ * sample, or per token when a rollout changed it between turns), and the loss routing streams
+ * (`rlWeights`, `ceWeights`, `refKlWeights`, `refLogprobs`) when the sample has them — packing
+ * puts them in the `MicroBatch` fields `rl_weights`, `ce_weights`, `ref_kl_weights` and
+ * `ref_logprobs`. Role, trace, episode and branch go to `provenance` (not on the wire; the sample
+ * export keeps them).
  */
 export function toWireSample(sample: TrainingSample, options: { temperatures: number | readonly number[] }): WireSample {
-  return {
+  const wire: WireSample = {
     tokenIds: sample.tokenIds,
     mask: sample.mask,
     logprobs: sample.logprobs,
@@ -20,6 +23,11 @@ export function toWireSample(sample: TrainingSample, options: { temperatures: nu
     advantages: sample.advantages,
     provenance: { role: sample.role, traceId: sample.traceId, episodeId: sample.episodeId, branch: sample.branch },
   };
+  if (sample.rlWeights) wire.rlWeights = sample.rlWeights;
+  if (sample.ceWeights) wire.ceWeights = sample.ceWeights;
+  if (sample.refKlWeights) wire.refKlWeights = sample.refKlWeights;
+  if (sample.refLogprobs) wire.refLogprobs = sample.refLogprobs;
+  return wire;
 }
 
 /** Options of {@link traceToWireSamples}. */
