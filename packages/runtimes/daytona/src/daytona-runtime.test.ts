@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DaytonaRuntime } from './daytona-runtime.ts';
+import { createRuntime } from './index.ts';
 
 /**
  * A loopback stand-in for Daytona speaking the wire format `@daytonaio/sdk` uses (read from its
@@ -19,6 +20,8 @@ interface Recorded {
 
 class FakeDaytona {
   readonly requests: Recorded[] = [];
+  /** The one key the control plane accepts. */
+  readonly apiKey = 'dtn_test_key';
   readonly files = new Map<string, Buffer>();
   state = 'started';
   server: Server = createServer((request, response) => void this.handle(request, response));
@@ -60,6 +63,13 @@ class FakeDaytona {
     const body = contentType.includes('application/json') && raw.length > 0 ? JSON.parse(raw.toString()) : raw;
     this.requests.push({ path: `${request.method} ${url.pathname}`, headers: request.headers, body });
 
+    // The control plane authenticates every call by `Authorization: Bearer <key>` (api-client
+    // src/common.js:49) and answers a missing or wrong key 401 (the SDK's DaytonaAuthenticationError,
+    // esm/errors/DaytonaError.js:46-47), in NestJS's error shape.
+    if (url.pathname.startsWith('/sandbox') && request.headers.authorization !== `Bearer ${this.apiKey}`)
+      return this.json(response, 401, { statusCode: 401, message: 'Unauthorized' });
+    // List (sandbox-api.js:1146): a cursor page, `{ items, nextCursor }` (esm/Daytona.js:497-503).
+    if (request.method === 'GET' && url.pathname === '/sandbox') return this.json(response, 200, { items: [], nextCursor: null });
     if (request.method === 'POST' && url.pathname === '/sandbox') return this.json(response, 200, this.sandbox());
     if (request.method === 'GET' && url.pathname === '/sandbox/sb-1') return this.json(response, 200, this.sandbox());
     if (request.method === 'DELETE' && url.pathname === '/sandbox/sb-1') {
@@ -187,5 +197,44 @@ describe('DaytonaRuntime against a loopback Daytona (real wire format, not run a
     expect(fake.requests.some((request) => request.path === 'DELETE /sandbox/sb-1')).toBe(true);
     expect(await sandbox.alive()).toBe(false);
     await expect(sandbox.exec('echo hi')).rejects.toMatchObject({ name: 'SandboxError' });
+  });
+});
+
+describe('daytona preflight against the loopback Daytona: the key in its variable, accepted by the API', () => {
+  const fake = new FakeDaytona();
+  const fromEnv = (env: Record<string, string>, apiUrl = fake.url) => createRuntime({ apiUrl }, { env });
+
+  beforeAll(() => fake.start());
+  afterAll(() => new Promise<void>((resolve) => fake.server.close(() => resolve())));
+
+  it('passes with a key the API accepts, after one list call that carries it', async () => {
+    await expect(fromEnv({ DAYTONA_API_KEY: fake.apiKey }).preflight()).resolves.toBeUndefined();
+    const list = fake.requests.at(-1);
+    expect(list?.path).toBe('GET /sandbox');
+    expect(list?.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+  });
+
+  it('a key the API refuses (401) fails naming DAYTONA_API_KEY, never the key', async () => {
+    const error = (await fromEnv({ DAYTONA_API_KEY: 'dtn_wrong_secret' })
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error).toMatchObject({ name: 'SandboxError' });
+    expect(error.message).toMatch(/refused the key in DAYTONA_API_KEY \(401\)/);
+    expect(error.message).not.toContain('dtn_wrong_secret');
+  });
+
+  it('a missing key variable fails when the runtime is built, naming the variable', () => {
+    expect(() => fromEnv({})).toThrow(/DAYTONA_API_KEY/);
+  });
+
+  it('an API that does not answer fails naming its URL', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const error = (await fromEnv({ DAYTONA_API_KEY: fake.apiKey }, url)
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error.message).toContain(`${url} does not answer`);
   });
 });

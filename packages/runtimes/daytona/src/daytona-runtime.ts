@@ -144,6 +144,17 @@ export class DaytonaRuntime extends RemoteRuntime<DaytonaRuntimeOptions, Daytona
     });
   }
 
+  /**
+   * Preflight: list one sandbox, `GET /sandbox?limit=1` with `Authorization: Bearer <key>` (what
+   * `@daytonaio/sdk` 0.218 `Daytona.list` sends, `esm/Daytona.js:483`; the path
+   * `@daytona/api-client` `src/api/sandbox-api.js:1146`, the header `src/common.js:49`): the cheapest
+   * call that needs the key; a refused key is a 401, thrown as `DaytonaAuthenticationError` with
+   * `statusCode` 401 (`esm/errors/DaytonaError.js:46-47`).
+   */
+  protected override async ping(): Promise<void> {
+    await this.client.list({ limit: 1 }).next();
+  }
+
   protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => DaytonaSandbox> {
     const common = {
       envVars: options.env,

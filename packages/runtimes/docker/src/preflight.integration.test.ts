@@ -52,7 +52,7 @@ describe('docker runtime preflight', () => {
       `env.agent.runtime=${runtime}`,
     ]);
     expect(result.stderr).toMatch(
-      /env single-agent, role agent: runtime docker is not reachable: docker: the engine at .* does not answer \(ENOENT\)/,
+      /env single-agent, role agent: runtime docker failed its preflight: docker: the engine at .* does not answer \(ENOENT\)/,
     );
     expect(result.code).toBe(2);
     expect(existsSync(outputs)).toBe(false);

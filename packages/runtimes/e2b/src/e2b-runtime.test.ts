@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { E2BRuntime } from './e2b-runtime.ts';
+import { createRuntime } from './index.ts';
 
 /**
  * A loopback stand-in for E2B speaking the real wire formats the `e2b` SDK uses (read from its
@@ -32,6 +33,8 @@ const readBody = async (request: IncomingMessage) => {
 
 class FakeE2B {
   readonly requests: Recorded[] = [];
+  /** The one key the control plane accepts. */
+  readonly apiKey = 'e2b_test_key';
   readonly files = new Map<string, Buffer>();
   private readonly waiting = new Map<number, (signal: string) => void>();
   private nextPid = 100;
@@ -52,7 +55,18 @@ class FakeE2B {
     else if (contentType.includes('application/json') && raw.length > 0) body = JSON.parse(raw.toString());
     this.requests.push({ path: `${request.method} ${url.pathname}`, headers: request.headers, body });
 
-    if (request.method === 'POST' && url.pathname === '/v2/sandboxes') {
+    // The control plane authenticates every call by `X-API-KEY` (js-sdk src/api/index.ts:118) and
+    // answers a missing or wrong key 401 `{code, message}` (the SDK's AuthenticationError, :40).
+    const controlPlane = url.pathname.startsWith('/v2/sandboxes') || url.pathname.startsWith('/sandboxes/');
+    if (controlPlane && request.headers['x-api-key'] !== this.apiKey) {
+      response.writeHead(401, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ code: 401, message: 'Invalid API key' }));
+      return;
+    }
+    if (request.method === 'GET' && url.pathname === '/v2/sandboxes') {
+      // List (sandboxApi.ts:1869): the sandboxes, at most `limit`, newest first.
+      response.writeHead(200, { 'content-type': 'application/json' }).end('[]');
+    } else if (request.method === 'POST' && url.pathname === '/v2/sandboxes') {
       response.writeHead(201, { 'content-type': 'application/json' });
       response.end(
         JSON.stringify({
@@ -199,5 +213,44 @@ describe('E2BRuntime against a loopback E2B (real wire format, not run against t
 
   it('rejects a config without an API key, naming the field', () => {
     expect(() => new E2BRuntime({} as never)).toThrow(/e2b\.apiKey/);
+  });
+});
+
+describe('e2b preflight against the loopback E2B: the key in its variable, accepted by the API', () => {
+  const fake = new FakeE2B();
+  const fromEnv = (env: Record<string, string>, apiUrl = fake.url) => createRuntime({ apiUrl }, { env });
+
+  beforeAll(() => fake.start());
+  afterAll(() => new Promise<void>((resolve) => fake.server.close(() => resolve())));
+
+  it('passes with a key the API accepts, after one list call that carries it', async () => {
+    await expect(fromEnv({ E2B_API_KEY: fake.apiKey }).preflight()).resolves.toBeUndefined();
+    const list = fake.requests.at(-1);
+    expect(list?.path).toBe('GET /v2/sandboxes');
+    expect(list?.headers['x-api-key']).toBe(fake.apiKey);
+  });
+
+  it('a key the API refuses (401) fails naming E2B_API_KEY, never the key', async () => {
+    const error = (await fromEnv({ E2B_API_KEY: 'e2b_wrong_secret' })
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error).toMatchObject({ name: 'SandboxError' });
+    expect(error.message).toMatch(/refused the key in E2B_API_KEY.*Unauthorized/);
+    expect(error.message).not.toContain('e2b_wrong_secret');
+  });
+
+  it('a missing key variable fails when the runtime is built, naming the variable', () => {
+    expect(() => fromEnv({})).toThrow(/E2B_API_KEY/);
+  });
+
+  it('an API that does not answer fails naming its URL', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const error = (await fromEnv({ E2B_API_KEY: fake.apiKey }, url)
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error.message).toContain(`${url} does not answer`);
   });
 });

@@ -163,6 +163,16 @@ export class E2BRuntime extends RemoteRuntime<E2BRuntimeOptions, E2BSandbox> {
     };
   }
 
+  /**
+   * Preflight: list one sandbox, `GET /v2/sandboxes?limit=1` with the key in `X-API-KEY` (E2B's
+   * js-sdk `packages/js-sdk/src/sandbox/sandboxApi.ts:1869`, header `src/api/index.ts:118`): the
+   * cheapest call that needs the key; a refused key is a 401, which the SDK throws as an
+   * `AuthenticationError` (`src/api/index.ts:40`).
+   */
+  protected override async ping(signal: AbortSignal): Promise<void> {
+    await E2BSandboxClient.list({ ...this.connection(), limit: 1 }).nextItems({ signal });
+  }
+
   protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => E2BSandbox> {
     const client = await E2BSandboxClient.create(options.image ?? this.options.template ?? 'base', {
       ...this.connection(),

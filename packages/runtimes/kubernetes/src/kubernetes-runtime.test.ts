@@ -20,6 +20,8 @@ import { exitCodeOf, KubernetesRuntime } from './kubernetes-runtime.ts';
  * group, the way runc runs container execs. Not run against a live cluster.
  */
 class FakeApiServer {
+  /** The one bearer token the API server authenticates. */
+  readonly token = 'k8s-test-token';
   readonly requests: Array<{ path: string; headers: IncomingMessage['headers']; body: unknown }> = [];
   readonly pods = new Map<string, V1Pod & { polls: number }>();
   failImage = 'bad/image:none';
@@ -37,6 +39,10 @@ class FakeApiServer {
         headers: request.headers,
         body: undefined,
       });
+      if (request.headers.authorization !== `Bearer ${this.token}`) {
+        socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n');
+        return;
+      }
       this.sockets.handleUpgrade(request, socket, head, (ws) => this.exec(request, ws));
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -53,6 +59,18 @@ class FakeApiServer {
     const url = new URL(request.url ?? '/', this.url);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
     this.requests.push({ path: `${request.method} ${url.pathname}`, headers: request.headers, body });
+    // Credentials the API server cannot authenticate are a 401 `Unauthorized` Status (kubernetes
+    // staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go:51-55,74-84).
+    if (request.headers.authorization !== `Bearer ${this.token}`)
+      return this.json(response, 401, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'Unauthorized',
+        reason: 'Unauthorized',
+        code: 401,
+      });
     const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
     if (!match)
       return this.json(response, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound' });
@@ -268,5 +286,47 @@ describe('KubernetesRuntime against a loopback API server (real wire format, not
       exitCodeOf({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '42' }] } }),
     ).toBe(42);
     expect(exitCodeOf({ status: 'Failure', reason: 'InternalError' })).toBe(1);
+  });
+});
+
+describe('kubernetes preflight against the loopback API server: the kubeconfig credentials, accepted', () => {
+  const fake = new FakeApiServer();
+  const runtimeWith = (token: string, server = fake.url) => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: 'fake', server, skipTLSVerify: true }],
+      users: [{ name: 'tester', token }],
+      contexts: [{ name: 'fake-ctx', cluster: 'fake', user: 'tester' }],
+      currentContext: 'fake-ctx',
+    });
+    return new KubernetesRuntime({ kubeConfig, namespace: 'agents', image: 'troupe-debian:bookworm' });
+  };
+
+  beforeAll(() => fake.start());
+  afterAll(() => new Promise<void>((resolve) => fake.server.close(() => resolve())));
+
+  it('passes with a token the API server authenticates, after one list call in the namespace', async () => {
+    await expect(runtimeWith(fake.token).preflight()).resolves.toBeUndefined();
+    expect(fake.requests.at(-1)?.path).toBe('GET /api/v1/namespaces/agents/pods');
+  });
+
+  it('a token the API server refuses (401) fails naming the kubeconfig user and context, never the token', async () => {
+    const error = (await runtimeWith('k8s-wrong-token')
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error).toMatchObject({ name: 'SandboxError' });
+    expect(error.message).toContain(`${fake.url} refused the credentials of kubeconfig user tester (context fake-ctx) (401)`);
+    expect(error.message).not.toContain('k8s-wrong-token');
+  });
+
+  it('an API server that does not answer fails naming its URL', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const error = (await runtimeWith(fake.token, url)
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error.message).toContain(`${url} does not answer`);
   });
 });

@@ -274,6 +274,8 @@ export class KubernetesRuntime extends RemoteRuntime<KubernetesRuntimeOptions, K
   private readonly core: CoreV1Api;
   private readonly execApi: Exec;
   private readonly logger: RuntimeLogger | undefined;
+  /** Where the cluster is and whose credentials these are, as errors name them (never the token). */
+  private readonly where: { server: string; user: string; context: string };
 
   constructor(options: KubernetesRuntimeOptions & { kubeConfig: KubeConfig; logger?: RuntimeLogger }) {
     const { kubeConfig, logger, ...rest } = options;
@@ -281,6 +283,30 @@ export class KubernetesRuntime extends RemoteRuntime<KubernetesRuntimeOptions, K
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.execApi = new Exec(kubeConfig);
     this.logger = logger;
+    this.where = {
+      server: kubeConfig.getCurrentCluster()?.server ?? 'the cluster',
+      user: kubeConfig.getCurrentUser()?.name ?? '(none)',
+      context: kubeConfig.getCurrentContext() || '(none)',
+    };
+  }
+
+  /**
+   * Preflight: list one pod of the namespace (`GET /api/v1/namespaces/{ns}/pods?limit=1`), a call
+   * the runtime needs rights for anyway. The API server answers credentials it cannot
+   * authenticate 401 `Unauthorized` (kubernetes `staging/src/k8s.io/apiserver/pkg/endpoints/filters/
+   * authentication.go:51-55,74-84`) and a user without the right 403; client-node throws both as
+   * `ApiException` with the status in `code`.
+   */
+  protected override async ping(): Promise<void> {
+    await this.core.listNamespacedPod({ namespace: this.namespace, limit: 1 });
+  }
+
+  protected override credentialSource(): string {
+    return `the credentials of kubeconfig user ${this.where.user} (context ${this.where.context})`;
+  }
+
+  protected override apiLocation(): string {
+    return this.where.server;
   }
 
   private get namespace(): string {

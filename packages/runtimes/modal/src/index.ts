@@ -23,6 +23,15 @@ export function createRuntime(options: unknown = {}, context: PluginContext = {}
   if (!apiKey) throw new ConfigError(`runtime (modal): set the token secret in ${apiKeyVar} (or runtime.apiKeyVar)`);
   if (!tokenId) throw new ConfigError(`runtime (modal): set the token id in ${tokenIdVar} (or runtime.tokenIdVar)`);
   return new ModalRuntime(
-    parseRuntimeOptions({ schema: ModalRuntime.optionsSchema, value: { ...rest, apiKey, tokenId }, what: 'runtime (modal)' }),
+    parseRuntimeOptions({
+      schema: ModalRuntime.optionsSchema,
+      value: {
+        ...rest,
+        apiKey,
+        tokenId,
+        ...(rest.apiKey === undefined && rest.tokenId === undefined && { apiKeyVar, tokenIdVar }),
+      },
+      what: 'runtime (modal)',
+    }),
   );
 }

@@ -33,6 +33,9 @@ export const ModalRuntimeOptionsSchema = CreationLimitsSchema.extend({
   apiKey: z.string().min(1),
   /** Modal token id (`MODAL_TOKEN_ID`, `ak-…`). */
   tokenId: z.string().min(1),
+  /** The variables the token was read from (set by the plugin entry): errors name them, never the token. */
+  apiKeyVar: z.string().min(1).optional(),
+  tokenIdVar: z.string().min(1).optional(),
   /** App the sandboxes belong to, created when missing (default `troupe`). */
   appName: z.string().min(1).max(64).optional(),
   /** Modal environment (default: the token's default environment). */
@@ -266,6 +269,38 @@ export class ModalRuntime extends RemoteRuntime<ModalRuntimeOptions, ModalSandbo
     const { tokenId, apiKey, environment } = this.options;
     this.client ??= new ModalClient({ tokenId, tokenSecret: apiKey, ...(environment && { environment }) });
     return this.client;
+  }
+
+  /**
+   * Preflight: look the app up without creating it (`AppGetOrCreate` with no creation type, what
+   * `apps.fromName` sends without `createIfMissing`: libmodal `modal-js/src/app.ts:28-47`), the
+   * cheapest control-plane call; the token pair rides on every call as `x-modal-token-id` /
+   * `x-modal-token-secret` (`modal-js/src/client.ts:333-334`). A missing app (`NotFoundError`) still
+   * proves the token good; a refused token is gRPC UNAUTHENTICATED.
+   */
+  protected override async ping(): Promise<void> {
+    try {
+      await this.modal().apps.fromName(this.options.appName ?? 'troupe', {
+        ...(this.options.environment && { environment: this.options.environment }),
+      });
+    } catch (error) {
+      if ((error as Error).name !== 'NotFoundError') throw error;
+    }
+  }
+
+  /** gRPC UNAUTHENTICATED (16) or PERMISSION_DENIED (7), as nice-grpc's `ClientError.code`. */
+  protected override refusesCredentials(error: unknown): boolean {
+    const code = (error as { code?: unknown } | undefined)?.code;
+    return code === 16 || code === 7 || super.refusesCredentials(error);
+  }
+
+  protected override credentialSource(): string {
+    const { apiKeyVar, tokenIdVar } = this.options;
+    return apiKeyVar && tokenIdVar ? `the token in ${tokenIdVar} / ${apiKeyVar}` : 'the modal.tokenId / modal.apiKey options';
+  }
+
+  protected override apiLocation(): string {
+    return "Modal's control plane";
   }
 
   protected async provision(options: SandboxOptions): Promise<(slot: CreationSlot) => ModalSandbox> {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime } from './index.ts';
 import { PrimeRuntime } from './prime-runtime.ts';
 
 /**
@@ -15,6 +16,8 @@ import { PrimeRuntime } from './prime-runtime.ts';
  * with `sh -c` on the test host, in its own process group. Not run against the live service.
  */
 class FakePrime {
+  /** The one key the API accepts. */
+  readonly apiKey = 'pit_test_key';
   readonly requests: Array<{ path: string; headers: IncomingMessage['headers']; body: unknown }> = [];
   status = new Map<string, string[]>();
   created = 0;
@@ -26,6 +29,9 @@ class FakePrime {
     this.requests.push({ path: `${request.method} ${path}`, headers: request.headers, body });
     const reply = (status: number, value: unknown) =>
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+    // Every call carries `Authorization: Bearer <key>` (prime-sandboxes core/client.py:90); a missing
+    // or wrong key is a 401 (core/client.py:201-202), in FastAPI's `{detail}` shape.
+    if (request.headers.authorization !== `Bearer ${this.apiKey}`) return reply(401, { detail: 'Invalid API key' });
     const sandbox = (id: string, status: string) => ({
       id,
       name: 'troupe',
@@ -40,6 +46,18 @@ class FakePrime {
       createdAt: new Date().toISOString(),
       updatedAt: new Date().toISOString(),
     });
+    if (request.method === 'GET' && path === '/api/v1/sandbox') {
+      // List (sandbox.py:1051-1063): a page of `SandboxListResponse` (models.py:182-189).
+      const perPage = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('per_page') ?? 50);
+      const ids = [...this.status.keys()].slice(0, perPage);
+      return reply(200, {
+        sandboxes: ids.map((id) => sandbox(id, this.status.get(id)?.[0] ?? 'RUNNING')),
+        total: this.status.size,
+        page: 1,
+        perPage,
+        hasNext: this.status.size > perPage,
+      });
+    }
     if (request.method === 'POST' && path === '/api/v1/sandbox') {
       const id = `sbx-${++this.created}`;
       this.status.set(
@@ -179,3 +197,42 @@ async function processGone(pid: number): Promise<boolean> {
   }
   return false;
 }
+
+describe('prime preflight against the loopback Prime API: the key in its variable, accepted by the API', () => {
+  const fake = new FakePrime();
+  const fromEnv = (env: Record<string, string>, apiUrl = fake.url) => createRuntime({ apiUrl }, { env });
+
+  beforeAll(() => fake.start());
+  afterAll(() => new Promise<void>((resolve) => fake.server.close(() => resolve())));
+
+  it('passes with a key the API accepts, after one list call that carries it', async () => {
+    await expect(fromEnv({ PRIME_API_KEY: fake.apiKey }).preflight()).resolves.toBeUndefined();
+    const list = fake.requests.at(-1);
+    expect(list?.path).toBe('GET /api/v1/sandbox');
+    expect(list?.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+  });
+
+  it('a key the API refuses (401) fails naming PRIME_API_KEY, never the key', async () => {
+    const error = (await fromEnv({ PRIME_API_KEY: 'pit_wrong_secret' })
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error).toMatchObject({ name: 'SandboxError' });
+    expect(error.message).toMatch(/refused the key in PRIME_API_KEY \(401\)/);
+    expect(error.message).not.toContain('pit_wrong_secret');
+  });
+
+  it('a missing key variable fails when the runtime is built, naming the variable', () => {
+    expect(() => fromEnv({})).toThrow(/PRIME_API_KEY/);
+  });
+
+  it('an API that does not answer fails naming its URL', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/api/v1`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const error = (await fromEnv({ PRIME_API_KEY: fake.apiKey }, url)
+      .preflight()
+      .catch((caught: unknown) => caught)) as Error;
+    expect(error.message).toContain(`${url} does not answer`);
+  });
+});

@@ -35,6 +35,8 @@ export type PrimeRuntimeOptions = z.infer<typeof PrimeRuntimeOptionsSchema>;
 
 /** `Sandbox` as the API returns it (camelCase); only the fields troupe reads. */
 export const PrimeSandboxSchema = z.object({ id: z.string(), status: z.string(), name: z.string().optional() }).passthrough();
+/** Answer of `GET /sandbox` (`SandboxListResponse`, prime-sandboxes `models.py:182-189`); only the list is read. */
+const PrimeSandboxListSchema = z.object({ sandboxes: z.array(PrimeSandboxSchema) }).passthrough();
 /** Answer of `POST /sandbox/{id}/command`. */
 export const PrimeCommandResponseSchema = z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int() });
 
@@ -201,6 +203,17 @@ export class PrimeRuntime extends RemoteRuntime<PrimeRuntimeOptions, PrimeSandbo
       baseUrl: this.options.apiUrl ?? 'https://api.primeintellect.ai/api/v1',
       ...(injectedFetch && { fetch: injectedFetch }),
     });
+  }
+
+  /**
+   * Preflight: list one sandbox, `GET /sandbox?page=1&per_page=1` with `Authorization: Bearer <key>`
+   * (Prime's client: `packages/prime-sandboxes/src/prime_sandboxes/sandbox.py:1051-1063`, header
+   * `core/client.py:90`): the cheapest call that needs the key; a refused key is a 401
+   * (`core/client.py:201-202`).
+   */
+  protected override async ping(signal: AbortSignal): Promise<void> {
+    const team = this.options.teamId ? `&team_id=${encodeURIComponent(this.options.teamId)}` : '';
+    await this.api.request({ method: 'GET', path: `/sandbox?page=1&per_page=1${team}`, schema: PrimeSandboxListSchema, signal });
   }
 
   /** A sandbox created but not RUNNING is deleted before the error is passed on. */

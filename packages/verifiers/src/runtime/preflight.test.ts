@@ -42,7 +42,7 @@ describe('runtime preflight before a run', () => {
     const error = await preflightRuntimes([envOf('judge-env', { judge: down })]).catch((caught: unknown) => caught);
     expect(ConfigError.isInstance(error)).toBe(true);
     expect((error as Error).message).toBe(
-      'env judge-env, role judge: runtime podman is not reachable: podman: the engine at /run/p.sock does not answer (ECONNREFUSED)',
+      'env judge-env, role judge: runtime podman failed its preflight: podman: the engine at /run/p.sock does not answer (ECONNREFUSED)',
     );
   });
 });

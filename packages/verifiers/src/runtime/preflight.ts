@@ -17,7 +17,9 @@ export async function preflightRuntimes(envs: readonly Env[]): Promise<void> {
       try {
         await runtime.preflight?.();
       } catch (error) {
-        throw new ConfigError(`env ${env.id}, role ${role}: runtime ${runtime.id} is not reachable: ${(error as Error).message}`);
+        throw new ConfigError(
+          `env ${env.id}, role ${role}: runtime ${runtime.id} failed its preflight: ${(error as Error).message}`,
+        );
       }
     }
   }
