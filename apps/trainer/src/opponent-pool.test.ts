@@ -47,7 +47,10 @@ describe('opponent pool binding (run config)', () => {
     const parsed = parseRunConfig(await readRunConfigFile(POOL_CONFIG));
     expect(parsed.train.source[0]?.roles.player1?.pool).toEqual({ of: 'main', keep: 8, every: 25, sample: 'recent' });
     const cases: [string, RegExp][] = [
-      ['train.source.0.roles.player1.pool={"of":"other"}', /train\.source\[0\]\.roles\.player1\.pool\.of: only "main"/],
+      [
+        'train.source.0.roles.player1.pool={"of":"other"}',
+        /train\.source\[0\]\.roles\.player1\.pool\.of: no policy other \(policies: main; add \[policies\.other\]\)/,
+      ],
       ['train.source.0.roles.player1.pool={"of":"main","keep":0}', /train\.source\[0\]\.roles\.player1\.pool\.keep/],
       ['train.source.1.roles.player0.pool={"of":"main","every":2.5}', /train\.source\[1\]\.roles\.player0\.pool\.every/],
       ['train.source.0.roles.player1.pool={"of":"main","sample":"latest"}', /train\.source\[0\]\.roles\.player1\.pool\.sample/],

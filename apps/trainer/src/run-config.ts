@@ -5,7 +5,13 @@ import { ConfigError } from '@troupe/verifiers';
 import { normalizeConfigKeys, normalizeSet, rejectPrototypeKeys, snakeConfigKey } from '@troupe/verifiers/internal';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
-import { checkTransportSections, InferenceSectionSchema, TransportSectionSchema } from './transport-config.ts';
+import {
+  checkTransportSections,
+  type InferenceSection,
+  InferenceSectionSchema,
+  type TransportSection,
+  TransportSectionSchema,
+} from './transport-config.ts';
 
 /**
  * A run config error: the core's {@link ConfigError} (its message and `path` name the field,
@@ -19,8 +25,11 @@ export type RunConfigError = ConfigError;
 /** How a role of a source is played: the trainable policy, a frozen endpoint, a frozen checkpoint, or an opponent pool. */
 export const RoleBindingSchema = z
   .object({
-    /** `main`: the trainable policy (several roles on it = self-play). */
-    policy: z.literal('main').optional(),
+    /**
+     * The trainable policy the role plays: `main` (the default: `[policy]`), or a name under
+     * `[policies]`. Several roles on one policy = self-play; roles on different policies each train their own.
+     */
+    policy: z.string().min(1).optional(),
     /** A frozen OpenAI-compatible endpoint. */
     model: z
       .object({ baseUrl: z.string().url(), name: z.string().min(1), apiKey: z.string().optional() })
@@ -28,9 +37,9 @@ export const RoleBindingSchema = z
       .optional(),
     /** A frozen copy of an embedded policy (a run's `checkpoint/` directory). */
     checkpoint: z.string().min(1).optional(),
-    /** Past snapshots of the trainable policy, one drawn per episode; never trained on. */
+    /** Past snapshots of a trainable policy (`of`), one drawn per episode; never trained on. */
     pool: OpponentPoolConfigSchema.optional(),
-    /** false: the role plays the main policy but its traces never train. */
+    /** false: the role plays its policy but its traces never train. */
     trainable: z.boolean().optional(),
   })
   // Other keys (harness, runtime, sampling, …) are the role's agent config.
@@ -46,7 +55,7 @@ export const RoleBindingSchema = z
 export type RoleBinding = z.infer<typeof RoleBindingSchema>;
 
 /**
- * Whether a role's traces train the policy: it plays the main policy (no `model`, `checkpoint` or
+ * Whether a role's traces train its policy: it plays a trainable policy (no `model`, `checkpoint` or
  * `pool`) and is not marked `trainable = false`. The one predicate both the config check and the
  * run's frozen-role set use.
  */
@@ -128,6 +137,32 @@ export const TrainerSectionSchema = TrainerConfigSchema.extend({
   refKlDecayFraction: z.number().gt(0).max(1).default(0.2),
 }).strict();
 
+/** A policy name: a key of `[policies]`, a word usable in file names and metric keys. */
+const POLICY_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+
+/**
+ * `[policies.<name>]`: one trainable policy, with the keys of `[policy]`, and its own optional
+ * `trainer` (overrides of the top-level `[trainer]`), `inference` and `transport` sections.
+ */
+export const NamedPolicySchema = PolicySectionSchema.extend({
+  /** Overrides of the top-level `[trainer]` for this policy (lr, ref_kl_tau, …). */
+  trainer: z.record(z.string(), z.unknown()).default({}),
+  /** This policy's inference servers (as the top-level `[inference]` is `main`'s). */
+  inference: InferenceSectionSchema,
+  /** This policy's transport to its trainer process (as the top-level `[transport]` is `main`'s). */
+  transport: TransportSectionSchema,
+}).strict();
+
+/** One trainable policy of a run, resolved: its `[policy]` keys, trainer, inference and transport. */
+export interface ResolvedPolicy {
+  /** The policy's name (`main` for `[policy]`). */
+  name: string;
+  policy: z.output<typeof PolicySectionSchema>;
+  trainer: z.output<typeof TrainerSectionSchema>;
+  inference: InferenceSection;
+  transport: TransportSection;
+}
+
 /** A training run: sources, policy, trainer and orchestrator settings. */
 export const RunConfigSchema = z
   .object({
@@ -170,9 +205,28 @@ export const RunConfigSchema = z
     transport: TransportSectionSchema,
     /** `[inference]`: external OpenAI-compatible policy servers (with a trainer process). */
     inference: InferenceSectionSchema,
+    /**
+     * `[policies.<name>]`: further trainable policies, each with its own trainer and inference
+     * (`[policy]` is `[policies.main]`). A role binds one with `policy = "<name>"`.
+     */
+    policies: z.record(z.string(), NamedPolicySchema).default({}),
   })
   .strict()
   .superRefine((config, context) => {
+    checkPolicyBindings(config, context);
+    for (const [name, entry] of Object.entries(config.policies)) {
+      if (!POLICY_NAME.test(name))
+        context.addIssue({
+          code: 'custom',
+          path: ['policies', name],
+          message: 'a policy name is lower case letters, digits, - and _ (at most 64), starting with a letter',
+        });
+      const trainer = TrainerSectionSchema.safeParse({ ...config.trainer, ...entry.trainer });
+      for (const issue of trainer.success ? [] : trainer.error.issues)
+        context.addIssue({ code: 'custom', path: ['policies', name, 'trainer', ...issue.path], message: issue.message });
+      const problem = checkTransportSections({ transport: entry.transport, inference: entry.inference, policy: entry });
+      if (problem) context.addIssue({ code: 'custom', path: ['policies', name, ...problem.path], message: problem.message });
+    }
     const problem = checkTransportSections(config);
     if (problem) context.addIssue({ code: 'custom', path: problem.path, message: problem.message });
     // One vLLM fleet serves one version at a time: no snapshots of past versions to draw from.
@@ -202,6 +256,24 @@ export const RunConfigSchema = z
       }
     });
   });
+/** Every policy a role or a pool names is one the run trains. */
+function checkPolicyBindings(
+  config: { train: { source: SourceConfig[] }; policies: Record<string, unknown> },
+  context: z.RefinementCtx,
+): void {
+  const known = new Set(['main', ...Object.keys(config.policies)]);
+  for (const [i, source] of config.train.source.entries())
+    for (const [role, binding] of Object.entries(source.roles)) {
+      const named = binding.policy ?? binding.pool?.of;
+      if (named !== undefined && !known.has(named))
+        context.addIssue({
+          code: 'custom',
+          path: ['train', 'source', i, 'roles', role, ...(binding.policy !== undefined ? ['policy'] : ['pool', 'of'])],
+          message: `no policy ${named} (policies: ${[...known].join(', ')}; add [policies.${named}])`,
+        });
+    }
+}
+
 /**
  * A whole run config after {@link parseRunConfig}: camelCase keys, defaults applied, the transport
  * sections checked against each other; see {@link RunConfigSchema} for the fields.
@@ -210,11 +282,19 @@ export type RunConfig = z.infer<typeof RunConfigSchema>;
 
 const camel = (key: string) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-/** Keys written snake_case (TOML style) become camelCase; values are untouched. */
-export function camelKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(camelKeys);
+/** Tables keyed by names the user chose (roles, policies): the names are kept as written. */
+const NAMED_TABLES = new Set(['roles', 'policies']);
+
+/** Keys written snake_case (TOML style) become camelCase, but the names of `roles` and `policies`; values are untouched. */
+export function camelKeys(value: unknown, named = false): unknown {
+  if (Array.isArray(value)) return value.map((v) => camelKeys(v));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [camel(k), camelKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([k, v]) => {
+        const key = named ? k : camel(k);
+        return [key, camelKeys(v, !named && NAMED_TABLES.has(key))];
+      }),
+    );
   }
   return value;
 }
@@ -253,12 +333,43 @@ function formatPath(path: readonly PropertyKey[]): string {
 
 /** Parses a run config object; the error names the field path of every problem. */
 export function parseRunConfig(input: unknown): RunConfig {
-  const parsed = RunConfigSchema.safeParse(camelKeys(input));
+  const raw = camelKeys(input) as Record<string, unknown> | null;
+  const named = raw?.policies as Record<string, unknown> | undefined;
+  if (raw && typeof raw === 'object' && raw.policy !== undefined && named && typeof named === 'object' && 'main' in named)
+    throw new ConfigError('policies.main: [policy] is [policies.main]; give one of them', { path: 'policies.main' });
+  const parsed = RunConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
     throw new ConfigError(issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
   }
-  return parsed.data;
+  const config = parsed.data;
+  // [policies.main] is [policy] (+ [trainer] overrides, [inference], [transport]): kept in one place.
+  const main = config.policies.main;
+  if (main) {
+    const resolved = resolvePolicy(config, 'main', main);
+    delete config.policies.main;
+    Object.assign(config, {
+      policy: resolved.policy,
+      trainer: resolved.trainer,
+      inference: resolved.inference,
+      transport: resolved.transport,
+    });
+  }
+  return config;
+}
+
+/** `[policies.<name>]` resolved: its trainer overrides applied over the top-level `[trainer]`. */
+function resolvePolicy(config: RunConfig, name: string, entry: z.output<typeof NamedPolicySchema>): ResolvedPolicy {
+  const { trainer: overrides, inference, transport, ...policy } = entry;
+  const trainer = TrainerSectionSchema.safeParse({ ...config.trainer, ...(camelKeys(overrides) as Record<string, unknown>) });
+  if (!trainer.success) {
+    const issues = trainer.error.issues.map((i) => ({
+      path: formatPath(['policies', name, 'trainer', ...i.path]),
+      message: i.message,
+    }));
+    throw new ConfigError(issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
+  }
+  return { name, policy, trainer: trainer.data, inference, transport };
 }
 
 /** Reads a TOML (or `.json`) run config file as a raw object (camelCase keys). */
@@ -271,4 +382,20 @@ export async function readRunConfigFile(path: string): Promise<Record<string, un
   } catch (error) {
     throw new ConfigError(`${path}: ${(error as Error).message.replace(`${path}: `, '')}`, { cause: error });
   }
+}
+
+/**
+ * Every trainable policy a run config defines, by name: `main` (`[policy]`, `[trainer]`,
+ * `[inference]`, `[transport]`), then each `[policies.<name>]` with its trainer overrides applied
+ * over `[trainer]`. Which of them the run trains is up to the roles that play them.
+ */
+export function resolvedPolicies(config: RunConfig): Map<string, ResolvedPolicy> {
+  const out = new Map<string, ResolvedPolicy>([
+    [
+      'main',
+      { name: 'main', policy: config.policy, trainer: config.trainer, inference: config.inference, transport: config.transport },
+    ],
+  ]);
+  for (const [name, entry] of Object.entries(config.policies)) out.set(name, resolvePolicy(config, name, entry));
+  return out;
 }

@@ -14,13 +14,15 @@ import {
   Orchestrator,
   type OrchestratorCheckpoint,
   type OrchestratorOptions,
+  type PolicyEngines,
   type StepMetrics,
   type TrainingHooks,
   TrainingStoppedError,
   type TrainSource,
   type WeightsHandle,
 } from '@troupe/prime-rl/orchestrator';
-import { findRunCheckpoint, readCheckpointFile } from '@troupe/prime-rl/trainer';
+import type { NamedWeight, PolicyConfig } from '@troupe/prime-rl/policy';
+import { findRunCheckpoint, type OptimizerState, readCheckpointFile } from '@troupe/prime-rl/trainer';
 import {
   Env,
   type Episode,
@@ -37,7 +39,15 @@ import { FailureWatch, TrainingInterruptedError } from './failure-watch.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { writeReport } from './report.ts';
 import { resolveEnv } from './resolve-env.ts';
-import { isTrainedRole, parseRunConfig, type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
+import {
+  isTrainedRole,
+  parseRunConfig,
+  type ResolvedPolicy,
+  type RunConfig,
+  RunConfigError,
+  resolvedPolicies,
+  type SourceConfig,
+} from './run-config.ts';
 import { vocabularyWarnings, ZeroRewardWatch } from './vocabulary-watch.ts';
 import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
@@ -135,6 +145,10 @@ async function buildSource(options: {
   run: RunConfig;
   baseDir: string;
   main: () => ModelClient;
+  /** The client of a trainable policy other than `main`, by name (null before the engines are up). */
+  policyClient?: (name: string) => ModelClient | null;
+  /** The trainable policies the config defines (`resolvedPolicies`). */
+  defined: ReadonlyMap<string, ResolvedPolicy>;
   /** Train sources may bind opponent pools; eval sources may not. */
   poolsAllowed: boolean;
   /** Sees every finished episode of the source (train sources). */
@@ -150,6 +164,7 @@ async function buildSource(options: {
   const frozen = new Map<string, ModelClient>();
   const frozenRoles = new Set<string>();
   const pools: { role: string; pool: OpponentPool }[] = [];
+  const policies: Record<string, string> = {};
   const roleConfigs: Record<string, unknown> = {};
   const name = config.name ?? definition.id;
   for (const role of roleNames) {
@@ -169,18 +184,37 @@ async function buildSource(options: {
     const pool = poolConfig ? new OpponentPool({ name: `pool:${name}/${role}`, config: poolConfig }) : null;
     if (pool) pools.push({ role, pool });
     const client = pool ?? (await frozenClient(binding, `${field}.roles.${role}`));
-    const modelName = pool ? pool.model : client ? `frozen:${name}/${role}` : 'main';
+    const policyName = binding.policy ?? 'main';
+    const modelName = pool ? pool.model : client ? `frozen:${name}/${role}` : policyName;
     if (client) frozen.set(modelName, client);
+    else policies[role] = policyName;
     if (!isTrainedRole(binding)) frozenRoles.add(role);
+    // A role on a policy other than main samples with that policy's settings unless it sets its own.
+    const played = client ? undefined : options.defined.get(policyName);
+    const sampling =
+      played && policyName !== 'main'
+        ? {
+            sampling: {
+              temperature: played.policy.temperature,
+              maxTokens: played.policy.maxTokens,
+              ...((agent as { sampling?: object }).sampling ?? {}),
+            },
+          }
+        : {};
     roleConfigs[role] = {
       harness: 'null',
       runtime: 'game',
       ...agent,
+      ...sampling,
       model: modelName,
       ...(isTrainedRole(binding) ? {} : { trainable: false }),
     };
   }
-  const router = new ModelRouter({ main: options.main, frozen });
+  const router = new ModelRouter({
+    main: options.main,
+    frozen,
+    ...(options.policyClient ? { policies: options.policyClient } : {}),
+  });
   let env: Env;
   try {
     env = await Env.create({
@@ -222,6 +256,7 @@ async function buildSource(options: {
       groupSize: config.groupSize,
       ratio: config.ratio,
       frozenRoles,
+      policies,
       ...(pools.length ? { pools } : {}),
       ...(evaluator ? { evaluator } : {}),
     },
@@ -259,6 +294,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     : requested;
   checkExternalMaxAsync(config);
   const baseDir = options.baseDir ?? process.cwd();
+  const defined = resolvedPolicies(config);
+  // Each trainable policy's client once its engines are up (`main` through mainClient).
+  const policyClients = new Map<string, ModelClient>();
   let mainClient: ModelClient | null = null;
   const main = () => {
     if (!mainClient) throw new TrainerError('the policy is not ready');
@@ -286,6 +324,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         run: config,
         baseDir,
         main,
+        policyClient: (name) => (name === 'main' ? null : (policyClients.get(name) ?? null)),
+        defined,
         poolsAllowed: true,
         watch: observer,
       }),
@@ -299,6 +339,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       field: `eval.source[${i}]`,
       run: config,
       baseDir,
+      defined,
       poolsAllowed: false,
       main: () => {
         if (!evalClient) throw new TrainerError('no evaluation policy yet');
@@ -353,6 +394,42 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     },
     log,
   } satisfies Omit<OrchestratorOptions, 'trainer' | 'inference'>;
+  const trained = trainedPolicies({ defined, sources: built.map((b) => b.source) });
+  if (trained.length > 1 || (trained.length === 1 && trained[0] !== 'main')) {
+    const engines = await severalPolicies({
+      names: trained,
+      defined,
+      config,
+      sources: [...built, ...evalSources.map((e) => e.built)],
+      restored,
+      maxTokens,
+      log,
+    });
+    for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
+    mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
+    let orchestrator: Orchestrator;
+    try {
+      await writeRunConfig({ out: options.out, config, replace });
+      orchestrator = new Orchestrator({
+        ...orchestratorOptions,
+        policies: engines.policies,
+        runState: engines.runState,
+        ...(restored ? { resume: restored.checkpoint } : {}),
+      });
+    } catch (error) {
+      await engines.close();
+      throw error;
+    }
+    return await runToEnd({
+      orchestrator,
+      trainer: { description: engines.description, close: engines.close },
+      inference: {},
+      config,
+      out: options.out,
+      watch,
+      zeroReward,
+    });
+  }
   if (config.policy.engine === 'external') {
     if (config.transport.type === 'in-process' || !config.inference)
       throw new RunConfigError('policy.engine: "external" needs [transport] and [inference]');
@@ -499,6 +576,146 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     ...(resumed ? { resume: resumed } : {}),
   });
   return await runToEnd({ orchestrator, trainer, inference, config, out: options.out, watch, zeroReward });
+}
+
+/**
+ * The trainable policies a run trains, in the config's order (`main` first): those a train source's
+ * role plays or an opponent pool snapshots. A policy under `[policies]` that none plays is a
+ * `ConfigError` naming it.
+ */
+function trainedPolicies(options: { defined: ReadonlyMap<string, ResolvedPolicy>; sources: readonly TrainSource[] }): string[] {
+  const used = new Set<string>();
+  for (const source of options.sources) {
+    for (const [role, policy] of Object.entries(source.policies ?? {})) if (!source.frozenRoles.has(role)) used.add(policy);
+    for (const { pool } of source.pools ?? []) used.add(pool.config.of);
+  }
+  for (const name of options.defined.keys())
+    if (name !== 'main' && !used.has(name))
+      throw new RunConfigError(`policies.${name}: no role of a train source plays it (bind one with policy = "${name}")`, {
+        path: `policies.${name}`,
+      });
+  // A policy only frozen roles play is served, not trained: it needs engines all the same.
+  for (const source of options.sources) for (const policy of Object.values(source.policies ?? {})) used.add(policy);
+  return [...options.defined.keys()].filter((name) => used.has(name));
+}
+
+/**
+ * The embedded engines of a run of several policies (or of one policy not named `main`): per
+ * policy its own shape (`[policies.<name>]`), tokenizer, tfjs trainer in a worker thread and
+ * onnxruntime inference, from the checkpoint when resuming. The trainers take turns (the
+ * orchestrator trains one policy at a time), so a run of N policies keeps one trainer thread and
+ * the rollout thread busy, as a run of one does.
+ */
+// Long: builds each policy's shape, trainer and inference in turn, closing what was built when one fails.
+async function severalPolicies(options: {
+  names: readonly string[];
+  defined: ReadonlyMap<string, ResolvedPolicy>;
+  config: RunConfig;
+  sources: readonly BuiltSource[];
+  restored: Awaited<ReturnType<typeof loadEmbeddedCheckpoint>>;
+  maxTokens: number;
+  log: (line: string) => void;
+}) {
+  const { names, defined, config, restored, log } = options;
+  const policies: Record<string, PolicyEngines<NamedWeight[], OptimizerState>> = {};
+  const shapes: Record<string, { tokenizer: unknown; policy: PolicyConfig }> = {};
+  const closers: (() => Promise<void>)[] = [];
+  const descriptions: string[] = [];
+  const close = async () => {
+    for (const closer of closers.splice(0).reverse()) await closer().catch(() => {});
+  };
+  try {
+    for (const [i, name] of names.entries()) {
+      const resolved = defined.get(name) as ResolvedPolicy;
+      const field = name === 'main' ? 'policy' : `policies.${name}`;
+      if (resolved.policy.engine !== 'embedded' || resolved.transport.type !== 'in-process' || resolved.inference)
+        throw new RunConfigError(
+          `${field}: a run of several policies trains each with the embedded in-process engines (engine = "embedded", no [transport] or [inference])`,
+          { path: field },
+        );
+      const p = resolved.policy;
+      const shape = embeddedPolicy({
+        sources: options.sources.map((b) => ({
+          ...(b.hooks ? { hooks: b.hooks as never } : {}),
+          options: b.options,
+          taskset: b.taskset,
+        })),
+        dModel: p.dModel,
+        layers: p.layers,
+        heads: p.heads,
+        ffnMult: p.ffnMult,
+        initStd: p.initStd,
+        seed: config.seed + i * 7907,
+        maxTokens: Math.max(options.maxTokens, p.maxTokens),
+        vocabSample: p.vocabSample,
+        vocabulary: p.vocabulary,
+        ...(p.contextLength !== undefined ? { contextLength: p.contextLength } : {}),
+      });
+      const saved = restored?.policies?.[name];
+      const part = restored?.checkpoint.policies?.[name];
+      if (restored && (!saved || !part))
+        throw new RunConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
+      const tokenizer = saved?.tokenizer ?? shape.tokenizer;
+      const policy = saved?.policy ?? shape.policy;
+      const weights = part?.weights ?? initWeights(policy);
+      const {
+        workerThread,
+        lrFinalFraction,
+        lrDecayFraction,
+        momentumAtFloor,
+        refKlTauStart,
+        refKlDecayFraction,
+        ...trainerConfig
+      } = resolved.trainer;
+      const schedule = {
+        maxSteps: config.maxSteps,
+        lr: trainerConfig.lr,
+        lrFinalFraction,
+        lrDecayFraction,
+        momentumAtFloor,
+        refKlTauStart,
+        refKlTau: trainerConfig.refKlTau,
+        refKlDecayFraction,
+      };
+      const trainer = await embeddedTrainer({
+        policy,
+        weights,
+        ...(part ? { optimizer: part.optimizer } : {}),
+        trainer: trainerConfig,
+        schedule,
+        workerThread,
+        log,
+      });
+      closers.push(() => trainer.close());
+      const inference = await embeddedInference({
+        tokenizer,
+        policy,
+        weights,
+        version: restored?.checkpoint.step ?? 0,
+        seed: config.seed * 7919 + 1 + i * 104_729,
+        maxTokens: Math.max(options.maxTokens, p.maxTokens),
+        maxBatch: p.maxBatch,
+        maxWaitMs: p.maxWaitMs,
+        runtime: p.onnxRuntime,
+      });
+      closers.push(async () => inference.close?.());
+      policies[name] = { trainer, inference };
+      shapes[name] = { tokenizer: tokenizer.toJSON(), policy };
+      descriptions.push(`${name}: ${trainer.description}, d_model ${policy.dModel}, ${policy.layers} layer(s)`);
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const first = shapes[names[0] as string] as { tokenizer: unknown; policy: PolicyConfig };
+  const description = `${names.length} policies (${descriptions.join('; ')})`;
+  log(`trainer: ${description}; inference: onnxruntime, one session per policy`);
+  return {
+    policies,
+    description,
+    close,
+    runState: { config, tokenizer: first.tokenizer, policy: first.policy, policies: shapes },
+  };
 }
 
 /** The first write of a run: the folder (emptied first when `--clean` replaces a run) and its `config.json`. */

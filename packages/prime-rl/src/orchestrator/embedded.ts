@@ -7,10 +7,11 @@ import type { OnnxRuntimeChoice } from '../inference/onnx-policy.ts';
 import type { PolicyModelClient } from '../inference/policy-model-client.ts';
 import { type NamedWeight, type PolicyConfig, PolicyConfigSchema } from '../policy/config.ts';
 import { WordTokenizer } from '../policy/tokenizer.ts';
-import { type Checkpoint, loadCheckpoint, resolveCheckpointDir } from '../trainer/checkpoint.ts';
+import { type Checkpoint, loadCheckpoint, resolveCheckpointDir, writeCheckpointFiles } from '../trainer/checkpoint.ts';
 import type { TrainerConfigInput } from '../trainer/config.ts';
 import type { TrainerHandle } from '../trainer/handle.ts';
 import type { OptimizerState } from '../trainer/optimizer-state.ts';
+import type { OrchestratorCheckpoint } from './orchestrator.ts';
 import { scheduledStepOptions, type TrainerSchedule } from './schedule.ts';
 import type { EvaluationPolicy, Inference, Trainer, TrainingHooks } from './types.ts';
 
@@ -245,11 +246,39 @@ export async function embeddedInference(options: {
 
 /** A run checkpoint of the embedded engines, with the tokenizer and policy shape it was trained with. */
 export interface EmbeddedRunCheckpoint {
-  checkpoint: Checkpoint;
+  /** The checkpoint (of a run of several policies: the first policy's part, and every part in `policies`). */
+  checkpoint: Checkpoint & { policies?: Record<string, Checkpoint> };
   tokenizer: WordTokenizer;
   policy: PolicyConfig;
   /** The caller's run state (`runState` of the orchestrator), e.g. its config. */
   run: Record<string, unknown>;
+  /** A run of several policies: each policy's tokenizer and shape, by name, in the run's order. */
+  policies?: Record<string, { tokenizer: WordTokenizer; policy: PolicyConfig }>;
+}
+
+/** The prefix of policy `name`'s files in a checkpoint of several policies (the first policy's files have none). */
+export function policyFilePrefix(name: string): string {
+  return `policy-${name}.`;
+}
+
+/**
+ * Writes the embedded engines' checkpoint files into `dir`: `meta.json` and `tensors.bin` (the
+ * run's state, and the weights, optimizer and in-flight versions of its one policy — of the first
+ * policy when there are several); with several, every other policy's part as
+ * `policy-<name>.meta.json` and `policy-<name>.tensors.bin`. The orchestrator's `commitCheckpoint`
+ * then lists every file in the manifest, so each is checked on resume.
+ */
+export async function writeEmbeddedCheckpoint(options: { dir: string } & OrchestratorCheckpoint): Promise<void> {
+  const { policies, ...first } = options;
+  await writeCheckpointFiles(first);
+  for (const [name, part] of Object.entries(policies ?? {}).slice(1))
+    await writeCheckpointFiles({
+      dir: options.dir,
+      prefix: policyFilePrefix(name),
+      step: options.step,
+      state: { policy: name },
+      ...part,
+    });
 }
 
 /**
@@ -260,14 +289,32 @@ export interface EmbeddedRunCheckpoint {
 export async function loadEmbeddedCheckpoint(dir: string): Promise<EmbeddedRunCheckpoint | null> {
   const resolved = await resolveCheckpointDir(dir);
   if (!resolved || !existsSync(join(resolved, 'meta.json'))) return null;
-  const checkpoint = await loadCheckpoint({ dir: resolved });
-  const run = (checkpoint.state.run ?? {}) as { tokenizer?: unknown; policy?: unknown };
-  return {
+  const checkpoint: EmbeddedRunCheckpoint['checkpoint'] = await loadCheckpoint({ dir: resolved });
+  const run = (checkpoint.state.run ?? {}) as {
+    tokenizer?: unknown;
+    policy?: unknown;
+    policies?: Record<string, { tokenizer?: unknown; policy?: unknown }>;
+  };
+  const loaded: EmbeddedRunCheckpoint = {
     checkpoint,
     tokenizer: WordTokenizer.fromJSON(run.tokenizer),
     policy: PolicyConfigSchema.parse(run.policy),
     run: run as Record<string, unknown>,
   };
+  if (run.policies && typeof run.policies === 'object') {
+    const names = Object.keys(run.policies);
+    checkpoint.policies = {};
+    loaded.policies = {};
+    for (const [i, name] of names.entries()) {
+      const shape = run.policies[name] ?? {};
+      loaded.policies[name] = {
+        tokenizer: WordTokenizer.fromJSON(shape.tokenizer),
+        policy: PolicyConfigSchema.parse(shape.policy),
+      };
+      checkpoint.policies[name] = i === 0 ? checkpoint : await loadCheckpoint({ dir: resolved, prefix: policyFilePrefix(name) });
+    }
+  }
+  return loaded;
 }
 
 /** A frozen copy of an embedded policy from a run checkpoint, as a model client (for roles bound to `checkpoint = <dir>`). */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { ModelClient } from '@troupe/verifiers';
 import { EngineError } from '@troupe/verifiers';
 import { sourceMetrics, taskAt } from './sources.ts';
-import type { EvaluationPolicy, EvaluationResult, Inference, StepMetrics, TrainSource } from './types.ts';
+import type { EvaluationPolicy, EvaluationResult, StepMetrics, TrainSource } from './types.ts';
 
 /** Thrown by the stand-in `replyProbabilities` of a policy whose engine cannot read logits (vLLM): the evaluator is skipped. */
 export class ReplyProbabilitiesUnavailable extends EngineError {}
@@ -30,26 +30,26 @@ export interface EvalSource {
 }
 
 /**
- * Runs each of `sources`' evaluators on a policy at `weights` (version `step`): metrics into
+ * Runs each of `sources`' evaluators on its policy at the step's weights (`policyFor`): metrics into
  * `line` under `eval/<source>/…`, artifacts written into `out`, the time under `time/eval`. A
  * source whose evaluator needs reply probabilities the engine cannot give joins `unreadable`
  * and is skipped from then on, with a logged note.
  */
-export async function runEvaluators<W>(options: {
+export async function runEvaluators(options: {
   sources: readonly TrainSource[];
-  inference: Inference<W>;
-  weights: W;
+  /** The policy (at the step's weights) a source is evaluated with. */
+  policyFor: (source: TrainSource) => Promise<EvaluationPolicy>;
   step: number;
   out: string;
   line: StepMetrics;
   unreadable: Set<string>;
   log: (line: string) => void;
 }): Promise<void> {
-  const { sources, inference, weights, step, out, line, unreadable, log } = options;
+  const { sources, policyFor, step, out, line, unreadable, log } = options;
   const t3 = performance.now();
-  const policy = readablePolicy(await inference.evaluationPolicy({ weights, version: step, seed: 1_000_003 + step }));
   for (const source of sources) {
     if (unreadable.has(source.name)) continue;
+    const policy = readablePolicy(await policyFor(source));
     let result: EvaluationResult | undefined;
     try {
       result = await source.evaluator?.evaluate({ policy, step });
@@ -66,22 +66,21 @@ export async function runEvaluators<W>(options: {
 }
 
 /**
- * Plays each of the `due` eval sources' first `groups` tasks with a policy at `weights`
+ * Plays each of the `due` eval sources' first `groups` tasks with its policy at the step's weights
  * (version `step`): its `train/…` source metrics into `line` as `eval/…`, the time under
  * `time/eval_sources`.
  */
-export async function runEvalSources<W>(options: {
+export async function runEvalSources(options: {
   due: readonly EvalSource[];
-  inference: Inference<W>;
-  weights: W;
+  /** The policy (at the step's weights) a source is played with. */
+  policyFor: (source: TrainSource) => Promise<EvaluationPolicy>;
   step: number;
   line: StepMetrics;
 }): Promise<void> {
-  const { due, inference, weights, step, line } = options;
+  const { due, policyFor, line } = options;
   const t4 = performance.now();
-  const policy = await inference.evaluationPolicy({ weights, version: step, seed: 2_000_003 + step });
   for (const evaluation of due) {
-    evaluation.useClient(policy.client);
+    evaluation.useClient((await policyFor(evaluation.source)).client);
     const { source } = evaluation;
     const played = await Promise.all(
       Array.from({ length: evaluation.groups }, (_, index) => {

@@ -37,6 +37,8 @@ export {
   MAX_CONSECUTIVE_EMPTY_BATCHES,
   sourceMetrics,
   type OrchestratorCheckpoint,
+  type PolicyCheckpoint,
+  type PolicyEngines,
   type OrchestratorState,
   type OrchestratorOptions,
   type OrchestratorResult,

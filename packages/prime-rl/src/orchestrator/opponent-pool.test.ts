@@ -51,9 +51,11 @@ describe('OpponentPool', () => {
     expect(counts[2]! / counts[0]!).toBeLessThan(3.6);
   });
 
-  it('defaults keep 8, every 25, uniform, and refuses another policy than main', () => {
+  it('defaults keep 8, every 25, uniform, and needs the name of the policy it snapshots', () => {
     expect(OpponentPoolConfigSchema.parse({ of: 'main' })).toEqual({ of: 'main', keep: 8, every: 25, sample: 'uniform' });
-    expect(OpponentPoolConfigSchema.safeParse({ of: 'judge' }).success).toBe(false);
+    expect(OpponentPoolConfigSchema.safeParse({ of: 'judge' }).success).toBe(true);
+    expect(OpponentPoolConfigSchema.safeParse({ of: '' }).success).toBe(false);
+    expect(OpponentPoolConfigSchema.safeParse({}).success).toBe(false);
     expect(hashUniform([0, 'draw', 1])).toBe(hashUniform([0, 'draw', 1]));
     expect(hashUniform([0, 'draw', 1])).not.toBe(hashUniform([0, 'draw', 2]));
   });

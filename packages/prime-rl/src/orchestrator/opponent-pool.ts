@@ -5,11 +5,11 @@ import { z } from 'zod';
 import { Rng } from '../inference/rng.ts';
 import type { EvaluationPolicy } from './types.ts';
 
-/** `pool = { of = "main", keep = 8, every = 25, sample = "uniform" }`: a role played by past snapshots of a policy. */
+/** `pool = { of = "main", keep = 8, every = 25, sample = "uniform" }`: a role played by past snapshots of a trainable policy. */
 export const OpponentPoolConfigSchema = z
   .object({
-    /** The policy whose snapshots fill the pool: `main`, the trainable policy. */
-    of: z.literal('main', { message: 'only "main" (the trainable policy) can be snapshotted' }),
+    /** The trainable policy whose snapshots fill the pool (`main`, or a name under `[policies]`). */
+    of: z.string().min(1),
     /** Snapshots held: the newest `keep` (the first is the initial weights, step 0). */
     keep: z.number().int().positive().default(8),
     /** A snapshot of the policy every `every` trainer steps. */

@@ -2,10 +2,12 @@ import { ConfigError, TrainerError } from '@troupe/verifiers';
 import { hashSeed, hashUniform, type OpponentPool, type PoolSnapshot } from './opponent-pool.ts';
 import type { Inference, TrainSource } from './types.ts';
 
-/** One pool's running state: its source and role, and the snapshots it holds (oldest first). */
+/** One pool's running state: its source and role, the policy it snapshots, and the snapshots it holds (oldest first). */
 export interface PoolState<W> {
   source: string;
   role: string;
+  /** The trainable policy whose snapshots fill it. */
+  of: string;
   pool: OpponentPool;
   snapshots: (PoolSnapshot & { weights: W })[];
 }
@@ -27,11 +29,11 @@ export interface PoolDraw<W> {
 export class PoolSnapshots<W> {
   /** Every pool, in source order then the source's pool order. */
   readonly states: PoolState<W>[];
-  private readonly inference: Inference<W>;
+  private readonly inferenceOf: (policy: string) => Inference<W>;
   private readonly seed: number;
 
-  constructor(options: { sources: readonly TrainSource[]; inference: Inference<W>; seed: number }) {
-    this.inference = options.inference;
+  constructor(options: { sources: readonly TrainSource[]; inferenceOf: (policy: string) => Inference<W>; seed: number }) {
+    this.inferenceOf = options.inferenceOf;
     this.seed = options.seed;
     this.states = options.sources.flatMap((source) =>
       (source.pools ?? []).map(({ role, pool }) => {
@@ -39,18 +41,19 @@ export class PoolSnapshots<W> {
           throw new ConfigError(`sources: ${source.name}.${role} plays an opponent pool, so it must be one of its frozenRoles`, {
             path: 'sources.frozenRoles',
           });
-        return { source: source.name, role, pool, snapshots: [] };
+        return { source: source.name, role, of: pool.config.of, snapshots: [], pool };
       }),
     );
   }
 
-  /** Adds a snapshot of the policy at trainer step `step` to every pool due one (every pool when `force`). */
-  async take(step: number, weights: W, force = false): Promise<void> {
+  /** Adds a snapshot of its policy at step `step` (`weights`, by policy) to every pool due one (every pool when `force`). */
+  async take(step: number, weights: ReadonlyMap<string, W>, force = false): Promise<void> {
     for (const state of this.states) {
       if (!force && step % state.pool.config.every !== 0) continue;
       if (state.snapshots.some((s) => s.step === step)) continue;
-      const policy = await this.policyAt(state, step, weights);
-      state.snapshots.push({ step, policy, weights });
+      const held = weights.get(state.of) as W;
+      const policy = await this.policyAt(state, step, held);
+      state.snapshots.push({ step, policy, weights: held });
       state.snapshots.sort((a, b) => a.step - b.step);
     }
   }
@@ -65,12 +68,15 @@ export class PoolSnapshots<W> {
 
   /**
    * Refills every pool with the snapshot steps a checkpoint listed (`saved`, by source then role;
-   * step 0 for a pool it does not list), their weights from `held` (by step).
+   * step 0 for a pool it does not list), their weights from `held` (by policy, then step).
    */
-  async restore(held: ReadonlyMap<number, W>, saved: Record<string, Record<string, number[]>> | undefined): Promise<void> {
+  async restore(
+    held: ReadonlyMap<string, ReadonlyMap<number, W>>,
+    saved: Record<string, Record<string, number[]>> | undefined,
+  ): Promise<void> {
     for (const state of this.states) {
       for (const step of saved?.[state.source]?.[state.role] ?? [0]) {
-        const weights = held.get(step);
+        const weights = held.get(state.of)?.get(step);
         if (!weights)
           throw new TrainerError(`checkpoint: opponent pool ${state.source}.${state.role} snapshot of step ${step} is missing`, {
             step,
@@ -124,19 +130,23 @@ export class PoolSnapshots<W> {
 
   /**
    * What a checkpoint of step `n` must hold of the pools: the snapshot steps of each (by source
-   * then role), and `published`'s versions before `n` plus every older snapshot's weights.
+   * then role), and per policy `published`'s versions before `n` plus every older snapshot's weights.
    */
   checkpointed(
-    published: ReadonlyMap<number, W>,
+    published: ReadonlyMap<number, ReadonlyMap<string, W>>,
     n: number,
-  ): { pools: Record<string, Record<string, number[]>>; versions: Map<number, W> } {
+  ): { pools: Record<string, Record<string, number[]>>; versions: Map<string, Map<number, W>> } {
     const pools: Record<string, Record<string, number[]>> = {};
-    const versions = new Map([...published.entries()].filter(([version]) => version < n));
+    const versions = new Map<string, Map<number, W>>();
+    const of = (policy: string) => versions.get(policy) ?? (versions.set(policy, new Map()).get(policy) as Map<number, W>);
+    for (const [version, byPolicy] of published)
+      if (version < n) for (const [policy, weights] of byPolicy) of(policy).set(version, weights);
     for (const state of this.states) {
       pools[state.source] ??= {};
       (pools[state.source] as Record<string, number[]>)[state.role] = state.snapshots.map((s) => s.step);
+      const held = of(state.of);
       for (const snapshot of state.snapshots) {
-        if (snapshot.step < n && !versions.has(snapshot.step)) versions.set(snapshot.step, snapshot.weights);
+        if (snapshot.step < n && !held.has(snapshot.step)) held.set(snapshot.step, snapshot.weights);
       }
     }
     return { pools, versions };
@@ -149,7 +159,7 @@ export class PoolSnapshots<W> {
 
   /** The snapshot's own policy at `weights`, seeded by pool and step. */
   private policyAt(state: PoolState<W>, step: number, weights: W) {
-    return this.inference.evaluationPolicy({
+    return this.inferenceOf(state.of).evaluationPolicy({
       weights,
       version: step,
       seed: hashSeed([this.seed, 'pool', state.source, state.role, step]),

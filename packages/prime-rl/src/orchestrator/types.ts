@@ -117,7 +117,12 @@ export interface TrainSource {
   ratio: number;
   /** Roles bound to a frozen model or checkpoint: their traces are made untrainable on arrival, whatever the env sets. */
   frozenRoles: ReadonlySet<string>;
-  /** Roles played by an opponent pool of the trainable policy's snapshots (each role also in `frozenRoles`). */
+  /**
+   * The trainable policy each role plays, by role (a role not listed plays `main`): with several
+   * policies, each trains on the traces of the roles bound to it.
+   */
+  policies?: Readonly<Record<string, string>>;
+  /** Roles played by an opponent pool of a trainable policy's snapshots (the pool's `of`; each role also in `frozenRoles`). */
   pools?: readonly { role: string; pool: OpponentPool }[];
   evaluator?: Evaluator;
 }

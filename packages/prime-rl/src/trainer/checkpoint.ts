@@ -122,7 +122,14 @@ export type CheckpointCommitStage = 'files-written' | 'manifest-written' | 'vers
  * second moments, then older inference versions). Not atomic by itself: {@link commitCheckpoint}
  * or {@link saveCheckpoint} make it so.
  */
-export async function writeCheckpointFiles(options: { dir: string } & Checkpoint): Promise<void> {
+export async function writeCheckpointFiles(
+  options: {
+    dir: string;
+    /** Before each file name (`<prefix>meta.json`, `<prefix>tensors.bin`): one policy of several in one checkpoint. */
+    prefix?: string;
+  } & Checkpoint,
+): Promise<void> {
+  const prefix = options.prefix ?? '';
   const tensors: CheckpointMeta['tensors'] = [];
   const parts: Float32Array[] = [];
   let offset = 0;
@@ -151,8 +158,8 @@ export async function writeCheckpointFiles(options: { dir: string } & Checkpoint
     tensors,
     optimizerStep: options.optimizer.step,
   };
-  await writeNew(join(options.dir, 'tensors.bin'), new Uint8Array(all.buffer));
-  await writeNew(join(options.dir, 'meta.json'), `${JSON.stringify(meta)}\n`);
+  await writeNew(join(options.dir, `${prefix}tensors.bin`), new Uint8Array(all.buffer));
+  await writeNew(join(options.dir, `${prefix}meta.json`), `${JSON.stringify(meta)}\n`);
 }
 
 /**
@@ -412,19 +419,24 @@ async function readVerified(options: { dir: string; manifest: CheckpointManifest
  * {@link CheckpointError} naming the file when one is missing, truncated, fails its checksum, or
  * `meta.json` is not a troupe checkpoint of version 1.
  */
-export async function loadCheckpoint(options: { dir: string }): Promise<Checkpoint> {
+export async function loadCheckpoint(options: {
+  dir: string;
+  /** The files' prefix, as {@link writeCheckpointFiles} was given it (one policy of several). */
+  prefix?: string;
+}): Promise<Checkpoint> {
   const dir = await resolveCheckpointDir(options.dir);
   if (!dir) throw new CheckpointError({ path: options.dir, message: `${options.dir}: no checkpoint there` });
+  const prefix = options.prefix ?? '';
   const manifest = await readManifest(dir);
-  const metaPath = join(dir, 'meta.json');
+  const metaPath = join(dir, `${prefix}meta.json`);
   const meta = parseJson({
     path: metaPath,
-    text: (await readVerified({ dir, manifest, name: 'meta.json' })).toString('utf8'),
+    text: (await readVerified({ dir, manifest, name: `${prefix}meta.json` })).toString('utf8'),
     schema: CheckpointMetaSchema,
     what: 'a troupe checkpoint of version 1',
   });
-  const bytes = await readVerified({ dir, manifest, name: 'tensors.bin' });
-  const tensorsPath = join(dir, 'tensors.bin');
+  const bytes = await readVerified({ dir, manifest, name: `${prefix}tensors.bin` });
+  const tensorsPath = join(dir, `${prefix}tensors.bin`);
   const elements = meta.tensors.reduce((end, t) => Math.max(end, t.offset + t.shape.reduce((a, b) => a * b, 1)), 0);
   if (bytes.byteLength !== elements * 4)
     throw new CheckpointError({

@@ -64,8 +64,8 @@ export function assertSavedModulesPassedAgain(options: { saved: unknown; passed:
 
 /** Tables whose keys are data (HTTP headers, a provider's request body, env vars, JSON schemas): kept verbatim. */
 const VERBATIM = new Set(['headers', 'extra', 'extraBody', 'extra_body', 'labels', 'parameters', 'info', 'data', 'metadata']);
-/** Tables keyed by names the user chose (roles, models, servers): the names are kept, their values normalized. */
-const NAMED = new Set(['roles', 'prices', 'mcpServers', 'mcp_servers']);
+/** Tables keyed by names the user chose (roles, policies, models, servers): the names are kept, their values normalized. */
+const NAMED = new Set(['roles', 'policies', 'prices', 'mcpServers', 'mcp_servers']);
 const warnedKeys = new Set<string>();
 
 /**
@@ -116,7 +116,7 @@ function deprecated(key: string, where: string | undefined, warn: ConfigKeyOptio
  * API spells them (camelCase). The camelCase spelling is still accepted, with one deprecation
  * warning per key naming the snake_case one; both spellings of one key in one table is a
  * `ConfigError` naming it. Keys of data tables (`headers`, `extra`, `env` vars, `info`, …) are
- * kept verbatim, and so are the names of `roles`, `prices` and `mcp_servers`.
+ * kept verbatim, and so are the names of `roles`, `policies`, `prices` and `mcp_servers`.
  */
 export function normalizeConfigKeys(value: unknown, options: ConfigKeyOptions = {}): unknown {
   const walk = (node: unknown, path: string[]): unknown => {
