@@ -8,7 +8,14 @@
 //     support, benches and fixtures — imports a plugin package (@troupe/harness-*, runtime-*,
 //     env-*, viewer) or an app, or names another package's folder in a path string (a test that spawns
 //     `apps/trainer/src/cli.ts`, or `new URL('../../runtimes/docker/src/index.ts', …)`). Tests
-//     that need both sides live in the plugin, the app, or tests/integration.
+//     that need both sides live in the plugin, the app, or tests/integration;
+//  4. an import of a workspace package names a subpath its package.json `exports` does not list
+//     (`@troupe/verifiers/src/env/env.ts`): packages are used through their exports only;
+//  5. the shipped code (`src/`, tests, fixtures and test support aside) of the core packages and the
+//     trainer app names a showcase env that lives in a package of its own (`packages/env-<id>`:
+//     the words of each id, e.g. `kuhn` and `poker` for env-kuhn-poker). Which env a job runs is
+//     data (a run config, a package.json field, a dependency), never code. Tests, benches,
+//     experiments and configs may name it: they are the showcase's users, not the machinery.
 // Usage: node tooling/scripts/check-walls.mjs  (from anywhere).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -54,6 +61,43 @@ const apps = new Set(
     .filter(Boolean)
     .map((file) => manifest(join(repo, dirname(file))).name),
 );
+// Workspace packages by name, with their `exports` keys (rule 4).
+const workspaceExports = new Map(
+  execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*package.json'], {
+    cwd: repo,
+    encoding: 'utf8',
+  })
+    .split('\n')
+    .filter((file) => file && !file.includes('node_modules/') && existsSync(join(repo, file)))
+    .map((file) => manifest(join(repo, dirname(file))))
+    .filter((pkg) => typeof pkg.name === 'string' && pkg.name.startsWith('@troupe/'))
+    .map((pkg) => [
+      pkg.name,
+      pkg.exports === undefined ? null : new Set(Object.keys(typeof pkg.exports === 'string' ? { '.': 1 } : pkg.exports)),
+    ]),
+);
+// Rule 5: the words of each showcase env id (`packages/env-<id>`), and where they may not appear.
+const showcaseWords = [
+  ...new Set(
+    execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'packages/env-*/package.json'], {
+      cwd: repo,
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter(Boolean)
+      .flatMap(
+        (file) =>
+          manifest(join(repo, dirname(file)))
+            .name.replace(/^@troupe\/env-/, '')
+            .match(/[a-z]{4,}/g) ?? [],
+      ),
+  ),
+];
+const showcasePattern = showcaseWords.length ? new RegExp(`(${showcaseWords.join('|')})`, 'i') : null;
+const gameFree = ['packages/verifiers/src/', 'packages/prime-rl/src/', 'apps/trainer/src/'];
+const isShippedSource = (file) =>
+  gameFree.some((prefix) => file.startsWith(prefix)) && !/\.test\.ts$|\.bench\.ts$|\/__fixtures__\/|\/testing\//.test(file);
+
 const isPluginOrApp = (name) => /^@troupe\/(harness|runtime|env)-|^@troupe\/viewer$/.test(name) || apps.has(name);
 
 const builtins = new Set(builtinModules);
@@ -95,9 +139,24 @@ for (const file of files) {
     if (!known.has(name)) {
       findings.push(`${file}:${lineOf(text, match.index)}: imports ${name}, not declared in ${homeName}/package.json`);
     }
+    const exportsOf = workspaceExports.get(name);
+    const subpath = `.${specifier.slice(name.length)}`;
+    if (exportsOf && !exportsOf.has(subpath)) {
+      findings.push(`${file}:${lineOf(text, match.index)}: imports ${specifier}, not in the exports of ${name}`);
+    }
     if (core && isPluginOrApp(name)) {
       findings.push(`${file}:${lineOf(text, match.index)}: core package ${homeName} imports ${name} (a plugin or an app)`);
     }
+  }
+
+  if (showcasePattern && isShippedSource(file)) {
+    text.split('\n').forEach((line, i) => {
+      const hit = line.match(showcasePattern);
+      if (hit)
+        findings.push(
+          `${file}:${i + 1}: names the showcase env ${JSON.stringify(hit[1])} (a package of its own; pick it by data)`,
+        );
+    });
   }
 
   if (!core) continue;
@@ -124,5 +183,5 @@ if (findings.length > 0) {
   process.exit(1);
 }
 process.stdout.write(
-  `check-walls: ${files.length} files; no relative import crosses a package root, every imported package is declared, the core names no plugin or app\n`,
+  `check-walls: ${files.length} files; no relative import crosses a package root, every imported package is declared, the core names no plugin or app, imports stay within exports, and the core, prime-rl and the trainer's sources name no showcase env (${showcaseWords.join(', ')})\n`,
 );

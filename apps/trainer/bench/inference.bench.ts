@@ -19,11 +19,11 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
+import { kuhnPokerEnv, kuhnTaskset, kuhnTraining } from '@troupe/env-kuhn-poker';
 import { exportOnnx, OnnxPolicy, PolicyModelClient } from '@troupe/prime-rl/inference';
 import { embeddedPolicy } from '@troupe/prime-rl/orchestrator';
 import { initWeights } from '@troupe/prime-rl/policy';
 import { Env, registerRuntime } from '@troupe/verifiers';
-import { kuhnPokerEnv, kuhnTaskset, kuhnTraining } from '@troupe/verifiers/kuhn';
 import { GameRuntime } from '../src/game-runtime.ts';
 
 /** 1-min load average when the bench started (the JSON line reports start and end). */

@@ -1,28 +1,32 @@
 #!/usr/bin/env node
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { createAlgorithm } from '@troupe/prime-rl';
+import { setPluginSearchPaths } from '@troupe/verifiers';
 import { crossplay, writeCrossplay } from './crossplay.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { emitPrimeRl } from './emit-prime-rl.ts';
-import { evaluateCheckpoint } from './evaluate.ts';
 import { type StepMetrics, train } from './run.ts';
 import { applySet, camelKeys, parseRunConfig, type RunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
 import { serveCommand } from './serve-command.ts';
+
+/** The default run config as its help names it (`configs/<name>.toml`). */
+const DEFAULT_NAME = `${basename(dirname(DEFAULT_CONFIG))}/${basename(DEFAULT_CONFIG)}`;
 
 /** The text of `troupe train --help` (and of every trainer command's `--help`): the layout of `troupe --help`. */
 const HELP = `troupe train — train a policy on envs, play and serve its checkpoints (package @troupe/trainer)
 
 Usage:
-  troupe train [options]           train the embedded policy on a run config (default: Kuhn poker self-play)
-  troupe kuhn-eval --checkpoint DIR [--hands N] [--seed N]
-                                   a Kuhn poker checkpoint against uniform, the equilibrium and itself
-  troupe crossplay --checkpoint [LABEL=]DIR [--checkpoint [LABEL=]DIR]... [--opponent uniform|equilibrium]...
+  troupe train [options]           train the embedded policy on a run config (default: ${DEFAULT_NAME})
+  troupe crossplay --checkpoint [LABEL=]DIR [--checkpoint [LABEL=]DIR]... [--opponent NAME]...
                    [--hands N (default 2000)] [--seed N (default 1)] [--out DIR (default runs/crossplay)]
                                    every pair plays N episodes in each seat order on the same tasks: payoff
                                    matrix with 95% CIs, Elo (Bradley–Terry), the env's evaluator per player;
+                                   --opponent: a fixed opponent the env declares (default with one
+                                   checkpoint: all of them);
                                    writes DIR/crossplay.json and DIR/crossplay.html (the JSON also on stdout)
   troupe serve-inference --checkpoint DIR [--port 8000] [--host 127.0.0.1] [--model policy] [--seed N] [--max-tokens N]
                                    a checkpoint as an OpenAI-compatible server (/pause /update_weights /resume)
@@ -32,8 +36,8 @@ Usage:
   (the same commands: troupe-trainer <command>, and pnpm trainer <command> in the troupe repository)
 
 Train options:
-  -f, --config FILE|JSON  run config: a .toml or .json file, or inline JSON '{…}' (default: Kuhn poker
-                          self-play, configs/kuhn-poker.toml); env module paths are relative to the file
+  -f, --config FILE|JSON  run config: a .toml or .json file, or inline JSON '{…}' (default: the package's
+                          ${DEFAULT_NAME}); env module paths are relative to the file
   -s, --set PATH=VALUE    set any config field, e.g. --set policy.d_model=64 (repeatable)
       --run-dir DIR       write the run to DIR (alias --out; default runs/<source names>)
       --resume            continue the run in --run-dir from its checkpoint (this config's max_steps);
@@ -238,36 +242,6 @@ async function runTraining(options: {
   return result.failedEpisodes > 0 ? EXIT_CODES.someFailed : EXIT_CODES.ok;
 }
 
-/** `troupe kuhn-eval`: a Kuhn poker checkpoint against uniform play, the equilibrium and itself. */
-async function kuhnEvalCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      checkpoint: { type: 'string' },
-      hands: { type: 'string', default: '4000' },
-      seed: { type: 'string', default: '1' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return EXIT_CODES.ok;
-  }
-  if (!values.checkpoint) throw new RunConfigError('kuhn-eval: --checkpoint DIR is required');
-  const report = await evaluateCheckpoint({
-    checkpoint: values.checkpoint,
-    hands: Number(values.hands),
-    seed: Number(values.seed),
-  });
-  for (const r of report) {
-    console.log(
-      `vs ${r.opponent.padEnd(12)} as player0 ${r.asPlayer0.mean.toFixed(3)} ± ${r.asPlayer0.ci95.toFixed(3)}   as player1 ${r.asPlayer1.mean.toFixed(3)} ± ${r.asPlayer1.ci95.toFixed(3)}   forfeits ${r.forfeitRate.toFixed(3)}  (${r.hands} hands per seat)`,
-    );
-  }
-  console.log(JSON.stringify(report));
-  return EXIT_CODES.ok;
-}
-
 /** `troupe crossplay`: every pair of checkpoints (and fixed opponents) against each other. */
 async function crossplayCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -293,7 +267,7 @@ async function crossplayCommand(args: string[]): Promise<number> {
   const started = performance.now();
   const result = await crossplay({
     checkpoints: values.checkpoint,
-    opponents: values.opponent,
+    ...(values.opponent.length ? { opponents: values.opponent } : {}),
     hands: integer('hands', values.hands),
     seed: integer('seed', values.seed),
     log: (line) => console.error(line),
@@ -320,7 +294,6 @@ async function crossplayCommand(args: string[]): Promise<number> {
 /** The trainer's commands by name (the table `troupe` dispatches from). */
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   train: trainCommand,
-  'kuhn-eval': kuhnEvalCommand,
   crossplay: crossplayCommand,
   'serve-inference': (args) => serveCommand('serve-inference', args),
   'serve-trainer': (args) => serveCommand('serve-trainer', args),
@@ -328,14 +301,12 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Env, harness and runtime packages resolve from the user's project, then from this package's
+  // own dependencies (the default run config's env is one).
+  setPluginSearchPaths([process.cwd(), dirname(fileURLToPath(import.meta.url))]);
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(HELP);
     return EXIT_CODES.ok;
-  }
-  if (command === 'eval') {
-    // The trainer's own bin kept `eval` for Kuhn checkpoints; `troupe eval` is the core's eval.
-    console.error('troupe-trainer: `eval` is now `kuhn-eval` (troupe eval runs an env against a model endpoint)');
-    return kuhnEvalCommand(rest);
   }
   const run = COMMANDS[command];
   if (run) {

@@ -111,13 +111,15 @@ describe('pnpm trainer crossplay (CLI)', () => {
     expect(help.code).toBe(0);
     for (const option of ['--checkpoint', '--opponent', '--hands', '--seed', '--out']) expect(help.stdout).toContain(option);
     const cases: [string[], RegExp][] = [
-      [['crossplay', '--checkpoint', join(run, 'checkpoint'), '--opponent', 'random'], /--opponent random: unknown opponent/],
+      [
+        ['crossplay', '--checkpoint', join(run, 'checkpoint'), '--opponent', 'random'],
+        /--opponent random: unknown opponent; env kuhn-poker declares uniform, equilibrium/,
+      ],
       [['crossplay', '--checkpoint', join(run, 'missing'), '--opponent', 'uniform'], /--checkpoint .*missing: no checkpoint/],
       [
         ['crossplay', '--checkpoint', join(run, 'checkpoint'), '--opponent', 'uniform', '--hands', 'ten'],
         /--hands: expected an integer/,
       ],
-      [['crossplay', '--checkpoint', join(run, 'checkpoint')], /at least two players/],
     ];
     for (const [args, message] of cases) {
       const result = await trainer(args);
@@ -125,6 +127,22 @@ describe('pnpm trainer crossplay (CLI)', () => {
       expect(result.stderr).toMatch(message);
       expect(result.stderr).not.toMatch(/\n\s+at /);
     }
+  });
+
+  it('plays one checkpoint against every fixed opponent its env declares when --opponent is absent', async () => {
+    const out = await tempDir();
+    const result = await trainer(['crossplay', '--checkpoint', `last=${join(run, 'checkpoint')}`, '--hands', '20', '--out', out]);
+    expect(result.code, result.stderr).toBe(0);
+    const last = JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as CrossplayResult;
+    expect(last.players.map((p) => [p.label, p.kind])).toEqual([
+      ['last', 'checkpoint'],
+      ['uniform', 'opponent'],
+      ['equilibrium', 'opponent'],
+    ]);
+    expect(last.players[1]?.evaluation.nash_conv).toBeCloseTo(11 / 12, 12);
+    await expect(crossplay({ checkpoints: [join(run, 'checkpoint')], opponents: [], hands: 2 })).rejects.toThrow(
+      /at least two players/,
+    );
   });
 
   it('writes crossplay.json and crossplay.html and prints the JSON as its last stdout line', async () => {

@@ -9,23 +9,20 @@ import {
   loadEmbeddedCheckpoint,
   ModelRouter,
 } from '@troupe/prime-rl/orchestrator';
-import { Env, type Episode, type ModelClient, ParseError } from '@troupe/verifiers';
-import { type KuhnPolicyTable, kuhnEquilibrium, kuhnInfoSetKey, uniformKuhnPolicy } from '@troupe/verifiers/kuhn';
+import { Env, type Episode, type ModelClient } from '@troupe/verifiers';
 import { summarize } from './evaluate.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { resolveEnv } from './resolve-env.ts';
 import { type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
-import { readKuhnSeat, TablePolicyClient } from './table-client.ts';
-
-/** Fixed opponents `--opponent` can name (Kuhn poker only). */
-export const CROSSPLAY_OPPONENTS = ['uniform', 'equilibrium'] as const;
-export type CrossplayOpponent = (typeof CROSSPLAY_OPPONENTS)[number];
 
 /** Options of {@link crossplay}. */
 export interface CrossplayOptions {
   /** Checkpoint directories, each `path` or `label=path`. */
   checkpoints: readonly string[];
-  /** Fixed opponents (Kuhn poker: `uniform`, `equilibrium` with α = 1/6). */
+  /**
+   * Fixed opponents by name, from those the env declares (its module's `opponents`). Default: with
+   * one checkpoint, every opponent the env declares; with several, none.
+   */
   opponents?: readonly string[];
   /** Hands (episodes) per pair and seat order. */
   hands: number;
@@ -49,7 +46,7 @@ export interface CrossplayPlayer {
   step?: number;
   /** Elo rating (Bradley–Terry fit on episode scores that grow with the reward margin; the players' mean is 1500). */
   elo: number;
-  /** The env's own evaluator on this player's policy (Kuhn poker: exact `nash_conv`, `game_value`). */
+  /** The env's own evaluator on this player's policy (e.g. an exact `nash_conv` and `game_value`). */
   evaluation: Record<string, number>;
 }
 
@@ -112,19 +109,6 @@ export function bradleyTerryElo(wins: readonly (readonly number[])[]): number[] 
   return p.map((x) => 1500 + 400 * Math.log10(x));
 }
 
-/** A Kuhn policy table as a policy the Kuhn evaluator can read (the table's probabilities at each set). */
-function tablePolicy(table: KuhnPolicyTable): EvaluationPolicy {
-  return {
-    version: 0,
-    client: new TablePolicyClient({ name: 'table', table, seed: 0 }),
-    async replyProbabilities({ messages }) {
-      const seat = readKuhnSeat([...messages]);
-      if (!seat) throw new ParseError('crossplay: not a Kuhn poker information set');
-      return [...table[kuhnInfoSetKey(seat.card, seat.history)]];
-    },
-  };
-}
-
 function parseCheckpointArgument(argument: string): { label: string; dir: string } {
   const eq = argument.indexOf('=');
   if (eq > 0 && /^[\w.+-]+$/.test(argument.slice(0, eq)) && !existsSync(argument)) {
@@ -139,8 +123,8 @@ function parseCheckpointArgument(argument: string): { label: string; dir: string
  * the checkpoints' env in each seat order, on the same tasks (the env's own taskset from task
  * 1,000,000, as `eval` uses). Reports the payoff matrix with 95% CIs (paired over tasks), win
  * rates, Elo ratings from a Bradley–Terry fit on the episodes won, and the env's own evaluator
- * on each player (Kuhn poker: exact NashConv). The env is the checkpoints' first train source
- * (all must train the same env with the same options); it must have two roles.
+ * on each player. The env is the checkpoints' first train source (all must train the same env
+ * with the same options); it must have two roles. Fixed opponents are the ones the env declares.
  */
 export async function crossplay(options: CrossplayOptions): Promise<CrossplayResult> {
   registerGameRuntime();
@@ -149,14 +133,7 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
   if (!Number.isInteger(options.hands) || options.hands < 1)
     throw new RunConfigError(`--hands: expected a positive integer, got ${options.hands}`);
   if (!Number.isInteger(seed)) throw new RunConfigError(`--seed: expected an integer, got ${options.seed}`);
-  const opponents = options.opponents ?? [];
-  for (const name of opponents) {
-    if (!(CROSSPLAY_OPPONENTS as readonly string[]).includes(name))
-      throw new RunConfigError(`--opponent ${name}: unknown opponent; expected one of ${CROSSPLAY_OPPONENTS.join(', ')}`);
-  }
   if (options.checkpoints.length === 0) throw new RunConfigError('--checkpoint: give at least one checkpoint directory');
-  if (options.checkpoints.length + opponents.length < 2)
-    throw new RunConfigError('crossplay needs at least two players (--checkpoint and --opponent together)');
 
   const players: Player[] = [];
   let source: SourceConfig | null = null;
@@ -182,15 +159,28 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
     players.push({ label, kind: 'checkpoint', source: dir, step: loaded.checkpoint.step, client: policy.client, policy });
   }
   if (!source || !run) throw new RunConfigError('--checkpoint: give at least one checkpoint directory');
-  if (opponents.length && source.env !== 'kuhn-poker')
-    throw new RunConfigError(`--opponent: the fixed opponents are Kuhn poker policies; the checkpoints train ${source.env}`);
-  for (const name of opponents) {
-    const table = name === 'uniform' ? uniformKuhnPolicy() : kuhnEquilibrium(1 / 6);
-    const policy = tablePolicy(table);
+
+  const {
+    definition,
+    training,
+    opponents: declared = {},
+  } = await resolveEnv(source.env, {
+    baseDir: process.cwd(),
+    field: 'env',
+  });
+  const opponents = options.opponents ?? (options.checkpoints.length === 1 ? Object.keys(declared) : []);
+  for (const [k, name] of opponents.entries()) {
+    const opponent = Object.hasOwn(declared, name) ? declared[name] : undefined;
+    if (!opponent) {
+      const known = Object.keys(declared);
+      throw new RunConfigError(
+        `--opponent ${name}: unknown opponent; env ${source.env} declares ${known.length ? known.join(', ') : 'no fixed opponents'}`,
+      );
+    }
+    const policy = { version: 0, ...opponent.create({ seed: seed + k, options: source.options }) };
     players.push({ label: name, kind: 'opponent', source: name, client: policy.client, policy });
   }
-
-  const { definition, training } = await resolveEnv(source.env, { baseDir: process.cwd(), field: 'env' });
+  if (players.length < 2) throw new RunConfigError('crossplay needs at least two players (--checkpoint and --opponent together)');
   const roles = Object.keys(definition.roles);
   if (roles.length !== 2)
     throw new RunConfigError(`env ${definition.id} has ${roles.length} roles (${roles.join(', ')}); cross-play needs two seats`);
@@ -276,7 +266,7 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
     }
   }
   // Elo scores: episode score 1/2 + (r_row − r_col) / (2·D), D the largest |r_row − r_col| seen, so a
-  // bigger win counts more (in Kuhn poker D = 4: a pot of 2 scores 1, of 1 scores 0.75, a split 0.5).
+  // bigger win counts more (with D = 4: a margin of 4 scores 1, of 2 scores 0.75, a tie 0.5).
   const spread = Math.max(1e-12, ...margins.flatMap((m) => m.differences.map(Math.abs)));
   const scores: number[][] = players.map(() => players.map(() => 0));
   for (const { i, j, differences } of margins) {
@@ -315,7 +305,7 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
     winRate,
     elo: {
       method:
-        'Bradley–Terry on episode scores 1/2 + (r_row − r_column)/(2·D) (D the largest reward margin seen; Kuhn poker: a pot of 2 scores 1, a pot of 1 scores 0.75), fit by the MM iteration (Hunter 2004) with half a pseudo-win each way per pair; Elo = 400·log10(strength), mean 1500',
+        'Bradley–Terry on episode scores 1/2 + (r_row − r_column)/(2·D) (D the largest reward margin seen), fit by the MM iteration (Hunter 2004) with half a pseudo-win each way per pair; Elo = 400·log10(strength), mean 1500',
     },
   };
 }

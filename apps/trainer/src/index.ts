@@ -1,4 +1,4 @@
-// The default run config (Kuhn self-play) and where it lives.
+// The default run config (the file package.json names in troupe.defaultConfig).
 export { DEFAULT_CONFIG } from './default-config.ts';
 // The run report written beside a training run.
 export { renderReport, writeReport, type ReportArtifact, type ReportInput } from './report.ts';

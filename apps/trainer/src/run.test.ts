@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KUHN_INFO_SETS } from '@troupe/verifiers/kuhn';
+import { KUHN_INFO_SETS } from '@troupe/env-kuhn-poker';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from './default-config.ts';

@@ -53,7 +53,7 @@ export { readEpisodes, EpisodeWriter } from './eval/traces-file.ts';
 
 // Agents: one agent, configured in code (`makeAgent`) or from a config file.
 export { makeAgent, type MakeAgentConfig, type MadeAgent, type TaskInput } from './agent/make-agent.ts';
-export { Agent, type AgentOptions, type RunOptions } from './agent/agent.ts';
+export { Agent, type AgentOptions, type Interaction, type RunOptions } from './agent/agent.ts';
 export type { AgentConfig } from './agent/agent-config.ts';
 
 // Envs: defining an env, and finding one by id or module path.

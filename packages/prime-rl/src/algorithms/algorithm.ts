@@ -11,7 +11,7 @@ export interface EnvInfo {
   roles: readonly string[];
   /** Roles whose traces train (`agent.trainable`); all roles when absent. */
   trainableRoles?: readonly string[];
-  /** True for a zero-sum game (the rewards of one episode add up to 0), e.g. Kuhn poker. */
+  /** True for a zero-sum game (the rewards of one episode add up to 0), e.g. a two-player card game. */
   zeroSum?: boolean;
 }
 

@@ -11,12 +11,12 @@ export const RaeConfigSchema = z.strictObject({
   /** EMA decay of the per-(env, role) baseline, in [0, 1). SPIRAL's α. */
   decay: z.number().min(0).lt(1, { message: 'decay must be below 1 (1 would freeze the baseline at 0)' }).default(0.95),
   /**
-   * A dotted path into each trace (e.g. `info.kuhn.card`, `metrics.difficulty`): one baseline per
+   * A dotted path into each trace (e.g. `info.seat.card`, `metrics.difficulty`): one baseline per
    * (env, role, value at that path) instead of per (env, role). Off when absent.
    */
   key: z
     .string()
-    .regex(/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/, { message: 'key must be a dotted path such as info.kuhn.card' })
+    .regex(/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/, { message: 'key must be a dotted path such as info.seat.card' })
     .optional(),
 });
 /**
@@ -50,9 +50,9 @@ export type RaeState = z.infer<typeof RaeStateSchema>;
  * With one role it is REINFORCE with an EMA baseline. The baselines survive a restart through
  * `state()` / `loadState()`.
  *
- * With `key` (a dotted path into the trace, e.g. `info.kuhn.card`) the baseline is kept per
- * (env, role, value at the path): a state-conditioned baseline, e.g. per (seat, own card) in Kuhn
- * poker, which in zero-sum self-play is not 0 (pooled GRPO's group mean there is) and removes
+ * With `key` (a dotted path into the trace, e.g. `info.seat.card`) the baseline is kept per
+ * (env, role, value at the path): a state-conditioned baseline, e.g. per (seat, own card) in a card
+ * game, which in zero-sum self-play is not 0 (pooled GRPO's group mean there is) and removes
  * the variance the private card adds. A trace with nothing at the path is an error naming it.
  */
 export class Rae implements Algorithm {

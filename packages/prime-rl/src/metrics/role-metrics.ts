@@ -52,7 +52,7 @@ export function roleMetrics(options: { episodes: readonly Episode[] }): Record<s
 
 /**
  * Flattens role metrics into `prefix/role/metric/stat` → number entries for a logger, skipping
- * nulls, e.g. `train/kuhn-poker/player0/reward/mean`.
+ * nulls, e.g. `train/<source>/player0/reward/mean`.
  */
 export function flattenRoleMetrics(options: { metrics: Record<string, RoleMetrics>; prefix?: string }): Record<string, number> {
   const out: Record<string, number> = {};

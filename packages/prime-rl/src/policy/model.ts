@@ -450,7 +450,7 @@ export class PolicyModel {
    * {@link logitsWithBackward} (the same forward pass).
    *
    * Rows that repeat an earlier row exactly are computed once (self-play over a small game: a
-   * 576-hand Kuhn batch has ≈30 distinct sequences among 1,152): the transformer runs over the
+   * batch of 1,152 seat sequences can hold ≈30 distinct ones): the transformer runs over the
    * distinct rows and each position reads its distinct row's hidden state (the gradient sums the
    * copies). The logits are the same values; only the order in which gradients are summed changes.
    *

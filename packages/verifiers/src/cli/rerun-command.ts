@@ -15,7 +15,7 @@ export const RERUN_HELP = `troupe rerun <run-dir> --swap ROLE=MODEL [options]
 Counterfactual seat replay: runs a saved run's tasks again — the same tasks, the same rollout
 count, the same config — with one role's model replaced, and prints how each role's reward
 changed, paired by task and rollout (mean difference with a 95% confidence interval). Tasks are
-the recorded ones (for seeded envs such as kuhn-poker: the same deals); the other seats run
+the recorded ones (for an env that deals from the task's seed: the same deals); the other seats run
 their recorded config again, so their replies are sampled anew, not replayed. Writes a new run
 directory whose rerun.json names the source run, the swap and the differences.
 

@@ -11,7 +11,6 @@ import { ConfigError } from '../errors/troupe-error.ts';
 export const DELEGATED_COMMANDS: Record<string, { package: string; bin: string }> = {
   view: { package: '@troupe/viewer', bin: 'troupe-viewer' },
   train: { package: '@troupe/trainer', bin: 'troupe-trainer' },
-  'kuhn-eval': { package: '@troupe/trainer', bin: 'troupe-trainer' },
   crossplay: { package: '@troupe/trainer', bin: 'troupe-trainer' },
   'serve-inference': { package: '@troupe/trainer', bin: 'troupe-trainer' },
   'serve-trainer': { package: '@troupe/trainer', bin: 'troupe-trainer' },

@@ -14,8 +14,8 @@ function folder(): string {
 describe('loadEnvDefinition', () => {
   afterEach(() => setPluginSearchPaths([]));
 
-  it('has kuhn-poker in the registry', async () => {
-    expect((await loadEnvDefinition('kuhn-poker')).id).toBe('kuhn-poker');
+  it('has the built-in envs in the registry', async () => {
+    expect((await loadEnvDefinition('best-of-n')).id).toBe('best-of-n');
   });
 
   it('loads the default export of a .mjs module', async () => {
@@ -79,7 +79,7 @@ describe('loadEnvDefinition', () => {
     expect((await importEnv('./b.ts', { baseDir: dir })).definition.id).toBe('from-named');
     expect((await importEnv('./c.mjs', { baseDir: dir })).definition.id).toBe('from-mjs');
     expect((await importEnv('@acme/dice')).definition.id).toBe('dice');
-    expect((await importEnv('kuhn-poker')).module).toBeNull();
+    expect((await importEnv('single-agent')).module).toBeNull();
   });
 
   it("keeps the module's own error, with its file and line, as the cause of the ConfigError", async () => {
@@ -98,6 +98,6 @@ describe('loadEnvDefinition', () => {
     expect(isEnvModulePath('./my-env.ts')).toBe(true);
     expect(isEnvModulePath('/abs/env.mjs')).toBe(true);
     expect(isEnvModulePath('my-env.mjs')).toBe(true);
-    expect(isEnvModulePath('kuhn-poker')).toBe(false);
+    expect(isEnvModulePath('best-of-n')).toBe(false);
   });
 });

@@ -24,7 +24,6 @@ const envs = new Map<string, EnvLoader>([
   ],
   ['proposer-solver', async () => (await import('./builtin/proposer-solver/proposer-solver-env.ts')).proposerSolverEnv as never],
   ['user-sim', async () => (await import('./builtin/user-sim/user-sim-env.ts')).userSimEnv as never],
-  ['kuhn-poker', async () => (await import('./builtin/kuhn-poker/env.ts')).kuhnPokerEnv as never],
 ]);
 
 const tasksets = new Map<string, TasksetLoader>([
@@ -150,7 +149,7 @@ export async function loadEnvModule(path: string): Promise<EnvDefinition<string,
 }
 
 /**
- * An env by id: built in (`single-agent`, `kuhn-poker`, …), registered with `registerEnv`, a module
+ * An env by id: built in (`single-agent`, `best-of-n`, …), registered with `registerEnv`, a module
  * path (`./my-env.ts`, `./my-env.mjs`), or an installed `@troupe/env-<id>` package.
  */
 export async function loadEnvDefinition(id: string): Promise<EnvDefinition<string, Record<string, unknown>>> {

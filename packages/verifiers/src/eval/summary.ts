@@ -30,7 +30,7 @@ export interface RoleSummary {
   histogram: { from: number; to: number; count: number }[];
   /**
    * pass@k over this role's traces per task (reward ≥ threshold counts as a pass; failed traces
-   * are misses); `{}` when the role is not scored or its rewards leave [0, 1] (poker payoffs).
+   * are misses); `{}` when the role is not scored or its rewards leave [0, 1] (a zero-sum game's payoffs).
    */
   passAtK: Record<string, number>;
 }
@@ -241,7 +241,7 @@ function roleSummary(episodes: Episode[], role: string, counted: Tally, threshol
     rewardMin: s.min,
     rewardMax: s.max,
     histogram: histogram(values, s.min, s.max),
-    // pass@k reads a reward as pass/fail: none for rewards outside [0, 1] (poker payoffs).
+    // pass@k reads a reward as pass/fail: none for rewards outside [0, 1] (a zero-sum game's payoffs).
     passAtK: values.length && values.every((v) => v >= 0 && v <= 1) ? rolePassAtK(episodes, role, threshold) : {},
   };
 }

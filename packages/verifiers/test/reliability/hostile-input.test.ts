@@ -1,8 +1,6 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KUHN_ACTIONS, type KuhnAction, kuhnLegalActions } from '../../src/env/builtin/kuhn-poker/game.ts';
-import { kuhnParseAction } from '../../src/env/builtin/kuhn-poker/prompts.ts';
 import { parseProposal } from '../../src/env/builtin/proposer-solver/proposal-parser.ts';
 import { singleAgentEnv } from '../../src/env/builtin/single-agent/single-agent-env.ts';
 import { Env } from '../../src/env/env.ts';
@@ -323,29 +321,6 @@ describe('the config loader under random configs', () => {
 });
 
 describe('env parsers under random model replies', () => {
-  const histories: KuhnAction[][] = [[], ['check'], ['bet'], ['check', 'bet']];
-
-  it('kuhnParseAction returns a legal action or null for any reply, and never throws', () => {
-    fc.assert(
-      fc.property(
-        fc.oneof(
-          fc.string({ maxLength: 400 }),
-          fc
-            .array(fc.oneof(fc.string(), fc.constantFrom(...KUHN_ACTIONS.map((a) => `[${a}]`), '[', ']', '[[bet]]', '[BET]')), {
-              maxLength: 12,
-            })
-            .map((parts) => parts.join(' ')),
-        ),
-        fc.constantFrom(...histories),
-        (reply, history) => {
-          const action = kuhnParseAction(reply, history);
-          if (action !== null) expect(kuhnLegalActions(history)).toContain(action);
-        },
-      ),
-      { numRuns: 2000 },
-    );
-  });
-
   it('parseProposal returns a non-empty problem with a safe integer answer, or throws a ParseError', () => {
     const jsonish = fc.oneof(
       fc.string({ maxLength: 300 }),

@@ -1,7 +1,5 @@
+import { contentText, Env, type ModelClient, type ModelRequest, type ModelResponse } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
-import { contentText } from '../../../model/messages.ts';
-import type { ModelClient, ModelRequest, ModelResponse } from '../../../model/model-client.ts';
-import { Env } from '../../env.ts';
 import { type KuhnTraceInfo, kuhnPokerEnv, kuhnTaskDeal, kuhnTaskset } from './env.ts';
 import { allDeals, kuhnDeal, kuhnPayoff } from './game.ts';
 import { kuhnInfoSetMessages, kuhnParseAction, kuhnReadSeat } from './prompts.ts';

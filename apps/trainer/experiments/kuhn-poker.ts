@@ -5,10 +5,10 @@
 // table (mean ± std over seeds) on stdout, progress on stderr, and writes results.json.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_CONFIG } from './default-config.ts';
-import { type ExperimentArm, markdownTable, meanOver, runExperiment, writeResults } from './experiment.ts';
-import type { StepMetrics } from './run.ts';
-import { applySet, readRunConfigFile } from './run-config.ts';
+import { DEFAULT_CONFIG } from '../src/default-config.ts';
+import { type ExperimentArm, markdownTable, meanOver, runExperiment, writeResults } from '../src/experiment.ts';
+import type { StepMetrics } from '../src/run.ts';
+import { applySet, readRunConfigFile } from '../src/run-config.ts';
 
 const POOL_CONFIG = join(import.meta.dirname, '..', 'configs', 'kuhn-pool.toml');
 const { values } = parseArgs({

@@ -1,5 +1,4 @@
-import { ConfigError } from '../../../errors/troupe-error.ts';
-import type { Message } from '../../../model/messages.ts';
+import { ConfigError, type Message } from '@troupe/verifiers';
 import {
   KUHN_INFO_SETS,
   type KuhnAction,

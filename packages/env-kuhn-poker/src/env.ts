@@ -1,10 +1,5 @@
+import { ConfigError, defineEnv, type EpisodeAgent, type Interaction, Task, Taskset, type Trace } from '@troupe/verifiers';
 import { z } from 'zod';
-import type { Interaction } from '../../../agent/agent.ts';
-import { ConfigError } from '../../../errors/troupe-error.ts';
-import { Task } from '../../../task/task.ts';
-import { Taskset } from '../../../task/taskset.ts';
-import type { Trace } from '../../../trace/trace.ts';
-import { defineEnv, type EpisodeAgent } from '../../env.ts';
 import {
   allDeals,
   type KuhnAction,
@@ -16,6 +11,7 @@ import {
   kuhnPayoff,
 } from './game.ts';
 import { kuhnParseAction, kuhnReaskMessage, kuhnSystemPrompt, kuhnTurnMessage } from './prompts.ts';
+import { kuhnOpponents } from './table-client.ts';
 import { kuhnTraining } from './training.ts';
 
 /**
@@ -88,6 +84,8 @@ export function kuhnTaskDeal(
  * one legal bracketed action. An illegal or ambiguous reply is re-asked `invalidRetries` times,
  * then the seat forfeits (−1 to it, +1 to the other). A terminated segment (an error, a limit)
  * also forfeits. Rewards `payoff` are zero-sum; metric `forfeit` is 1 on the seat that forfeited.
+ * It carries its training hooks (`training`: the exact NashConv evaluator) and its fixed
+ * opponents (`opponents`: `uniform`, `equilibrium`).
  */
 export const kuhnPokerEnv = Object.assign(
   defineEnv({
@@ -146,5 +144,5 @@ export const kuhnPokerEnv = Object.assign(
       }
     },
   }),
-  { training: kuhnTraining },
+  { training: kuhnTraining, opponents: kuhnOpponents },
 );

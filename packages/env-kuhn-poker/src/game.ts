@@ -1,5 +1,5 @@
-import { ConfigError } from '../../../errors/troupe-error.ts';
-import { Rng } from '../../../util/random.ts';
+import { ConfigError } from '@troupe/verifiers';
+import { Rng } from '@troupe/verifiers/random';
 
 /** The three cards, weakest first. */
 export const KUHN_CARDS = ['J', 'Q', 'K'] as const;

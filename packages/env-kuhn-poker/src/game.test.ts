@@ -1,5 +1,5 @@
+import { seededRandom } from '@troupe/verifiers/random';
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../../../util/random.ts';
 import {
   allDeals,
   KUHN_INFO_SETS,

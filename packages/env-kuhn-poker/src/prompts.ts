@@ -1,4 +1,4 @@
-import type { Message } from '../../../model/messages.ts';
+import type { Message } from '@troupe/verifiers';
 import {
   KUHN_ACTIONS,
   KUHN_CARDS,
