@@ -31,6 +31,23 @@ function rows(options: { source: string; roles: string[]; frozen?: string; steps
 }
 
 describe('renderReport', () => {
+  it("draws each policy's trainer series in the loss chart of a run of several policies", () => {
+    const data = Array.from({ length: 4 }, (_, i) => ({
+      step: i + 1,
+      episodes: (i + 1) * 8,
+      'time/elapsed': i + 1,
+      'trainer/west/loss': 1 / (i + 1),
+      'trainer/west/step': i + 1,
+      'trainer/east/loss': 2 / (i + 1),
+      'trainer/east/step': i + 1,
+    }));
+    const html = renderReport({ rows: data, config: null });
+    const chart = html.slice(html.indexOf('data-chart="dynamics-loss"'));
+    const loss = chart.slice(0, chart.indexOf('</figure>'));
+    expect(loss).toContain('data-series="trainer/west/loss"');
+    expect(loss).toContain('data-series="trainer/east/loss"');
+  });
+
   it('draws no curve for a frozen role and names it frozen in the legend and the header', () => {
     const html = renderReport({
       rows: rows({ source: 'duel', roles: ['attacker', 'defender'], frozen: 'defender' }),

@@ -126,14 +126,19 @@ const DYNAMICS: { title: string; keys: string[]; unit?: string }[] = [
 ];
 
 function dynamicsCharts(rows: readonly MetricsRow[], xDomain: [number, number]): string[] {
-  const present = new Set(numericKeys(rows));
-  return DYNAMICS.filter((d) => d.keys.some((k) => present.has(k))).map((d) =>
+  const all = numericKeys(rows);
+  const present = new Set(all);
+  // A run of several policies logs `trainer/<policy>/<key>`: each chart draws every policy's series.
+  const policies = [...new Set(all.flatMap((k) => /^trainer\/([^/]+)\/step$/.exec(k)?.[1] ?? []))];
+  const keysOf = (d: (typeof DYNAMICS)[number]) =>
+    d.keys.flatMap((k) => [k, ...(k.startsWith('trainer/') ? policies.map((p) => k.replace('trainer/', `trainer/${p}/`)) : [])]);
+  return DYNAMICS.filter((d) => keysOf(d).some((k) => present.has(k))).map((d) =>
     renderChart({
       id: `dynamics-${d.title}`,
       title: d.title,
       ...(d.unit ? { subtitle: d.unit } : {}),
       xDomain,
-      series: d.keys
+      series: keysOf(d)
         .filter((k) => present.has(k))
         .map((key, i) => ({ key, label: key, ...seriesStyle(i), points: pointsOf(rows, key) })),
       size: 'small',
