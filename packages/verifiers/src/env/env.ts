@@ -6,6 +6,7 @@ import {
   type ClientConfig,
   deepMerge,
   describeZodError,
+  type PluginRef,
   type ResolvedAgentConfig,
   RetriesSchema,
 } from '../agent/agent-config.ts';
@@ -49,6 +50,8 @@ export interface EnvRunContext<R extends string, O> {
   options: O;
   episode: Episode;
   signal: AbortSignal;
+  /** The env's own runtimes besides its roles' (see `EnvDefinition.runtimes`), by name. */
+  runtimes: Readonly<Record<string, Runtime>>;
 }
 
 /**
@@ -66,6 +69,13 @@ export interface EnvDefinition<R extends string = string, O extends Record<strin
   maxConcurrentAgents?: number | null;
   /** The env's own taskset, used when the config names none. */
   taskset?: (options: O) => Taskset | Promise<Taskset>;
+  /**
+   * Runtimes the env uses besides its roles' (a verifier's own sandboxes): name → a runtime
+   * reference taken from its options (`"docker"` or `{ id, …options }`), undefined for none.
+   * `Env.create` loads them (errors name `env.<name>`), `preflightRuntimes` checks them with the
+   * roles' runtimes, and `run` receives them as `runtimes`.
+   */
+  runtimes?: (options: O) => Record<string, PluginRef | undefined>;
   /** Checks at construction, with the harnesses and runtimes resolved (throw ConfigError). */
   validate?: (context: {
     options: O;
@@ -135,6 +145,8 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
   readonly options: O;
   readonly config: Record<string, unknown>;
   readonly baseAgents: Record<R, Agent>;
+  /** The env's own runtimes besides its roles' (`EnvDefinition.runtimes`), by name. */
+  readonly runtimes: Readonly<Record<string, Runtime>>;
   readonly maxConcurrentAgents: number | null;
   readonly timeout: { episode?: number; finalize?: number };
   readonly retries: { maxRetries: number; include: string[]; exclude: string[] };
@@ -145,6 +157,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     options: O;
     config: Record<string, unknown>;
     baseAgents: Record<R, Agent>;
+    runtimes: Record<string, Runtime>;
     log: (line: string) => void;
   }) {
     this.definition = init.definition;
@@ -152,6 +165,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
     this.options = init.options;
     this.config = init.config;
     this.baseAgents = init.baseAgents;
+    this.runtimes = init.runtimes;
     this.log = init.log;
     const base = init.config as { maxConcurrentAgents?: number | null; timeout?: Env['timeout']; retries?: Env['retries'] };
     this.maxConcurrentAgents =
@@ -223,8 +237,26 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
       baseAgents[name] = role.agent;
     }
     definition.validate?.({ options: envOptions, roles: resolved });
+    const runtimes = await Env.loadOwnRuntimes(definition, envOptions);
     const config = { ...baseParsed.data, ...raw, ...envOptions };
-    return new Env({ definition, options: envOptions, config, baseAgents, log: options.log ?? (() => {}) });
+    return new Env({ definition, options: envOptions, config, baseAgents, runtimes, log: options.log ?? (() => {}) });
+  }
+
+  /** The env's own runtimes (`EnvDefinition.runtimes`), loaded; a bad reference is a ConfigError naming `env.<name>`. */
+  private static async loadOwnRuntimes<R extends string, O extends Record<string, unknown>>(
+    definition: EnvDefinition<R, O>,
+    options: O,
+  ): Promise<Record<string, Runtime>> {
+    const runtimes: Record<string, Runtime> = {};
+    for (const [name, ref] of Object.entries(definition.runtimes?.(options) ?? {})) {
+      if (ref === undefined) continue;
+      try {
+        runtimes[name] = await loadRuntime(ref);
+      } catch (error) {
+        throw new ConfigError(`invalid env config: env.${name}: ${(error as Error).message}`, { cause: error });
+      }
+    }
+    return runtimes;
   }
 
   /** The config's fields besides the base ones: each role's config, and the env's own options (parsed). */
@@ -341,7 +373,8 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
         (signal) => {
           for (const agent of list) agent.signal = signal;
           // No setup hook (a game): the run's own promise, without a frame around it.
-          if (!this.definition.setup) return this.definition.run({ task, agents, options: this.options, episode, signal });
+          if (!this.definition.setup)
+            return this.definition.run({ task, agents, options: this.options, episode, signal, runtimes: this.runtimes });
           return this.setUpAndRun({ task, agents, episode, signal });
         },
       );
@@ -371,7 +404,7 @@ export class Env<R extends string = string, O extends Record<string, unknown> = 
   /** The env's setup hook, then its run. */
   private async setUpAndRun(hooks: { task: Task; agents: Agents<R>; episode: Episode; signal: AbortSignal }): Promise<void> {
     await this.definition.setup?.({ agents: hooks.agents, options: this.options });
-    await this.definition.run({ ...hooks, options: this.options });
+    await this.definition.run({ ...hooks, options: this.options, runtimes: this.runtimes });
   }
 
   /** The episode's agents by role name (`list` in role order), refusing an unknown role by name. */

@@ -1,8 +1,11 @@
 import { z } from 'zod';
+import { PluginRefSchema } from '../../../agent/agent-config.ts';
 import { EnvError, SandboxError } from '../../../errors/troupe-error.ts';
-import type { ExecResult, Sandbox } from '../../../runtime/runtime.ts';
+import type { ExecResult, Runtime, Sandbox, SandboxOptions } from '../../../runtime/runtime.ts';
 import { Task } from '../../../task/task.ts';
 import type { Episode } from '../../../trace/episode.ts';
+import type { Trace } from '../../../trace/trace.ts';
+import { sleep } from '../../../util/timeout.ts';
 import { defineEnv, type EnvDefinition } from '../../env.ts';
 import { type ArtifactReport, restoreArtifacts } from '../agentic-judge/artifacts.ts';
 
@@ -22,12 +25,26 @@ export const IsolatedVerifierOptionsSchema = z
     files: z.string().min(1).optional(),
     /** Where the hidden files go in the verifier's sandbox (default `/verifier`). */
     target: z.string().startsWith('/').default('/verifier'),
+    /**
+     * The verifier sandbox's own runtime (`verifier_runtime = "docker"` or `{ id = "docker", … }`,
+     * its options as a role's `runtime` takes them); default: the solver's runtime.
+     */
+    verifierRuntime: PluginRefSchema.optional(),
     /** Image of the verifier's sandbox (default: the task's). */
     image: z.string().min(1).optional(),
+    /** CPUs of the verifier's sandbox (default: its runtime's). */
+    cpu: z.number().positive().optional(),
+    /** Memory of the verifier's sandbox in MiB (default: its runtime's). */
+    memoryMb: z.number().int().positive().optional(),
     /** Milliseconds the verifier command may run (default 10 min). */
     timeoutMs: z.number().int().positive().default(600_000),
-    /** Attempts after a sandbox failure (creation, staging, exec); a failing verdict is never retried. */
-    verifierRetries: z.number().int().min(0).max(5).default(1),
+    /**
+     * Fresh-sandbox attempts after an infrastructure failure of the verifier (its sandbox's creation,
+     * the staging of artifacts and hidden files, the exec); a failing verdict is never retried.
+     */
+    verifierRetries: z.number().int().min(0).max(5).default(2),
+    /** Milliseconds before the first retry, doubled for each next (default 500). */
+    verifierBackoffMs: z.number().int().min(0).max(60_000).default(500),
     /** Multiplies the weights of the taskset's own rewards on the solver's trace (default 0: only the verifier counts). */
     taskWeight: z.number().min(0).default(0),
     /** Weight of the `verifier` reward. */
@@ -44,8 +61,20 @@ export interface VerifierInfo {
   /** The verifier's stdout / stderr, at most {@link VERIFIER_OUTPUT_BYTES} each. */
   stdout: string;
   stderr: string;
+  /** Verifier attempts made, the successful one included. */
   attempts: number;
+  /** The infrastructure failures of the attempts before it, one message each. */
+  failures: string[];
+  /** The runtime the verifier's sandbox ran on. */
+  runtime: string;
   artifacts: ArtifactReport;
+}
+
+/** What the solver's trace carries in `info.verifierFailure` when every verifier attempt failed. */
+export interface VerifierFailureInfo {
+  attempts: number;
+  failures: string[];
+  runtime: string;
 }
 
 /** What a {@link StageVerifier} hook receives: the fresh verifier sandbox, after the artifacts were restored. */
@@ -99,12 +128,16 @@ type VerifierEnvDefinition = EnvDefinition<'solver', IsolatedVerifierOptions>;
 
 /**
  * Builds the `isolated-verifier` env: the solver works in its sandbox; its declared artifacts
- * (`task.data.artifacts`, plus `/logs/artifacts`) are copied into a fresh verifier sandbox of the
- * solver's runtime together with the task's hidden verifier files; the verifier command's exit
- * code is the `verifier` reward (1 for 0, else 0), its stdout / stderr go on the solver's trace
- * (`info.verifier`). The hidden files are read from the host only after the solver's sandbox is
- * gone from the picture: they are never in the solver's sandbox, prompt or trace. A sandbox
- * failure is retried `verifierRetries` times; a failed verifier leaves the reward null, never 0.
+ * (`task.data.artifacts`, plus `/logs/artifacts`) are copied into a fresh verifier sandbox — of
+ * `verifier_runtime` when set (its own runtime, image, cpu, memory), else of the solver's runtime —
+ * together with the task's hidden verifier files; the verifier command's exit code is the
+ * `verifier` reward (1 for 0, else 0), its stdout / stderr go on the solver's trace
+ * (`info.verifier`, with the attempts and the runtime). The hidden files are read from the host
+ * only after the solver's sandbox is gone from the picture: they are never in the solver's
+ * sandbox, prompt or trace. An infrastructure failure is retried `verifier_retries` times in a
+ * fresh sandbox (upstream verifiers' `IsolatedVerifierEnv`, `verifiers/v1/envs/isolated_verifier/
+ * env.py:29-39,104-145` at 2723f04); a failed verifier leaves the reward null, never 0, and its
+ * attempts on `info.verifierFailure`.
  */
 export function createIsolatedVerifierEnv(
   hooks: {
@@ -122,7 +155,8 @@ export function createIsolatedVerifierEnv(
     roles: { solver: {} },
     options: IsolatedVerifierOptionsSchema as unknown as z.ZodType<IsolatedVerifierOptions>,
     maxConcurrentAgents: 1,
-    async run({ task, agents, options }) {
+    runtimes: (options) => ({ verifierRuntime: options.verifierRuntime }),
+    async run({ task, agents, options, runtimes }) {
       const own = taskVerifier(task);
       const solving = solverTask(task);
       const solverBox = await agents.solver.provision(solving);
@@ -131,39 +165,21 @@ export function createIsolatedVerifierEnv(
         if (!solution.ok) return;
         // Everything the solver started dies before its artifacts are read.
         if (solverBox.killAll) await solverBox.killAll();
-        const files = (own.files ?? options.files)?.replaceAll('{task}', task.key);
-        const command = own.command ?? options.command;
-        const verifying = options.image ? solving.with({ image: options.image }) : solving;
-        let lastError: unknown;
-        for (let attempt = 1; attempt <= options.verifierRetries + 1; attempt++) {
-          try {
-            const { result, artifacts } = await verifyOnce({
-              task: verifying,
-              solverBox,
-              agents,
-              files,
-              command,
-              options,
-              hooks,
-            });
-            const info: VerifierInfo = {
-              exitCode: result.exitCode,
-              timedOut: result.timedOut,
-              stdout: clip(result.stdout),
-              stderr: clip(result.stderr),
-              attempts: attempt,
-              artifacts,
-            };
-            solution.info.verifier = info;
-            return;
-          } catch (error) {
-            lastError = error;
-            if (!SandboxError.isInstance(error)) break;
-          }
-        }
-        // The episode records the error; the solver's verifier reward is null, never 0.
-        solution.rewards.verifier = null;
-        throw new EnvError(`the verifier failed: ${(lastError as Error).message ?? String(lastError)}`, { cause: lastError });
+        const runtime = runtimes.verifierRuntime ?? agents.solver.agent.runtime;
+        const outcome = await verifyWithRetries({
+          verification: {
+            task: solving,
+            solverBox,
+            runtime,
+            spec: verifierSandboxSpec(solving, options),
+            files: (own.files ?? options.files)?.replaceAll('{task}', task.key),
+            command: own.command ?? options.command,
+            options,
+            hooks,
+          },
+          options,
+        });
+        recordOutcome(solution, outcome, runtime.id);
       } finally {
         await solverBox.stop();
       }
@@ -172,17 +188,96 @@ export function createIsolatedVerifierEnv(
   });
 }
 
-/** One verification: a fresh sandbox, the artifacts, the hidden files, the command; the sandbox is always stopped. */
-async function verifyOnce(run: {
+/**
+ * The verification's outcome on the solver's trace: `info.verifier` after a verdict; after every
+ * attempt failed, `info.verifierFailure`, a null reward (never 0) and an `EnvError` for the episode.
+ */
+function recordOutcome(solution: Trace, outcome: VerificationOutcome, runtime: string): void {
+  if ('result' in outcome) {
+    const info: VerifierInfo = {
+      exitCode: outcome.result.exitCode,
+      timedOut: outcome.result.timedOut,
+      stdout: clip(outcome.result.stdout),
+      stderr: clip(outcome.result.stderr),
+      attempts: outcome.failures.length + 1,
+      failures: outcome.failures,
+      runtime,
+      artifacts: outcome.artifacts,
+    };
+    solution.info.verifier = info;
+    return;
+  }
+  const failure: VerifierFailureInfo = { attempts: outcome.failures.length, failures: outcome.failures, runtime };
+  solution.info.verifierFailure = failure;
+  solution.rewards.verifier = null;
+  const last = outcome.error;
+  throw new EnvError(`the verifier failed after ${failure.attempts} attempt(s): ${(last as Error).message ?? String(last)}`, {
+    cause: last,
+  });
+}
+
+/** The verifier sandbox's options: the task's image and workdir, the env's `image`, `cpu`, `memoryMb` over them. */
+function verifierSandboxSpec(task: Task, options: IsolatedVerifierOptions): SandboxOptions {
+  const spec: SandboxOptions = {};
+  const image = options.image ?? task.data.image;
+  if (image) spec.image = image;
+  if (task.data.workdir) spec.workdir = task.data.workdir;
+  if (options.cpu !== undefined) spec.cpu = options.cpu;
+  if (options.memoryMb !== undefined) spec.memoryMb = options.memoryMb;
+  return spec;
+}
+
+/** A verdict with the failures of the attempts before it, or the last error once every attempt failed. */
+type VerificationOutcome =
+  | { result: ExecResult; artifacts: ArtifactReport; failures: string[] }
+  | { error: unknown; failures: string[] };
+
+/** What one verification needs. */
+interface Verification {
   task: Task;
   solverBox: Sandbox;
-  agents: Parameters<VerifierEnvDefinition['run']>[0]['agents'];
+  runtime: Runtime;
+  spec: SandboxOptions;
   files: string | undefined;
   command: string;
   options: IsolatedVerifierOptions;
   hooks: { stageVerifier?: StageVerifier };
-}): Promise<{ result: ExecResult; artifacts: ArtifactReport }> {
-  const verifierBox = await run.agents.solver.provision(run.task);
+}
+
+/**
+ * Up to `verifierRetries` + 1 verifications, each in a fresh sandbox, waiting `verifierBackoffMs`
+ * (doubled each time) between them: an infrastructure failure (`SandboxError`) is retried, anything
+ * else (the user's staging hook throwing a plain error) ends the attempts. A verdict, pass or fail,
+ * is never retried.
+ */
+async function verifyWithRetries(run: {
+  verification: Verification;
+  options: IsolatedVerifierOptions;
+}): Promise<{ result: ExecResult; artifacts: ArtifactReport; failures: string[] } | { error: unknown; failures: string[] }> {
+  const failures: string[] = [];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return { ...(await verifyOnce(run.verification)), failures };
+    } catch (error) {
+      failures.push(clip((error as Error).message ?? String(error)));
+      if (!SandboxError.isInstance(error) || attempt > run.options.verifierRetries) return { error, failures };
+      await sleep(run.options.verifierBackoffMs * 2 ** (attempt - 1));
+    }
+  }
+}
+
+/** One verification: a fresh sandbox, the artifacts, the hidden files, the command; the sandbox is always stopped. */
+async function verifyOnce(run: Verification): Promise<{ result: ExecResult; artifacts: ArtifactReport }> {
+  let verifierBox: Sandbox;
+  try {
+    verifierBox = await run.runtime.createSandbox(run.spec);
+  } catch (error) {
+    throw SandboxError.isInstance(error)
+      ? error
+      : new SandboxError(`the verifier's ${run.runtime.id} sandbox was not created: ${(error as Error).message}`, {
+          cause: error,
+        });
+  }
   try {
     const artifacts = await restoreArtifacts({ from: run.solverBox, to: verifierBox, declared: run.task.data.artifacts ?? [] });
     if (run.hooks.stageVerifier) {
