@@ -105,6 +105,37 @@ describe('crossplay', () => {
   });
 });
 
+describe('crossplay on another env: the fixed opponents its module declares', () => {
+  it("plays a matching-pennies checkpoint against the env's own opponents, and names them for an unknown one", async () => {
+    const out = await tempDir();
+    const env = resolve(import.meta.dirname, '__fixtures__/pennies-env.ts');
+    const config = {
+      seed: 1,
+      max_steps: 1,
+      groups_per_step: 2,
+      checkpoint_every: 1,
+      train: { source: [{ env, group_size: 2, algorithm: { type: 'rae' } }] },
+      policy: { d_model: 8, heads: 2, layers: 1, ffn_mult: 1, max_tokens: 1 },
+      trainer: { worker_thread: false },
+    };
+    await train({ config, out });
+    const result = await crossplay({ checkpoints: [`pennies=${join(out, 'checkpoint')}`], hands: 8, seed: 2 });
+    expect(result.env).toBe('pennies');
+    expect(result.roles).toEqual(['matcher', 'mismatcher']);
+    expect(result.players.map((p) => [p.label, p.kind])).toEqual([
+      ['pennies', 'checkpoint'],
+      ['heads', 'opponent'],
+      ['tails', 'opponent'],
+    ]);
+    // heads vs tails: the matcher never matches, so each wins one seat order: 0 per episode, exactly.
+    expect(result.payoff[1]?.[2]).toEqual({ mean: 0, ci95: 0 });
+    expect(result.players.every((p) => Object.keys(p.evaluation).length === 0)).toBe(true);
+    await expect(crossplay({ checkpoints: [join(out, 'checkpoint')], opponents: ['uniform'], hands: 2 })).rejects.toThrow(
+      /--opponent uniform: unknown opponent; env .*pennies-env\.ts declares heads, tails/,
+    );
+  });
+});
+
 describe('pnpm trainer crossplay (CLI)', () => {
   it('lists every option in --help, and refuses bad input with a clear error and exit 2', async () => {
     const help = await trainer(['crossplay', '--help']);
