@@ -1,7 +1,7 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { stringify } from 'smol-toml';
-import { type RunConfig, RunConfigError } from './run-config.ts';
+import { type RunConfig, RunConfigError, resolvedPolicies } from './run-config.ts';
 
 /** The prime-rl commit whose config classes the emitted files follow (`docs/scale-out.md` cites it). */
 export const PRIME_RL_COMMIT = '559b44772e471d1538537b8805cc77f3824a5e64';
@@ -50,6 +50,8 @@ export interface PrimeRlLaunch {
  */
 export function primeRlLaunch(options: {
   config: RunConfig;
+  /** The policy whose trainer and vLLM are launched (default `main`: `[policy]`, `[transport]`, `[inference]`). */
+  policy?: string;
   /** The run config file (absolute), for the launch script's `troupe train --config`. */
   configPath: string | null;
   /** The run directory `troupe train --out` writes. */
@@ -57,7 +59,16 @@ export function primeRlLaunch(options: {
   /** Where the launch script runs `npx --no-install troupe` (the project that installed `@troupe/trainer`; default the working directory). */
   projectDir?: string;
 }): PrimeRlLaunch {
-  const { config } = options;
+  const resolved = resolvedPolicies(options.config).get(options.policy ?? 'main');
+  if (!resolved) throw new RunConfigError(`--emit-prime-rl: no policy ${options.policy}`, { path: 'policies' });
+  // The policy's own sections stand where main's are.
+  const config: RunConfig = {
+    ...options.config,
+    policy: resolved.policy,
+    trainer: resolved.trainer,
+    transport: resolved.transport,
+    inference: resolved.inference,
+  };
   const transport = config.transport;
   if (config.policy.engine !== 'external')
     throw new RunConfigError(

@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createAlgorithm } from '@troupe/prime-rl';
 import {
   embeddedInference,
@@ -396,6 +396,35 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   } satisfies Omit<OrchestratorOptions, 'trainer' | 'inference'>;
   const trained = trainedPolicies({ defined, sources: built.map((b) => b.source) });
   if (trained.length > 1 || (trained.length === 1 && trained[0] !== 'main')) {
+    if (trained.some((name) => defined.get(name)?.policy.engine === 'external')) {
+      if (checkpointDir)
+        throw new RunConfigError('--resume: a run of several policies on external engines cannot be resumed yet; start it again');
+      const engines = await severalExternalPolicies({ names: trained, defined, log });
+      for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
+      mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
+      let orchestrator: Orchestrator<WeightsHandle, null>;
+      try {
+        await writeRunConfig({ out: options.out, config, replace });
+        orchestrator = new Orchestrator({
+          ...orchestratorOptions,
+          policies: engines.policies,
+          runState: { config },
+          writeCheckpoint: writeExternalCheckpoint,
+        });
+      } catch (error) {
+        await engines.close();
+        throw error;
+      }
+      return await runToEnd({
+        orchestrator,
+        trainer: { description: engines.description, close: engines.close },
+        inference: {},
+        config,
+        out: options.out,
+        watch,
+        zeroReward,
+      });
+    }
     const engines = await severalPolicies({
       names: trained,
       defined,
@@ -454,15 +483,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         inference: engines.inference,
         runState: { config },
         ...(external ? { resume: external } : {}),
-        // The weights and optimizer live in the trainer's own checkpoints; this holds the orchestrator's state and the broadcast steps.
-        async writeCheckpoint({ dir, step, state, weights, inference }) {
-          await mkdir(dir, { recursive: true });
-          const body = { step, broadcast: weights, inference: inference ?? [], state };
-          // Written whole then renamed: a crash never leaves half a checkpoint.
-          const path = join(dir, EXTERNAL_CHECKPOINT_FILE);
-          await writeFile(`${path}.tmp`, `${JSON.stringify(body, null, 2)}\n`);
-          await rename(`${path}.tmp`, path);
-        },
+        writeCheckpoint: writeExternalCheckpoint,
       });
     } catch (error) {
       await closeEngines();
@@ -718,11 +739,80 @@ async function severalPolicies(options: {
   };
 }
 
+/**
+ * The external engines of a run of several policies: per policy its own prime-rl trainer (its
+ * `[policies.<name>.transport]` `output_dir`) and its own inference servers
+ * (`[policies.<name>.inference]` base URLs and served model), as one external policy has
+ * (`externalEngines`). Every policy must be external.
+ */
+async function severalExternalPolicies(options: {
+  names: readonly string[];
+  defined: ReadonlyMap<string, ResolvedPolicy>;
+  log: (line: string) => void;
+}) {
+  const policies: Record<string, PolicyEngines<WeightsHandle, null>> = {};
+  const closers: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const closer of closers.splice(0).reverse()) await closer().catch(() => {});
+  };
+  const outputDirs = new Map<string, string>();
+  try {
+    for (const name of options.names) {
+      const resolved = options.defined.get(name) as ResolvedPolicy;
+      const field = name === 'main' ? 'policy' : `policies.${name}`;
+      const { transport, inference } = resolved;
+      if (resolved.policy.engine !== 'external' || transport.type === 'in-process' || !inference)
+        throw new RunConfigError(
+          `${field}.engine: every policy of a run with an external policy must be external, with its own [${field === 'policy' ? '' : `${field}.`}transport] and [${field === 'policy' ? '' : `${field}.`}inference]`,
+          { path: `${field}.engine` },
+        );
+      const clash = [...outputDirs].find(([, dir]) => resolve(dir) === resolve(transport.outputDir));
+      if (clash)
+        throw new RunConfigError(
+          `${name === 'main' ? 'transport' : `policies.${name}.transport`}.output_dir: ${transport.outputDir} is policy ${clash[0]}'s too; each policy's trainer needs its own`,
+          { path: `${field}.transport.output_dir` },
+        );
+      outputDirs.set(name, transport.outputDir);
+      const engines = await externalEngines({ transport, inference, temperature: resolved.policy.temperature, log: options.log });
+      closers.push(async () => {
+        await engines.trainer.close();
+        await engines.inference.close?.();
+      });
+      policies[name] = engines;
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const description = `${options.names.length} policies on external engines (${options.names.map((name) => `${name}: ${outputDirs.get(name)}`).join('; ')})`;
+  return { policies, description, close };
+}
+
 /** The first write of a run: the folder (emptied first when `--clean` replaces a run) and its `config.json`. */
 async function writeRunConfig(options: { out: string; config: RunConfig; replace: boolean }): Promise<void> {
   if (options.replace) await rm(options.out, { recursive: true, force: true });
   await mkdir(options.out, { recursive: true });
   await writeFile(join(options.out, 'config.json'), `${JSON.stringify(snakeConfigKeys(options.config), null, 2)}\n`);
+}
+
+/**
+ * The checkpoint of an external-engine run: the orchestrator's state and the broadcast step (each
+ * policy's, with several); the weights and optimizer live in the trainers' own checkpoints.
+ */
+async function writeExternalCheckpoint(options: { dir: string } & OrchestratorCheckpoint<WeightsHandle, null>): Promise<void> {
+  const { dir, step, state, weights, inference, policies } = options;
+  await mkdir(dir, { recursive: true });
+  const body = {
+    step,
+    broadcast: weights,
+    inference: inference ?? [],
+    ...(policies ? { policies: Object.fromEntries(Object.entries(policies).map(([name, part]) => [name, part.weights])) } : {}),
+    state,
+  };
+  // Written whole then renamed: a crash never leaves half a checkpoint.
+  const path = join(dir, EXTERNAL_CHECKPOINT_FILE);
+  await writeFile(`${path}.tmp`, `${JSON.stringify(body, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
 }
 
 /** Where an external-engine run's checkpoint keeps the orchestrator's state and the broadcast step. */

@@ -275,14 +275,17 @@ export async function externalEngines(options: {
   };
   const inference: Inference<WeightsHandle> = {
     client: external.pool,
+    // The orchestrator's version (its step clock); with several policies a policy's trainer steps
+    // (its broadcasts) lag it when a step had no samples for it.
     get version() {
-      return external.relay.version;
+      return external.pool.version;
     },
-    async updateWeights({ version }) {
-      await external.relay.advanceTo({ step: version });
+    async updateWeights({ weights, version }) {
+      await external.relay.advanceTo({ step: weights.step });
+      external.pool.setVersion(version);
     },
     async evaluationPolicy() {
-      return { version: external.relay.version, client: external.pool };
+      return { version: external.pool.version, client: external.pool };
     },
     // The servers sample with their own RNG.
     rngState: () => null,
