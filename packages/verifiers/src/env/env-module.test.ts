@@ -56,7 +56,7 @@ describe('loadEnvDefinition', () => {
   });
 
   it('names the package it looked for when an id is unknown', async () => {
-    await expect(loadEnvDefinition('no-such-env')).rejects.toThrow(/@troupe\/env-no-such-env/);
+    await expect(loadEnvDefinition('no-such-env')).rejects.toThrow(/npm install @troupe\/env-no-such-env\)$/);
   });
 
   it('importEnv: one loader for .ts, .mts, .mjs and a package named in full, relative to baseDir, with the module exports', async () => {

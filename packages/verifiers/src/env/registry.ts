@@ -136,7 +136,7 @@ export async function importEnv(ref: string, options: { baseDir?: string } = {})
     return { definition: definitionFrom(module, pkg), module, where: pkg };
   }
   throw new ConfigError(
-    `env.id ${JSON.stringify(ref)} is unknown; known envs: ${envIds().join(', ')} (or a module path, or an installed ${candidates[0]})`,
+    `env.id ${JSON.stringify(ref)} is unknown; known envs: ${envIds().join(', ')} (or a module path, or a package: npm install ${candidates[0]})`,
   );
 }
 
