@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { createAlgorithm } from '@troupe/prime-rl';
+import { createAlgorithm, Sft } from '@troupe/prime-rl';
 import {
   embeddedInference,
   embeddedPolicy,
@@ -48,6 +48,7 @@ import {
   resolvedPolicies,
   type SourceConfig,
 } from './run-config.ts';
+import { givenReplies, setupAlgorithm } from './supervision.ts';
 import { vocabularyWarnings, ZeroRewardWatch } from './vocabulary-watch.ts';
 import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
@@ -210,8 +211,22 @@ async function buildSource(options: {
       ...(isTrainedRole(binding) ? {} : { trainable: false }),
     };
   }
+  let algorithm: ReturnType<typeof createAlgorithm>;
+  try {
+    algorithm = createAlgorithm(config.algorithm);
+  } catch (error) {
+    throw new RunConfigError(`${field}.${(error as Error).message}`);
+  }
+  // A train source's algorithm (eval sources only play): sft serves its trainable roles the given
+  // replies instead of sampling; opd connects its teacher (supervision.ts).
+  const trainSource = options.poolsAllowed;
+  const replies =
+    trainSource && algorithm instanceof Sft
+      ? givenReplies({ replies: algorithm.replies, main: options.main, field, baseDir: options.baseDir })
+      : null;
+  if (trainSource) await setupAlgorithm({ algorithm, main: options.main, field, baseDir: options.baseDir });
   const router = new ModelRouter({
-    main: options.main,
+    main: replies ? () => replies.client : options.main,
     frozen,
     ...(options.policyClient ? { policies: options.policyClient } : {}),
   });
@@ -229,6 +244,7 @@ async function buildSource(options: {
   } catch (error) {
     throw new RunConfigError(`${field}: ${(error as Error).message.replace(/\benv\./g, `${field}.options.`)}`);
   }
+  replies?.track(env);
   if (options.watch) {
     const watch = options.watch;
     const runEpisode = env.runEpisode.bind(env);
@@ -240,12 +256,6 @@ async function buildSource(options: {
   }
   const taskset = config.taskset ? await loadTaskset(config.taskset) : await definition.taskset?.(env.options);
   if (!taskset) throw new RunConfigError(`${field}.taskset: env ${definition.id} has no taskset of its own; name one`);
-  let algorithm: ReturnType<typeof createAlgorithm>;
-  try {
-    algorithm = createAlgorithm(config.algorithm);
-  } catch (error) {
-    throw new RunConfigError(`${field}.${(error as Error).message}`);
-  }
   const evaluator = training?.evaluator?.(env.options);
   return {
     source: {

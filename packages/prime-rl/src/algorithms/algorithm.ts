@@ -15,6 +15,29 @@ export interface EnvInfo {
   zeroSum?: boolean;
 }
 
+/**
+ * The loss component that trains an algorithm's sampled tokens (prime-rl's `action_loss_type`,
+ * `src/prime_rl/orchestrator/algo/base.py:53` at 559b447): `rl` (the policy-gradient loss on
+ * advantages), `ce` (cross-entropy on the tokens: `sft`) or `ref_kl` (reverse KL to a teacher's
+ * logprobs: `opd`).
+ */
+export type ActionLoss = 'rl' | 'ce' | 'ref_kl';
+
+/** A frozen model an algorithm scores tokens with (opd's teacher): a run checkpoint of an embedded policy. */
+export type FrozenModelReference = { checkpoint: string };
+
+/** Prefill-scores token sequences under a frozen model. */
+export interface LogprobScorer {
+  /** One logprob per token of `tokenIds` under the model (temperature 1), 0 for the first token (it has no context). */
+  score(tokenIds: readonly number[]): Promise<number[]>;
+}
+
+/** What an algorithm's `setup` may use: connections to frozen models, made by whoever wires the run. */
+export interface AlgorithmContext {
+  /** Connects a frozen model (prime-rl `Algorithm.connect`, `src/prime_rl/orchestrator/algo/base.py:62-66`). */
+  connect(reference: FrozenModelReference): Promise<LogprobScorer>;
+}
+
 /** A JSON value: what `Algorithm.state()` returns and `loadState()` accepts. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -28,6 +51,15 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export interface Algorithm {
   /** The config `type` this algorithm was built from (`grpo`, `rae`, … or your own). */
   readonly type: string;
+  /**
+   * The loss component its sampled tokens train (default `rl`). With `ce` or `ref_kl` the
+   * samples get rl weight 0 and weight 1 in that component on their sampled tokens, and the
+   * zero-advantage filter leaves them alone (prime-rl `stamp_loss_routing`,
+   * `src/prime_rl/orchestrator/algo/routing.py:67-84`).
+   */
+  readonly actionLoss?: ActionLoss;
+  /** Connects what the algorithm needs before rollouts start (e.g. opd's teacher). */
+  setup?(context: AlgorithmContext): Promise<void>;
   /**
    * Refuses an env this algorithm makes no sense on, with an error naming a better algorithm.
    * Called once per train env before rollouts start.

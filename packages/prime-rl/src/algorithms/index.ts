@@ -1,5 +1,18 @@
 // The algorithm interface.
-export type { EnvInfo, JsonValue, Algorithm } from './algorithm.ts';
+export type {
+  EnvInfo,
+  JsonValue,
+  Algorithm,
+  ActionLoss,
+  AlgorithmContext,
+  FrozenModelReference,
+  LogprobScorer,
+} from './algorithm.ts';
+// Teacher logprobs on sampled nodes (opd).
+export { assignReferenceLogprobs, referenceLogprobsOf } from './reference-logprobs.ts';
+// SFT and on-policy distillation.
+export { SftRepliesSchema, type SftReplies, SftConfigSchema, type SftConfig, Sft } from './sft.ts';
+export { TeacherSchema, OpdConfigSchema, type OpdConfig, Opd } from './opd.ts';
 // Assigning advantages to traces.
 export { assignAdvantages, clearAdvantages } from './assign-advantages.ts';
 // Group scoring.

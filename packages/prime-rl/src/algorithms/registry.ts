@@ -5,7 +5,9 @@ import { formatIssues } from './format-issues.ts';
 import { Grpo, GrpoConfigSchema } from './grpo.ts';
 import { HierarchicalGrpo, HierarchicalGrpoConfigSchema } from './hierarchical-grpo.ts';
 import { MaxRl, MaxRlConfigSchema } from './max-rl.ts';
+import { Opd, OpdConfigSchema } from './opd.ts';
 import { Rae, RaeConfigSchema } from './rae.ts';
+import { Sft, SftConfigSchema } from './sft.ts';
 
 /** Config of any built-in algorithm, discriminated on `type`. */
 export const AlgorithmConfigSchema = z.discriminatedUnion('type', [
@@ -13,6 +15,8 @@ export const AlgorithmConfigSchema = z.discriminatedUnion('type', [
   HierarchicalGrpoConfigSchema,
   RaeConfigSchema,
   MaxRlConfigSchema,
+  SftConfigSchema,
+  OpdConfigSchema,
 ]);
 /** Parsed config of a built-in algorithm (defaults filled in). */
 export type AlgorithmConfig = z.output<typeof AlgorithmConfigSchema>;
@@ -31,7 +35,7 @@ const registry = new Map<string, AlgorithmDefinition>();
 
 /**
  * Registers an algorithm type so {@link createAlgorithm} can build it from config. Built-ins:
- * `grpo`, `hierarchical-grpo`, `rae`, `max-rl`. Registering an existing type throws.
+ * `grpo`, `hierarchical-grpo`, `rae`, `max-rl`, `sft`, `opd`. Registering an existing type throws.
  */
 export function registerAlgorithm<Config extends { type: string }>(definition: AlgorithmDefinition<Config>): void {
   if (registry.has(definition.type)) throw new ConfigError(`algorithm type '${definition.type}' is already registered`);
@@ -51,11 +55,13 @@ registerAlgorithm({
 });
 registerAlgorithm({ type: 'rae', schema: RaeConfigSchema, create: (config) => new Rae(config) });
 registerAlgorithm({ type: 'max-rl', schema: MaxRlConfigSchema, create: (config) => new MaxRl(config) });
+registerAlgorithm({ type: 'sft', schema: SftConfigSchema, create: (config) => new Sft(config) });
+registerAlgorithm({ type: 'opd', schema: OpdConfigSchema, create: (config) => new Opd(config) });
 
 /**
  * Builds an algorithm from a config object (e.g. the `[algorithm]` table of a trainer config).
  * Throws a `ConfigError` naming the bad field, e.g. `algorithm.decay: …` or
- * `algorithm.type: unknown algorithm 'ppo'; expected one of grpo, hierarchical-grpo, rae, max-rl`.
+ * `algorithm.type: unknown algorithm 'ppo'; expected one of grpo, hierarchical-grpo, rae, max-rl, sft, opd`.
  */
 export function createAlgorithm(config: unknown): Algorithm {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {

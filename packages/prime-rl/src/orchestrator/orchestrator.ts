@@ -530,9 +530,11 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
         batchSize: Number.MAX_SAFE_INTEGER,
         filterZeroAdvantages: this.options.filterZeroAdvantages ?? true,
       });
+      // Each group's samples are routed to its algorithm's loss component (rl, ce or ref_kl).
       for (const group of drop.groups)
         builder.addEpisodes(
           this.several ? episodesOfPolicy(sources.get(group.source) as TrainSource, group.episodes, name) : group.episodes,
+          { actionLoss: this.scorers.get(group.source)?.algorithm.actionLoss ?? 'rl' },
         );
       batches.set(name, builder.flush() ?? EMPTY_BATCH);
     }

@@ -1,7 +1,9 @@
 import type { Episode } from '@troupe/verifiers';
 import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
+import type { ActionLoss } from '../algorithms/algorithm.ts';
 import { formatIssues } from '../algorithms/format-issues.ts';
+import { attachReferenceLogprobs, stampLossRouting } from './loss-routing.ts';
 import { appendTraceSamples, type TraceSampleTally } from './trace-to-samples.ts';
 import type { TrainingSample } from './training-sample.ts';
 import { filterZeroAdvantages } from './zero-advantage-filter.ts';
@@ -74,11 +76,17 @@ export class BatchBuilder {
   /**
    * Adds the samples of a scored group (or any episodes); returns the batches it completed. With
    * the zero-advantage filter on, each trace's samples are filtered as they are built (a dropped
-   * sample is never built): the batches are the ones filtering at the cut gives.
+   * sample is never built): the batches are the ones filtering at the cut gives. `actionLoss` is
+   * the loss component of the group's algorithm (default `rl`): with `ce` or `ref_kl` the samples
+   * are routed there (`stampLossRouting`), carry any teacher logprobs of their nodes, and skip the
+   * zero-advantage filter, which only prunes rl tokens (prime-rl `_prune_zero_advantages`,
+   * `src/prime_rl/orchestrator/train_sink.py:36-61` at 559b447).
    */
-  addEpisodes(episodes: readonly Episode[]): readonly TrainingBatch[] {
+  addEpisodes(episodes: readonly Episode[], options: { actionLoss?: ActionLoss } = {}): readonly TrainingBatch[] {
     let out: TrainingBatch[] | null = null;
-    const { batchSize, tokenBatchSize, filterZeroAdvantages: filter } = this.config;
+    const { batchSize, tokenBatchSize } = this.config;
+    const actionLoss = options.actionLoss ?? 'rl';
+    const filter = this.config.filterZeroAdvantages && actionLoss === 'rl';
     const tally = this.tally;
     for (let e = 0; e < episodes.length; e++) {
       const episode = episodes[e]!;
@@ -87,6 +95,7 @@ export class BatchBuilder {
         const start = this.samples.length;
         appendTraceSamples(traces[t]!, episode.env.id, episode.id, this.samples, tally, filter);
         if (tally.samples === 0) continue;
+        if (actionLoss !== 'rl') this.route(traces[t]!, start, actionLoss);
         const tokens = tally.tokens;
         if (tokenBatchSize !== undefined && this.traces > 0 && this.tokens + tokens > tokenBatchSize) {
           const moved = this.samples.splice(start, this.samples.length - start);
@@ -101,6 +110,13 @@ export class BatchBuilder {
       }
     }
     return out ?? NO_BATCHES;
+  }
+
+  /** Routes the samples of `trace` (from index `start` of the open batch) into the `actionLoss` component. */
+  private route(trace: Episode['traces'][number], start: number, actionLoss: ActionLoss): void {
+    const added = this.samples.slice(start);
+    for (const sample of added) stampLossRouting(sample, actionLoss);
+    if (actionLoss === 'ref_kl') attachReferenceLogprobs(trace, added);
   }
 
   /** Adds samples (consecutive samples with the same `traceId` count as one trace). */

@@ -14,7 +14,8 @@ export interface ZeroAdvantageFilterResult {
  * prime-rl's `filter_zero_advantages` (on by default): a token with advantage exactly 0 carries no
  * policy-gradient signal, so its mask bit is cleared (it also leaves the loss normaliser), and a
  * sample left with no trained token is dropped. Applied after a batch is cut: it does not backfill
- * the batch. Mutates the masks of the given samples.
+ * the batch. Mutates the masks of the given samples. A sample with a ce or ref_kl weight (an
+ * `sft` or `opd` sample) is kept as it is: its tokens train without advantages.
  */
 export function filterZeroAdvantages(samples: readonly TrainingSample[]): ZeroAdvantageFilterResult {
   const kept: TrainingSample[] = [];
@@ -22,6 +23,11 @@ export function filterZeroAdvantages(samples: readonly TrainingSample[]): ZeroAd
   let maskedTokens = 0;
   for (let s = 0; s < samples.length; s++) {
     const sample = samples[s]!;
+    // A sample routed to ce or ref_kl trains without advantages: the filter prunes rl tokens only.
+    if (sample.ceWeights?.some((w) => w !== 0) || sample.refKlWeights?.some((w) => w !== 0)) {
+      kept.push(sample);
+      continue;
+    }
     const mask = sample.mask;
     const advantages = sample.advantages;
     let trained = 0;

@@ -1,0 +1,136 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
+import { describe, expect, it } from 'vitest';
+
+const cli = resolve(import.meta.dirname, 'cli.ts');
+const answerColor = resolve(import.meta.dirname, '__fixtures__/answer-color-env.ts');
+const sayColor = resolve(import.meta.dirname, '__fixtures__/say-color-env.ts');
+const policy = { d_model: 16, heads: 2, layers: 1, ffn_mult: 2, max_tokens: 1 };
+const trainer = { worker_thread: false, lr: 1e-2 };
+
+/** `troupe train --config <file> --out <dir>` on the embedded engine, from the app's folder. */
+async function train(config: Record<string, unknown>, out: string): Promise<NodeProcessResult> {
+  const file = join(out, '..', `${out.split('/').at(-1)}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  const result = await runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, 'train', '--config', file, '--out', out], {
+    cwd: resolve(import.meta.dirname, '..'),
+  });
+  if (result.code !== 0) throw new Error(`troupe train exited ${result.code}: ${result.stderr}`);
+  return result;
+}
+
+function metrics(out: string): Record<string, number>[] {
+  return readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe('sft and opd through troupe train --config (embedded engine)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'troupe-sft-opd-'));
+  const teacher = join(dir, 'teacher');
+
+  it("sft trains on a taskset's reference replies: cross-entropy falls and held-out reward rises", async () => {
+    await train(
+      {
+        seed: 1,
+        max_steps: 20,
+        groups_per_step: 6,
+        checkpoint_every: 20,
+        traces_every: 20,
+        train: { source: [{ env: answerColor, group_size: 1, algorithm: { type: 'sft', replies: { field: 'answer' } } }] },
+        eval: { interval: 5, groups: 10, source: [{ env: answerColor, name: 'held-out', group_size: 4 }] },
+        policy,
+        trainer,
+      },
+      teacher,
+    );
+    const lines = metrics(teacher);
+    const ce = lines.map((m) => Number(m['trainer/ce_loss']));
+    // No rl token: every token of the given replies trains under ce, normalised by its own count.
+    expect(lines.every((m) => m['trainer/rl_tokens'] === 0 && m['trainer/ce_tokens'] === 6)).toBe(true);
+    // The served replies are the reference ones, so every training episode scores 1.
+    expect(lines.every((m) => m['train/answer-color/speaker/reward/mean'] === 1)).toBe(true);
+    expect(ce.at(-1)).toBeLessThan((ce[0] as number) / 4);
+    const held = lines.filter((m) => typeof m['eval/held-out/speaker/reward/mean'] === 'number');
+    expect(Number(held.at(-1)?.['eval/held-out/speaker/reward/mean'])).toBeGreaterThan(0.8);
+  }, 120_000);
+
+  it('sft also trains on the replies of an exported traces.jsonl', async () => {
+    const out = join(dir, 'from-traces');
+    await train(
+      {
+        seed: 4,
+        max_steps: 3,
+        groups_per_step: 6,
+        checkpoint_every: 0,
+        train: {
+          source: [
+            { env: answerColor, group_size: 1, algorithm: { type: 'sft', replies: { traces: join(teacher, 'traces.jsonl') } } },
+          ],
+        },
+        policy,
+        trainer,
+      },
+      out,
+    );
+    const lines = metrics(out);
+    expect(lines.every((m) => m['trainer/ce_tokens'] === 6 && m['train/answer-color/speaker/reward/mean'] === 1)).toBe(true);
+  }, 120_000);
+
+  it("opd distils a teacher checkpoint: the student's KL to the teacher falls and its reward rises", async () => {
+    const out = join(dir, 'opd');
+    await train(
+      {
+        seed: 2,
+        max_steps: 20,
+        groups_per_step: 6,
+        checkpoint_every: 0,
+        train: {
+          source: [
+            { env: answerColor, group_size: 4, algorithm: { type: 'opd', teacher: { checkpoint: join(teacher, 'checkpoint') } } },
+          ],
+        },
+        policy,
+        trainer,
+      },
+      out,
+    );
+    const lines = metrics(out);
+    expect(lines.every((m) => m['trainer/rl_tokens'] === 0 && m['trainer/ref_kl_tokens'] === 24)).toBe(true);
+    const kl = lines.map((m) => Number(m['trainer/teacher_kl']));
+    const reward = lines.map((m) => Number(m['train/answer-color/speaker/reward/mean']));
+    expect(mean(kl.slice(-5))).toBeLessThan(mean(kl.slice(0, 5)) - 1);
+    expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
+  }, 120_000);
+
+  it('one policy trains on a grpo source and an sft source in the same run and the same steps', async () => {
+    const out = join(dir, 'mixed');
+    await train(
+      {
+        seed: 3,
+        max_steps: 6,
+        groups_per_step: 4,
+        checkpoint_every: 0,
+        train: {
+          source: [
+            { env: sayColor, group_size: 4, algorithm: { type: 'grpo' } },
+            { env: answerColor, group_size: 1, algorithm: { type: 'sft' } },
+          ],
+        },
+        policy,
+        trainer,
+      },
+      out,
+    );
+    const lines = metrics(out);
+    expect(lines.every((m) => m['train/say-color/episodes'] === 8 && m['train/answer-color/episodes'] === 2)).toBe(true);
+    expect(lines.every((m) => m['trainer/ce_tokens'] === 2)).toBe(true);
+    // Some step trains both components at once, each over its own tokens.
+    expect(lines.some((m) => Number(m['trainer/rl_tokens']) > 0 && Number(m['trainer/ce_tokens']) > 0)).toBe(true);
+  }, 120_000);
+});

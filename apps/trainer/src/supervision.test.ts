@@ -1,0 +1,79 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WordTokenizer } from '@troupe/prime-rl/policy';
+import { type Env, type ModelClient, ProviderError, Task } from '@troupe/verifiers';
+import { describe, expect, it } from 'vitest';
+import { givenReplies } from './supervision.ts';
+
+const tokenizer = WordTokenizer.fromCorpus({ corpus: ['say red green blue'] });
+/** The embedded policy client as the given-replies client sees it: a tokenizer and a context length. */
+const policy = { model: 'main', tokenizer, config: { contextLength: 8 } } as unknown as ModelClient;
+const request = (text: string, maxTokens = 1) => ({
+  model: 'main',
+  messages: [{ role: 'user' as const, content: text }],
+  sampling: { maxTokens },
+});
+
+/** A stand-in env whose episode calls the client once with the task's prompt. */
+function envCalling(client: () => ModelClient, maxTokens = 1) {
+  const env = {
+    runEpisode: async ({ task }: { task: Task }) => client().complete(request(String(task.data.prompt), maxTokens)),
+  };
+  return env as unknown as Env & { runEpisode: (o: { task: Task }) => Promise<unknown> };
+}
+
+describe('givenReplies', () => {
+  it("answers an episode's requests with its task's field, tokenised by the policy, and nothing outside an episode", async () => {
+    const replies = givenReplies({ replies: { field: 'answer' }, main: () => policy, field: 'train.source[0]', baseDir: '.' });
+    const env = envCalling(() => replies.client, 3);
+    replies.track(env);
+    const response = (await env.runEpisode({ task: new Task({ prompt: 'say green', answer: 'green' }) })) as {
+      promptTokenIds: number[];
+      completionTokenIds: number[];
+      completionLogprobs: number[];
+      finishReason: string;
+    };
+    expect(response.promptTokenIds).toEqual(tokenizer.renderChat({ messages: request('say green').messages }));
+    // Shorter than max_tokens: the reply ends with <eos>, as a sampled one does.
+    expect(response.completionTokenIds).toEqual([tokenizer.id('green'), tokenizer.eosId]);
+    expect(response.completionLogprobs).toEqual([0, 0]);
+    expect(response.finishReason).toBe('stop');
+    await expect(replies.client.complete(request('say green'))).rejects.toThrow(/no given reply for the prompt "say green"/);
+  });
+
+  it('fails the call, not the run, for a task without the field or a reply word the vocabulary lacks', async () => {
+    const replies = givenReplies({ replies: { field: 'answer' }, main: () => policy, field: 'train.source[0]', baseDir: '.' });
+    const env = envCalling(() => replies.client);
+    replies.track(env);
+    await expect(env.runEpisode({ task: new Task({ prompt: 'say red' }) })).rejects.toThrow(/has no string field 'answer'/);
+    await expect(env.runEpisode({ task: new Task({ prompt: 'say red', answer: 'purple' }) })).rejects.toThrow(ProviderError);
+  });
+
+  it('reads the replies of an exported traces.jsonl by the user message before them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'given-replies-'));
+    const trace = (role: string, prompt: string, reply: string) => ({
+      agent: { name: role },
+      ok: true,
+      nodes: [
+        { id: 0, parent: null, sampled: false, message: { role: 'user', content: prompt } },
+        { id: 1, parent: 0, sampled: true, message: { role: 'assistant', content: reply } },
+      ],
+    });
+    writeFileSync(
+      join(dir, 'traces.jsonl'),
+      `${JSON.stringify({ traces: [trace('judge', 'say red', 'blue'), trace('speaker', 'say red', 'red')] })}\n`,
+    );
+    const replies = givenReplies({
+      replies: { traces: 'traces.jsonl', role: 'speaker' },
+      main: () => policy,
+      field: 'train.source[0]',
+      baseDir: dir,
+    });
+    const response = await replies.client.complete(request('say red'));
+    expect(response.completionTokenIds).toEqual([tokenizer.id('red')]);
+    expect(() =>
+      givenReplies({ replies: { traces: 'missing.jsonl' }, main: () => policy, field: 'train.source[0]', baseDir: dir }),
+    ).toThrow(/train\.source\[0\]\.replies\.traces: cannot read/);
+  });
+});
