@@ -21,10 +21,11 @@ const HELP = `troupe train — train a policy on envs, play and serve its checkp
 
 Usage:
   troupe train [options]           train the embedded policy on a run config (default: ${DEFAULT_NAME})
-  troupe crossplay --checkpoint [LABEL=]DIR [--checkpoint [LABEL=]DIR]... [--opponent NAME]...
+  troupe crossplay --checkpoint [LABEL=]DIR[#POLICY] [--checkpoint [LABEL=]DIR[#POLICY]]... [--opponent NAME]...
                    [--hands N (default 2000)] [--seed N (default 1)] [--out DIR (default runs/crossplay)]
                                    every pair plays N episodes in each seat order on the same tasks: payoff
                                    matrix with 95% CIs, Elo (Bradley–Terry), the env's evaluator per player;
+                                   DIR#POLICY: one policy of a checkpoint of several (pits a run's policies);
                                    --opponent: a fixed opponent the env declares (default with one
                                    checkpoint: all of them);
                                    writes DIR/crossplay.json and DIR/crossplay.html (the JSON also on stdout)

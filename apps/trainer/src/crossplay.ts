@@ -8,6 +8,7 @@ import {
   hashSeed,
   loadEmbeddedCheckpoint,
   ModelRouter,
+  splitCheckpointPolicy,
 } from '@troupe/prime-rl/orchestrator';
 import { Env, type Episode, type ModelClient } from '@troupe/verifiers';
 import { summarize } from './evaluate.ts';
@@ -109,13 +110,16 @@ export function bradleyTerryElo(wins: readonly (readonly number[])[]): number[] 
   return p.map((x) => 1500 + 400 * Math.log10(x));
 }
 
-function parseCheckpointArgument(argument: string): { label: string; dir: string } {
+/** `[label=]<dir>[#<policy>]`: the player's label (default the run's folder name, then `#<policy>`), directory and policy. */
+function parseCheckpointArgument(argument: string): { label: string; dir: string; policy?: string } {
   const eq = argument.indexOf('=');
   if (eq > 0 && /^[\w.+-]+$/.test(argument.slice(0, eq)) && !existsSync(argument)) {
-    return { label: argument.slice(0, eq), dir: argument.slice(eq + 1) };
+    return { label: argument.slice(0, eq), ...splitCheckpointPolicy(argument.slice(eq + 1)) };
   }
-  const name = basename(argument);
-  return { label: name === 'checkpoint' ? basename(dirname(argument)) || argument : name, dir: argument };
+  const { dir, policy } = splitCheckpointPolicy(argument);
+  const name = basename(dir);
+  const label = name === 'checkpoint' ? basename(dirname(dir)) || dir : name;
+  return { label: policy ? `${label}#${policy}` : label, dir, ...(policy ? { policy } : {}) };
 }
 
 /**
@@ -139,7 +143,7 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
   let source: SourceConfig | null = null;
   let run: RunConfig | null = null;
   for (const argument of options.checkpoints) {
-    const { label, dir } = parseCheckpointArgument(argument);
+    const { label, dir, policy: policyName } = parseCheckpointArgument(argument);
     const loaded = existsSync(join(dir, 'meta.json')) ? await loadEmbeddedCheckpoint(dir) : null;
     if (!loaded)
       throw new RunConfigError(`--checkpoint ${argument}: no checkpoint in ${dir} (expected ${join(dir, 'meta.json')})`);
@@ -155,7 +159,17 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
     run ??= config;
     if (players.some((p) => p.label === label))
       throw new RunConfigError(`--checkpoint ${argument}: two players are labelled ${label}; name them label=path`);
-    const policy = await checkpointEvaluationPolicy({ dir, maxTokens: config.policy.maxTokens, seed });
+    let policy: Awaited<ReturnType<typeof checkpointEvaluationPolicy>>;
+    try {
+      policy = await checkpointEvaluationPolicy({
+        dir,
+        maxTokens: config.policy.maxTokens,
+        seed,
+        ...(policyName ? { policy: policyName } : {}),
+      });
+    } catch (error) {
+      throw new RunConfigError(`--checkpoint ${argument}: ${(error as Error).message.replace(/^checkpoint: /, '')}`);
+    }
     players.push({ label, kind: 'checkpoint', source: dir, step: loaded.checkpoint.step, client: policy.client, policy });
   }
   if (!source || !run) throw new RunConfigError('--checkpoint: give at least one checkpoint directory');

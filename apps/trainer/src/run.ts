@@ -16,6 +16,7 @@ import {
   type OrchestratorOptions,
   type PolicyEngines,
   type StepMetrics,
+  splitCheckpointPolicy,
   type TrainingHooks,
   TrainingStoppedError,
   type TrainSource,
@@ -132,10 +133,15 @@ async function frozenClient(binding: SourceConfig['roles'][string], field: strin
     });
   }
   if (binding.checkpoint) {
-    if (!existsSync(join(binding.checkpoint, 'meta.json')))
-      throw new RunConfigError(`${field}.checkpoint: no checkpoint in ${binding.checkpoint}`);
+    // `<dir>#<policy>`: one policy of a checkpoint of several.
+    const { dir, policy } = splitCheckpointPolicy(binding.checkpoint);
+    if (!existsSync(join(dir, 'meta.json'))) throw new RunConfigError(`${field}.checkpoint: no checkpoint in ${dir}`);
     const maxTokens = Number((binding as { sampling?: { maxTokens?: number } }).sampling?.maxTokens ?? 1);
-    return frozenCheckpointClient({ dir: binding.checkpoint, maxTokens, seed: 17 });
+    try {
+      return await frozenCheckpointClient({ dir, maxTokens, seed: 17, ...(policy ? { policy } : {}) });
+    } catch (error) {
+      throw new RunConfigError(`${field}.${(error as Error).message}`, { path: `${field}.checkpoint` });
+    }
   }
   return null;
 }

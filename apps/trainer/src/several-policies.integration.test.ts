@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runNode } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { crossplay } from './crossplay.ts';
 
 const cli = resolve(import.meta.dirname, 'cli.ts');
 const env = resolve(import.meta.dirname, '__fixtures__/two-sides-env.ts');
@@ -81,6 +82,14 @@ describe('several trainable policies through troupe train --config', () => {
     }
     const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as { policies: Record<string, unknown> };
     expect(Object.keys(config.policies)).toEqual(['west', 'east']);
+
+    // Cross-play pits the run's two policies against each other, each named as <checkpoint>#<policy>.
+    const checkpoint = join(out, 'checkpoint');
+    const played = await crossplay({ checkpoints: [`${checkpoint}#west`, `${checkpoint}#east`], hands: 8, seed: 1 });
+    expect(played.players.map((p) => p.label)).toEqual(['run#west', 'run#east']);
+    await expect(crossplay({ checkpoints: [checkpoint, `${checkpoint}#east`], hands: 8 })).rejects.toThrow(
+      /--checkpoint .*: .* holds the policies west, east; name one as .*#<policy>/,
+    );
   });
 
   it('keeps every policy in the checkpoint: a run killed with SIGKILL continues identically on --resume', async () => {

@@ -322,17 +322,48 @@ export async function frozenCheckpointClient(options: {
   dir: string;
   maxTokens: number;
   seed: number;
+  /** Which policy of a checkpoint of several (required there; a checkpoint of one policy has only its own). */
+  policy?: string;
 }): Promise<PolicyModelClient> {
   const loaded = await loadEmbeddedCheckpoint(options.dir);
   if (!loaded) throw new ConfigError(`checkpoint: no checkpoint in ${options.dir}`, { path: 'checkpoint' });
+  const { tokenizer, policy, weights } = checkpointPolicy(loaded, options.dir, options.policy);
   const Client = await policyModelClient();
   return Client.create({
-    tokenizer: loaded.tokenizer,
-    config: loaded.policy,
-    onnx: exportOnnx({ config: loaded.policy, weights: loaded.checkpoint.weights }),
+    tokenizer,
+    config: policy,
+    onnx: exportOnnx({ config: policy, weights }),
     maxTokens: options.maxTokens,
     seed: options.seed,
   });
+}
+
+/**
+ * One policy of a loaded checkpoint: `name` of a checkpoint of several policies (a `ConfigError`
+ * naming the ones it holds when `name` is absent or not among them), the only one otherwise.
+ */
+function checkpointPolicy(loaded: EmbeddedRunCheckpoint, dir: string, name: string | undefined) {
+  const names = Object.keys(loaded.policies ?? {});
+  if (names.length === 0) {
+    if (name !== undefined && name !== 'main')
+      throw new ConfigError(`checkpoint: ${dir} holds one policy, not ${name}`, { path: 'checkpoint' });
+    return { tokenizer: loaded.tokenizer, policy: loaded.policy, weights: loaded.checkpoint.weights };
+  }
+  const shape = name === undefined ? undefined : loaded.policies?.[name];
+  const part = name === undefined ? undefined : loaded.checkpoint.policies?.[name];
+  if (!shape || !part)
+    throw new ConfigError(
+      `checkpoint: ${dir} holds the policies ${names.join(', ')}; name one as ${dir}#<policy>${name === undefined ? '' : ` (not ${name})`}`,
+      { path: 'checkpoint' },
+    );
+  return { tokenizer: shape.tokenizer, policy: shape.policy, weights: part.weights };
+}
+
+/** Splits `<dir>#<policy>` (one policy of a checkpoint of several) into the directory and the policy name. */
+export function splitCheckpointPolicy(reference: string): { dir: string; policy?: string } {
+  const hash = reference.lastIndexOf('#');
+  if (hash <= 0 || !/^[a-z][a-z0-9_-]*$/.test(reference.slice(hash + 1))) return { dir: reference };
+  return { dir: reference.slice(0, hash), policy: reference.slice(hash + 1) };
 }
 
 /**
@@ -344,6 +375,8 @@ export async function checkpointEvaluationPolicy(options: {
   dir: string;
   maxTokens: number;
   seed: number;
+  /** Which policy of a checkpoint of several. */
+  policy?: string;
 }): Promise<EvaluationPolicy & { client: PolicyModelClient }> {
   const client = await frozenCheckpointClient(options);
   const loaded = await loadEmbeddedCheckpoint(options.dir);

@@ -6,6 +6,7 @@ export {
   loadEmbeddedCheckpoint,
   frozenCheckpointClient,
   checkpointEvaluationPolicy,
+  splitCheckpointPolicy,
   trainerStepMetrics,
   type PolicySourceInfo,
   type EmbeddedPolicyOptions,
