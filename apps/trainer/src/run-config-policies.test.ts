@@ -1,9 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigError } from '@troupe/verifiers';
+import { ConfigError, type Episode } from '@troupe/verifiers';
 import { afterAll, describe, expect, it } from 'vitest';
-import { train } from './run.ts';
+import { readMetrics, train } from './run.ts';
 import { parseRunConfig, resolvedPolicies } from './run-config.ts';
 
 const env = resolve(import.meta.dirname, '__fixtures__/two-sides-env.ts');
@@ -84,5 +84,31 @@ describe('[policies.<name>] in a run config', () => {
     await expect(train({ config: wired, out })).rejects.toThrow(
       /^policies\.east: a run of several policies trains each with the embedded in-process engines/,
     );
+  });
+
+  it("plays an eval source on each role's own policy, and records each trace's policy and version for the viewer", async () => {
+    const out = join(await mkdtemp(join(tmpdir(), 'troupe-policies-')), 'run');
+    dirs.push(out);
+    const config = twoPolicies({
+      max_steps: 2,
+      traces_every: 2,
+      eval: {
+        interval: 1,
+        groups: 2,
+        source: [{ env, name: 'held-out', group_size: 2, roles: { left: { policy: 'west' }, right: { policy: 'east' } } }],
+      },
+    });
+    await train({ config, out });
+    const metrics = await readMetrics(out);
+    expect(metrics.map((m) => m['eval/held-out/episodes'])).toEqual([4, 4]);
+    expect(typeof metrics[1]?.['eval/held-out/left/reward/mean']).toBe('number');
+    const episodes = (await readFile(join(out, 'traces.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Episode);
+    const seen = new Set(episodes.flatMap((e) => e.traces.map((t) => `${t.agent.name}:${t.agent.model}`)));
+    expect(seen).toEqual(new Set(['left:west', 'right:east']));
+    const versions = new Set(episodes.flatMap((e) => e.traces.flatMap((t) => t.calls.map((c) => c.policyVersion))));
+    expect(versions).toEqual(new Set([0]));
   });
 });
