@@ -226,11 +226,12 @@ async function buildSource(options: {
   // A train source's algorithm (eval sources only play): sft serves its trainable roles the given
   // replies instead of sampling; opd connects its teacher (supervision.ts).
   const trainSource = options.poolsAllowed;
+  if (trainSource)
+    await setupAlgorithm({ algorithm, main: options.main, field, baseDir: options.baseDir, engine: options.run.policy.engine });
   const replies =
     trainSource && algorithm instanceof Sft
       ? givenReplies({ replies: algorithm.replies, main: options.main, field, baseDir: options.baseDir })
       : null;
-  if (trainSource) await setupAlgorithm({ algorithm, main: options.main, field, baseDir: options.baseDir });
   const router = new ModelRouter({
     main: replies ? () => replies.client : options.main,
     frozen,

@@ -1,10 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Opd, Sft } from '@troupe/prime-rl';
 import { WordTokenizer } from '@troupe/prime-rl/policy';
 import { type Env, type ModelClient, ProviderError, Task } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
-import { givenReplies } from './supervision.ts';
+import { givenReplies, setupAlgorithm } from './supervision.ts';
 
 const tokenizer = WordTokenizer.fromCorpus({ corpus: ['say red green blue'] });
 /** The embedded policy client as the given-replies client sees it: a tokenizer and a context length. */
@@ -75,5 +76,21 @@ describe('givenReplies', () => {
     expect(() =>
       givenReplies({ replies: { traces: 'missing.jsonl' }, main: () => policy, field: 'train.source[0]', baseDir: dir }),
     ).toThrow(/train\.source\[0\]\.replies\.traces: cannot read/);
+  });
+});
+
+describe('setupAlgorithm', () => {
+  it('refuses sft and opd with the external engine, naming the field, before connecting anything', async () => {
+    for (const algorithm of [new Sft(), new Opd({ type: 'opd', teacher: { checkpoint: 'nowhere' } })])
+      await expect(
+        setupAlgorithm({ algorithm, main: () => policy, field: 'train.source[1]', baseDir: '.', engine: 'external' }),
+      ).rejects.toThrow(/^train\.source\[1\]\.algorithm\.type: (sft|opd) needs the embedded policy's tokenizer/);
+  });
+
+  it('refuses an opd teacher directory that holds no checkpoint', async () => {
+    const algorithm = new Opd({ type: 'opd', teacher: { checkpoint: mkdtempSync(join(tmpdir(), 'no-teacher-')) } });
+    await expect(
+      setupAlgorithm({ algorithm, main: () => policy, field: 'train.source[0]', baseDir: '.', engine: 'embedded' }),
+    ).rejects.toThrow(/^train\.source\[0\]\.algorithm\.teacher\.checkpoint: no checkpoint in /);
   });
 });

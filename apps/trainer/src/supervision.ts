@@ -217,16 +217,21 @@ export async function connectTeacher(options: {
   const dir = isAbsolute(options.reference.checkpoint)
     ? options.reference.checkpoint
     : resolve(options.baseDir, options.reference.checkpoint);
-  const teacher = tokenizingClient(await frozenCheckpointClient({ dir, maxTokens: 1, seed: 17 }), `${options.field}.teacher`);
+  const where = `${options.field}.algorithm.teacher.checkpoint`;
+  let frozen: ModelClient;
+  try {
+    frozen = await frozenCheckpointClient({ dir, maxTokens: 1, seed: 17 });
+  } catch (error) {
+    throw new ConfigError(`${where}: ${(error as Error).message.replace(/^checkpoint: /, '')}`, { path: where, cause: error });
+  }
+  const teacher = tokenizingClient(frozen, where);
   let checked = false;
   return {
     async score(tokenIds) {
       if (!checked) {
-        const student = tokenizingClient(options.student(), `${options.field}.teacher`);
+        const student = tokenizingClient(options.student(), where);
         if (JSON.stringify(student.tokenizer.toJSON().vocab) !== JSON.stringify(teacher.tokenizer.toJSON().vocab))
-          throw new ConfigError(`${options.field}.teacher.checkpoint: the teacher's tokenizer differs from the student's`, {
-            path: `${options.field}.teacher.checkpoint`,
-          });
+          throw new ConfigError(`${where}: the teacher's tokenizer differs from the student's`, { path: where });
         checked = true;
       }
       const positions = tokenIds.map((_, j) => j).slice(1);
@@ -245,14 +250,25 @@ export async function connectTeacher(options: {
   };
 }
 
-/** Connects what a source's algorithm needs before rollouts (opd's teacher). */
+/**
+ * Connects what a source's algorithm needs before rollouts (opd's teacher). `sft` and `opd` read
+ * the embedded policy's tokenizer (the given replies are tokenised by it; the teacher must share
+ * it): with `policy.engine = "external"` they are refused here, before anything runs.
+ */
 export async function setupAlgorithm(options: {
   algorithm: Algorithm;
   main: () => ModelClient;
   field: string;
   baseDir: string;
+  engine: 'embedded' | 'external';
 }): Promise<void> {
-  await options.algorithm.setup?.({
-    connect: (reference) => connectTeacher({ reference, student: options.main, field: options.field, baseDir: options.baseDir }),
+  const { algorithm, field } = options;
+  if (options.engine === 'external' && (algorithm.actionLoss ?? 'rl') !== 'rl')
+    throw new ConfigError(
+      `${field}.algorithm.type: ${algorithm.type} needs the embedded policy's tokenizer; with policy.engine = "external" use an rl algorithm`,
+      { path: `${field}.algorithm.type` },
+    );
+  await algorithm.setup?.({
+    connect: (reference) => connectTeacher({ reference, student: options.main, field, baseDir: options.baseDir }),
   });
 }
