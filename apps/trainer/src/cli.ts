@@ -49,7 +49,7 @@ Train options:
       --max-steps N       training steps
       --time-budget T     seconds, or 5m / 1h: stop at the first step boundary after it, checkpointed;
                           schedules still span --max-steps (--resume continues)
-      --algorithm NAME    rae | grpo | hierarchical-grpo | max-rl, for every source
+      --algorithm NAME    rae | grpo | hierarchical-grpo | max-rl | sft (each task's answer), for every source
       --dry-run           print the resolved config; create nothing
       --emit-prime-rl DIR policy.engine = "external": write prime-rl's trainer.toml, inference.toml and
                           launch.sh for this run config into DIR and exit (docs/scale-out.md)
