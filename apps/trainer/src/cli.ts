@@ -52,7 +52,8 @@ Train options:
       --algorithm NAME    rae | grpo | hierarchical-grpo | max-rl | sft (each task's answer), for every source
       --dry-run           print the resolved config; create nothing
       --emit-prime-rl DIR policy.engine = "external": write prime-rl's trainer.toml, inference.toml and
-                          launch.sh for this run config into DIR and exit (docs/scale-out.md)
+                          launch.sh for this run config into DIR and exit (docs/scale-out.md); with
+                          external [policies.<name>]: DIR/<name>/trainer.toml and inference.toml each
   -h, --help
 
 Exit codes:

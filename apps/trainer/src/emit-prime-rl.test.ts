@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
-import { PRIME_RL_COMMIT, primeRlLaunch } from './emit-prime-rl.ts';
+import { emitPrimeRl, PRIME_RL_COMMIT, primeRlLaunch } from './emit-prime-rl.ts';
 import { camelKeys, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
 
 // The keys and types of prime-rl's config classes at the commit docs/scale-out.md names, read from
@@ -108,6 +108,43 @@ describe('--emit-prime-rl', () => {
     );
     // The trainer checkpoints the steps the orchestrator does (prime-rl wants one interval on both sides).
     expect(trainer.ckpt).toEqual({ interval: 25 });
+  });
+
+  it('writes one trainer.toml and inference.toml per external policy, each with its own output_dir and served model', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'emit-policies-'));
+    try {
+      const config = await externalConfig((raw) => {
+        raw.policies = {
+          solver: {
+            engine: 'external',
+            transport: { type: 'filesystem', output_dir: join(dir, 'solver-wire') },
+            inference: { base_urls: ['http://127.0.0.1:8100/v1'], model: 'solver-model' },
+          },
+        };
+      });
+      const written = await emitPrimeRl({ config, configPath: EXTERNAL, out: join(dir, 'run'), dir: join(dir, 'emit') });
+      expect(written.map((p) => p.slice(dir.length + 1)).sort()).toEqual([
+        'emit/main/inference.toml',
+        'emit/main/trainer.toml',
+        'emit/solver/inference.toml',
+        'emit/solver/trainer.toml',
+      ]);
+      const fixture = JSON.parse(await readFile(fixturePath, 'utf8')) as Fixture;
+      const trainer = parse(await readFile(join(dir, 'emit', 'solver', 'trainer.toml'), 'utf8')) as Record<string, unknown>;
+      const inference = parse(await readFile(join(dir, 'emit', 'solver', 'inference.toml'), 'utf8')) as Record<string, unknown>;
+      expect(checkTable(fixture, trainer, fixture.roots.trainer)).toEqual([]);
+      expect(checkTable(fixture, inference, fixture.roots.inference)).toEqual([]);
+      expect(trainer).toMatchObject({ output_dir: join(dir, 'solver-wire'), model: { name: 'solver-model' } });
+      expect(inference).toMatchObject({
+        output_dir: join(dir, 'solver-wire'),
+        server: { port: 8100 },
+        vllm: { model: 'solver-model' },
+      });
+      const main = parse(await readFile(join(dir, 'emit', 'main', 'trainer.toml'), 'utf8')) as Record<string, unknown>;
+      expect(main.output_dir).toBe(resolve('outputs/kuhn'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("launch.sh --resume clears the wire past troupe's checkpoint step and resumes both sides at that step", async () => {

@@ -187,21 +187,38 @@ wait "$trainer"
 `;
 }
 
-/** Writes {@link primeRlLaunch}'s files into `dir` (created); returns their paths. */
+/**
+ * Writes {@link primeRlLaunch}'s files into `dir` (created); returns their paths. A run with
+ * external policies under `[policies]` gets one folder per external policy, `<dir>/<policy>/`,
+ * with that policy's `trainer.toml` and `inference.toml` (one prime-rl trainer and vLLM each) and
+ * no `launch.sh`: start each policy's trainer and servers, then `troupe train` once.
+ */
 export async function emitPrimeRl(options: {
   config: RunConfig;
   configPath: string | null;
   out: string;
   dir: string;
 }): Promise<string[]> {
-  const files = primeRlLaunch(options);
-  await mkdir(options.dir, { recursive: true });
+  const external = [...resolvedPolicies(options.config)]
+    .filter(([name, policy]) => name !== 'main' && policy.policy.engine === 'external')
+    .map(([name]) => name);
+  const write = async (dir: string, files: Record<string, string>) => {
+    await mkdir(dir, { recursive: true });
+    const paths: string[] = [];
+    for (const [name, text] of Object.entries(files)) {
+      const path = join(dir, name);
+      await writeFile(path, text);
+      if (name.endsWith('.sh')) await chmod(path, 0o755);
+      paths.push(path);
+    }
+    return paths;
+  };
+  if (external.length === 0) return write(options.dir, { ...primeRlLaunch(options) });
+  const names = [...(options.config.policy.engine === 'external' ? ['main'] : []), ...external];
   const paths: string[] = [];
-  for (const [name, text] of Object.entries(files)) {
-    const path = join(options.dir, name);
-    await writeFile(path, text);
-    if (name.endsWith('.sh')) await chmod(path, 0o755);
-    paths.push(path);
+  for (const policy of names) {
+    const { 'launch.sh': _launch, ...files } = primeRlLaunch({ ...options, policy });
+    paths.push(...(await write(join(options.dir, policy), files)));
   }
   return paths;
 }
