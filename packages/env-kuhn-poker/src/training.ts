@@ -30,19 +30,34 @@ export interface KuhnReadablePolicy {
   replyProbabilities?(options: { messages: readonly Message[]; replies: readonly string[] }): Promise<number[]>;
 }
 
+/** The seat acting at information set `key`: player 0 with no history or after `pb`, player 1 after one action. */
+function seatOf(key: KuhnInfoSet): 0 | 1 {
+  return key.length === 2 ? 1 : 0;
+}
+
 /**
  * The policy at the 12 information sets: the first reply token's distribution (temperature 1)
- * restricted to the two legal actions and renormalised, `[P(pass), P(bet)]`.
+ * restricted to the two legal actions and renormalised, `[P(pass), P(bet)]`. With `seats`, each
+ * seat's information sets are read from its own policy (the joint strategy of two policies).
  */
 export async function kuhnPolicyTable(options: {
   policy: KuhnReadablePolicy;
   prompts?: KuhnPromptStyle;
+  seats?: readonly [KuhnReadablePolicy | undefined, KuhnReadablePolicy | undefined];
 }): Promise<KuhnPolicyTable> {
-  const read = options.policy.replyProbabilities;
-  if (!read) throw new ConfigError('kuhn-poker evaluator: the policy cannot report reply probabilities', { path: 'policy' });
+  const readers = ([0, 1] as const).map((seat) => {
+    const policy = options.seats?.[seat] ?? options.policy;
+    const read = policy.replyProbabilities?.bind(policy);
+    if (!read)
+      throw new ConfigError(`kuhn-poker evaluator: the policy of player${seat} cannot report reply probabilities`, {
+        path: 'policy',
+      });
+    return read;
+  });
   const style = options.prompts ?? 'compact';
   const entries = await Promise.all(
     KUHN_INFO_SETS.map(async (key) => {
+      const read = readers[seatOf(key)] as NonNullable<KuhnReadablePolicy['replyProbabilities']>;
       const card = key[0] as KuhnCard;
       const history: KuhnAction[] = [...key.slice(1)].map((c) => (c === 'p' ? 'check' : 'bet'));
       const facingBet = key.endsWith('b');
@@ -62,7 +77,8 @@ function tableJson(table: KuhnPolicyTable): string {
 }
 
 /**
- * The Kuhn source's evaluator: the policy table at the 12 information sets, its exact NashConv
+ * The Kuhn source's evaluator: the policy table at the 12 information sets (each seat's from the
+ * policy its role plays, when the run gives one per role), its exact NashConv
  * (0 = Nash, uniform = 11/12) and game value, and the linearly averaged policy (iterate t
  * weighs t, as in CFR+) with its NashConv. Writes `policy-table.json` and
  * `policy-table-average.json`. Its state (the average) is saved with checkpoints.
@@ -71,8 +87,18 @@ export function kuhnEvaluator(options: KuhnTrainingOptions = {}) {
   let average: KuhnPolicyTable | null = null;
   let averageWeight = 0;
   return {
-    async evaluate({ policy, step }: { policy: KuhnReadablePolicy; step: number }) {
-      const table = await kuhnPolicyTable({ policy, prompts: options.prompts ?? 'rules' });
+    async evaluate({
+      policy,
+      step,
+      roles,
+    }: {
+      policy: KuhnReadablePolicy;
+      step: number;
+      roles?: Readonly<Record<string, KuhnReadablePolicy>>;
+    }) {
+      // Each seat from the policy bound to it (the joint strategy), else both from `policy`.
+      const seats = [roles?.player0, roles?.player1] as const;
+      const table = await kuhnPolicyTable({ policy, prompts: options.prompts ?? 'rules', seats });
       average = average ? kuhnAveragePolicy([average, table], [averageWeight, step]) : table;
       averageWeight += step;
       return {

@@ -30,7 +30,8 @@ export interface EvalSource {
 }
 
 /**
- * Runs each of `sources`' evaluators on its policy at the step's weights (`policyFor`): metrics into
+ * Runs each of `sources`' evaluators on its policy at the step's weights (`policyFor`; each role's
+ * own policy from `rolesFor`, so a seat is read from the policy bound to it): metrics into
  * `line` under `eval/<source>/…`, artifacts written into `out`, the time under `time/eval`. A
  * source whose evaluator needs reply probabilities the engine cannot give joins `unreadable`
  * and is skipped from then on, with a logged note.
@@ -39,20 +40,25 @@ export async function runEvaluators(options: {
   sources: readonly TrainSource[];
   /** The policy (at the step's weights) a source is evaluated with. */
   policyFor: (source: TrainSource) => Promise<EvaluationPolicy>;
+  /** Each role's own policy (at the step's weights), for the roles a policy of the run plays. */
+  rolesFor?: (source: TrainSource) => Promise<Record<string, EvaluationPolicy>>;
   step: number;
   out: string;
   line: StepMetrics;
   unreadable: Set<string>;
   log: (line: string) => void;
 }): Promise<void> {
-  const { sources, policyFor, step, out, line, unreadable, log } = options;
+  const { sources, policyFor, rolesFor, step, out, line, unreadable, log } = options;
   const t3 = performance.now();
   for (const source of sources) {
     if (unreadable.has(source.name)) continue;
     const policy = readablePolicy(await policyFor(source));
+    const roles = rolesFor
+      ? Object.fromEntries(Object.entries(await rolesFor(source)).map(([role, p]) => [role, readablePolicy(p)]))
+      : undefined;
     let result: EvaluationResult | undefined;
     try {
-      result = await source.evaluator?.evaluate({ policy, step });
+      result = await source.evaluator?.evaluate({ policy, step, ...(roles ? { roles } : {}) });
     } catch (error) {
       if (!(error instanceof ReplyProbabilitiesUnavailable)) throw error;
       unreadable.add(source.name);

@@ -19,6 +19,7 @@ import {
   MAIN_POLICY,
   type PolicyEngines,
   policiesOfSource,
+  rolePolicies,
   routedEvaluationPolicy,
 } from './policies.ts';
 import { type PoolDraw, PoolSnapshots, poolMetrics } from './pool-snapshots.ts';
@@ -573,14 +574,27 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const { sources, evalEvery, evalSources, out } = this.options;
     const evaluated = sources.filter((s) => s.evaluator);
     if ((n % (evalEvery ?? 1) === 0 || final) && evaluated.length) {
-      const policyFor = this.evaluationPolicies(weights, n, 1_000_003 + n);
-      await runEvaluators({ sources: evaluated, policyFor, step: n, out, line, unreadable: run.unreadable, log: run.log });
+      const { policyFor, rolesFor } = this.evaluationPolicies(weights, n, 1_000_003 + n);
+      await runEvaluators({
+        sources: evaluated,
+        policyFor,
+        rolesFor,
+        step: n,
+        out,
+        line,
+        unreadable: run.unreadable,
+        log: run.log,
+      });
     }
     const due = (evalSources ?? []).filter((e) => n % e.interval === 0 || final);
-    if (due.length) await runEvalSources({ due, policyFor: this.evaluationPolicies(weights, n, 2_000_003 + n), step: n, line });
+    if (due.length)
+      await runEvalSources({ due, policyFor: this.evaluationPolicies(weights, n, 2_000_003 + n).policyFor, step: n, line });
   }
 
-  /** A source's evaluation policy at `weights` (version `n`), each policy's built once and on first use. */
+  /**
+   * A source's evaluation policy at `weights` (version `n`), and each of its roles' own (the roles a
+   * policy of the run plays, trainable or not), each policy's built once and on first use.
+   */
   private evaluationPolicies(weights: ReadonlyMap<string, W>, n: number, seed: number) {
     const made = new Map<string, Promise<EvaluationPolicy>>();
     const of = (name: string) => {
@@ -590,13 +604,24 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       }
       return made.get(name) as Promise<EvaluationPolicy>;
     };
-    return async (source: TrainSource): Promise<EvaluationPolicy> => {
+    const policyFor = async (source: TrainSource): Promise<EvaluationPolicy> => {
       const names = this.several ? policiesOfSource(source) : [...this.engines.keys()];
       if (names.length === 1) return of(names[0] as string);
       const policies = new Map<string, EvaluationPolicy>();
       for (const name of names.length ? names : [...this.engines.keys()]) policies.set(name, await of(name));
       return routedEvaluationPolicy(policies, names[0] ?? MAIN_POLICY);
     };
+    const rolesFor = async (source: TrainSource): Promise<Record<string, EvaluationPolicy>> => {
+      // One policy: every role on a policy plays it, whatever its name.
+      const only = [...this.engines.keys()][0] as string;
+      const roles: Record<string, EvaluationPolicy> = {};
+      for (const [role, name] of Object.entries(rolePolicies(source))) {
+        const played = this.several ? name : only;
+        if (this.engines.has(played)) roles[role] = await of(played);
+      }
+      return roles;
+    };
+    return { policyFor, rolesFor };
   }
 
   /** Writes the checkpoint of step `n` when due (`checkpointEvery`, the final step) and the kept copy when `keepCheckpoints` lists it. */

@@ -22,6 +22,21 @@ export function policiesOfSource(source: TrainSource): string[] {
 }
 
 /**
+ * The policy each role of `source` plays, by role: the one its `policies` binds (a role may be
+ * frozen on it: `trainable = false`), else `main` for a role that is not frozen; a role frozen and
+ * unbound (a frozen model, checkpoint or pool) is left out.
+ */
+export function rolePolicies(source: TrainSource): Record<string, string> {
+  const roles: Record<string, string> = {};
+  for (const role of source.env.roles) {
+    const bound = source.policies?.[role];
+    if (bound !== undefined) roles[role] = bound;
+    else if (!source.frozenRoles.has(role)) roles[role] = MAIN_POLICY;
+  }
+  return roles;
+}
+
+/**
  * Checks that every policy a source binds (a role's policy, a pool's `of`) is one of `names`; the
  * error names the source and role.
  */

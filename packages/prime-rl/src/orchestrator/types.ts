@@ -79,7 +79,17 @@ export interface EvaluationResult {
 
 /** A source's own evaluation (e.g. a game's exact exploitability, or accuracy on a probe set): `evaluate(policy) → metrics`. */
 export interface Evaluator {
-  evaluate(context: { policy: EvaluationPolicy; step: number }): Promise<EvaluationResult>;
+  /**
+   * `policy`: the policy the source's trainable roles play (with several, a client that routes each
+   * role's calls and reads no reply probabilities). `roles`: each role played by a policy of the
+   * run, its own policy at the step's weights (absent for roles bound to a frozen model, checkpoint
+   * or pool), so an evaluator can read each seat from the policy bound to it.
+   */
+  evaluate(context: {
+    policy: EvaluationPolicy;
+    step: number;
+    roles?: Readonly<Record<string, EvaluationPolicy>>;
+  }): Promise<EvaluationResult>;
   /** Running state (e.g. an average policy), saved with checkpoints. */
   state?(): JsonValue;
   loadState?(state: unknown): void;

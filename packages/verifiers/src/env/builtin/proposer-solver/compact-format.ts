@@ -127,8 +127,8 @@ export interface CompactReadablePolicy {
 
 /**
  * The compact format's training hooks: digits and rule words in the vocabulary, a digit reply
- * head, the longest conversation, and the probe evaluator — greedy solver accuracy on the fixed
- * probe set per difficulty (`probe/accuracy/len<k>`), per rule (`probe/accuracy/<rule>`), and the mean.
+ * head, the longest conversation, and the probe evaluator — greedy accuracy of the policy the
+ * solver role plays on the fixed probe set per difficulty (`probe/accuracy/len<k>`), per rule (`probe/accuracy/<rule>`), and the mean.
  */
 export const proposerSolverTraining = {
   vocabulary: (options: { format?: string }) =>
@@ -156,8 +156,16 @@ export const proposerSolverTraining = {
     options.format !== 'compact'
       ? undefined
       : {
-          async evaluate({ policy }: { policy: CompactReadablePolicy }) {
-            const read = policy.replyProbabilities;
+          async evaluate({
+            policy,
+            roles,
+          }: {
+            policy: CompactReadablePolicy;
+            roles?: Readonly<Record<string, CompactReadablePolicy>>;
+          }) {
+            // The probe asks the solver: the solver role's own policy when the run gives one.
+            const solver = roles?.solver ?? policy;
+            const read = solver.replyProbabilities;
             if (!read) return { metrics: {} };
             const probes = compactProbeSet();
             const right = new Map<number, number[]>();
