@@ -66,7 +66,7 @@ Eval options:
       --only-gold        validate only: score each task with its gold reply (its data's gold,
                          else answer) as the final message; JSON lines; exit 3 when a gold
                          reply scores below 1 (tasks without one are listed, not failed)
-  -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.maxTurns=4 (repeatable)
+  -s, --set PATH=VALUE   set any config field, e.g. --set env.agent.max_turns=4 (repeatable)
   -h, --help
 
 View options:
