@@ -110,7 +110,7 @@ started=$(date +%s%N)
 npm install "$(tarball verifiers)" "$(tarball prime-rl)" "$(tarball trainer)" "$(tarball env-kuhn-poker)" zod@^4.1.0 2>&1 | tee "$work/trainer-install.log"
 elapsed=$(( ($(date +%s%N) - started) / 100000000 ))
 if grep -q EBADENGINE "$work/trainer-install.log"; then echo "consumer: npm install warned EBADENGINE" >&2; exit 1; fi
-install_line="trainer install: plain \`npm install @troupe/verifiers @troupe/prime-rl @troupe/trainer zod\` in $((elapsed / 10)).$((elapsed % 10)) s; \`du -sh node_modules\` $(du -sh node_modules | cut -f1) ($(ls node_modules | wc -l) top-level entries; load $(cut -d' ' -f1-3 /proc/loadavg))"
+install_line="trainer install: plain \`npm install @troupe/verifiers @troupe/prime-rl @troupe/trainer @troupe/env-kuhn-poker zod\` in $((elapsed / 10)).$((elapsed % 10)) s; \`du -sh node_modules\` $(du -sh node_modules | cut -f1) ($(ls node_modules | wc -l) top-level entries; load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "(f) $install_line"
 cp "$repo"/tooling/consumer/* .
 cp "$repo/README.md" README.troupe.md
