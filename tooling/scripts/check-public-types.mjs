@@ -5,8 +5,11 @@
 // types ["node"], module NodeNext. Any error — in our declarations or in a dependency's that our
 // declarations reach (tfjs's and some SDKs' need DOM types) — fails (exit 1), one line per error.
 // The packages resolve through a temporary node_modules of links to the workspace packages, so each
-// dependency resolves from its package as it would when installed. The consumer test runs the same
-// check on the packed tarballs installed with npm (tooling/consumer/public-types.mjs).
+// dependency resolves from its package as it would when installed. A workspace sees devDependencies
+// and hoisted @types a user's install lacks, so it also checks each bare import of our declarations:
+// a dependency or peer of the package, and typed (its own types, or its @types package a dependency
+// too). The consumer test runs the whole check on the packed tarballs installed with npm
+// (tooling/consumer/public-types.mjs), which also sees what the dependencies' own declarations need.
 // Usage: node tooling/scripts/check-public-types.mjs   (after `pnpm build`)
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -30,10 +33,47 @@ function publicPackages() {
       const entries = keys
         .filter((key) => !key.endsWith('.json'))
         .map((key) => (key === '.' ? pkg.name : `${pkg.name}${key.slice(1)}`));
-      packages.push({ name: pkg.name, dir, entries });
+      packages.push({ name: pkg.name, dir, entries, manifest: pkg });
     }
   }
   return packages;
+}
+
+/** Whether package `name`, installed for the package at `from`, ships its own declarations. */
+function shipsTypes(name, from) {
+  for (const base of [join(from, 'node_modules'), join(repo, 'node_modules')]) {
+    const manifestFile = join(base, name, 'package.json');
+    if (!existsSync(manifestFile)) continue;
+    const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
+    if (manifest.types || manifest.typings || JSON.stringify(manifest.exports ?? {}).includes('"types"')) return true;
+    return existsSync(join(base, name, 'index.d.ts'));
+  }
+  return true; // not installed here: tsc reports it
+}
+
+/** Bare imports of our declarations a user's install would not type: not declared, or untyped without its @types. */
+function undeclaredTypeImports(program, packages) {
+  const problems = [];
+  for (const file of program.getSourceFiles()) {
+    const pkg = packages.find((each) => file.fileName.startsWith(`${each.dir}/dist/`));
+    if (!pkg) continue;
+    const declared = { ...pkg.manifest.dependencies, ...pkg.manifest.peerDependencies };
+    for (const { fileName: spec } of ts.preProcessFile(file.text, true, true).importedFiles) {
+      if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+      const name = spec
+        .split('/')
+        .slice(0, spec.startsWith('@') ? 2 : 1)
+        .join('/');
+      if (name === pkg.name) continue;
+      const where = `${pkg.name}: ${file.fileName.slice(pkg.dir.length + 1)}`;
+      if (!(name in declared)) problems.push(`${where} names ${name}, which is not in its dependencies or peerDependencies`);
+      else if (!shipsTypes(name, pkg.dir)) {
+        const types = `@types/${name.replace(/^@/, '').replace('/', '__')}`;
+        if (!(types in declared)) problems.push(`${where} names ${name}, which ships no types, and ${types} is not a dependency`);
+      }
+    }
+  }
+  return [...new Set(problems)];
 }
 
 const packages = publicPackages();
@@ -62,15 +102,17 @@ try {
   };
   const program = ts.createProgram([join(work, 'public.ts')], options);
   const diagnostics = ts.getPreEmitDiagnostics(program);
+  const undeclared = undeclaredTypeImports(program, packages);
+  for (const problem of undeclared) console.error(problem);
   for (const d of diagnostics) {
     const where = d.file
       ? `${d.file.fileName.replace(/.*\/node_modules\//, '').replace(`${work}/`, '')}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}`
       : '';
     console.error(`${where} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
   }
-  if (diagnostics.length > 0) {
+  if (diagnostics.length > 0 || undeclared.length > 0) {
     console.error(
-      `public types: ${diagnostics.length} error(s) under tsc --strict without skipLibCheck (lib ES2022, types node)`,
+      `public types: ${diagnostics.length} error(s) under tsc --strict without skipLibCheck (lib ES2022, types node), ${undeclared.length} import(s) a user's install would not type`,
     );
     process.exitCode = 1;
   } else {
