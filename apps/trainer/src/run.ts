@@ -414,9 +414,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const trained = trainedPolicies({ defined, sources: built.map((b) => b.source) });
   if (trained.length > 1 || (trained.length === 1 && trained[0] !== 'main')) {
     if (trained.some((name) => defined.get(name)?.policy.engine === 'external')) {
-      if (checkpointDir)
-        throw new RunConfigError('--resume: a run of several policies on external engines cannot be resumed yet; start it again');
-      const engines = await severalExternalPolicies({ names: trained, defined, log });
+      if (checkpointDir && !external?.policies)
+        throw new RunConfigError(`--resume: ${checkpointDir} is not a checkpoint of a run of several external policies`);
+      const engines = await severalExternalPolicies({ names: trained, defined, log, resume: external?.policies });
       for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
       mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
       let orchestrator: Orchestrator<WeightsHandle, null>;
@@ -427,6 +427,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
           policies: engines.policies,
           runState: { config },
           writeCheckpoint: writeExternalCheckpoint,
+          ...(external ? { resume: external } : {}),
         });
       } catch (error) {
         await engines.close();
@@ -766,6 +767,8 @@ async function severalExternalPolicies(options: {
   names: readonly string[];
   defined: ReadonlyMap<string, ResolvedPolicy>;
   log: (line: string) => void;
+  /** Resuming: each policy's broadcast in the checkpoint (its trainer must resume at that step). */
+  resume?: Record<string, { weights: WeightsHandle }> | undefined;
 }) {
   const policies: Record<string, PolicyEngines<WeightsHandle, null>> = {};
   const closers: (() => Promise<void>)[] = [];
@@ -790,7 +793,17 @@ async function severalExternalPolicies(options: {
           { path: `${field}.transport.output_dir` },
         );
       outputDirs.set(name, transport.outputDir);
-      const engines = await externalEngines({ transport, inference, temperature: resolved.policy.temperature, log: options.log });
+      const resumeStep = options.resume?.[name]?.weights.step;
+      if (options.resume && resumeStep === undefined)
+        throw new RunConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
+      const engines = await externalEngines({
+        transport,
+        inference,
+        temperature: resolved.policy.temperature,
+        log: options.log,
+        // A policy its trainer never stepped resumes from the servers' start-up weights.
+        ...(resumeStep ? { resumeStep } : {}),
+      });
       closers.push(async () => {
         await engines.trainer.close();
         await engines.inference.close?.();
@@ -844,8 +857,9 @@ const EXTERNAL_CHECKPOINT_FILE = 'orchestrator.json';
 async function loadExternalCheckpoint(dir: string): Promise<OrchestratorCheckpoint<WeightsHandle, null> | null> {
   if (!existsSync(join(dir, EXTERNAL_CHECKPOINT_FILE))) return null;
   const text = (await readCheckpointFile({ dir, name: EXTERNAL_CHECKPOINT_FILE })).toString('utf8');
-  const body = JSON.parse(text) as { step?: unknown; broadcast?: unknown; state?: unknown };
+  const body = JSON.parse(text) as { step?: unknown; broadcast?: unknown; state?: unknown; policies?: unknown };
   const broadcast = body.broadcast as Partial<WeightsHandle> | undefined;
+  if (body.policies !== undefined) return severalExternalCheckpoint(dir, body);
   if (
     !Number.isInteger(body.step) ||
     (body.step as number) < 1 ||
@@ -862,6 +876,30 @@ async function loadExternalCheckpoint(dir: string): Promise<OrchestratorCheckpoi
     optimizer: null,
     inference: [],
   };
+}
+
+/**
+ * The checkpoint of a run of several external policies: every policy's broadcast handle (the step
+ * its own trainer reached, at most the run's step), as the orchestrator resumes it.
+ */
+function severalExternalCheckpoint(
+  dir: string,
+  body: { step?: unknown; state?: unknown; policies?: unknown },
+): OrchestratorCheckpoint<WeightsHandle, null> {
+  const bad = () =>
+    new RunConfigError(`--resume: ${join(dir, EXTERNAL_CHECKPOINT_FILE)} is not an orchestrator checkpoint of troupe`);
+  const step = body.step;
+  if (!Number.isInteger(step) || (step as number) < 1 || typeof body.state !== 'object' || body.state === null) throw bad();
+  if (typeof body.policies !== 'object' || body.policies === null) throw bad();
+  const policies: NonNullable<OrchestratorCheckpoint<WeightsHandle, null>['policies']> = {};
+  for (const [name, handle] of Object.entries(body.policies as Record<string, Partial<WeightsHandle>>)) {
+    if (!Number.isInteger(handle?.step) || (handle.step as number) > (step as number) || typeof handle?.dir !== 'string')
+      throw bad();
+    policies[name] = { weights: { step: handle.step as number, dir: handle.dir }, optimizer: null, inference: [] };
+  }
+  const first = Object.values(policies)[0];
+  if (!first) throw bad();
+  return { step: step as number, state: body.state as Record<string, unknown>, ...first, policies };
 }
 
 /** Runs the orchestrator, then the report; closes the engines whatever happens. */

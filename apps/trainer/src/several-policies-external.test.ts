@@ -122,6 +122,55 @@ describe('several policies on external engines (one prime-rl trainer and one vLL
           west: { step: 3, dir: join(dir, 'wire-west', 'broadcasts', 'step_3') },
           east: { step: 3, dir: join(dir, 'wire-east', 'broadcasts', 'step_3') },
         });
+
+        // --resume to step 5: each trainer restarted at its own checkpoint step (--resume.step 3).
+        const longer = twoExternal({ dir, west: west.baseUrl, east: east.baseUrl, steps: 5 });
+        const resumed: Promise<number | null>[] = [];
+        for (const name of ['west', 'east']) {
+          const launch = primeRlLaunch({
+            config: parseRunConfig(camelKeys(longer)),
+            policy: name,
+            configPath: null,
+            out: join(dir, 'run'),
+          });
+          await writeFile(join(dir, `${name}.toml`), launch['trainer.toml']);
+          const trainer = spawn(
+            PYTHON,
+            [
+              join(DOUBLE, 'torchrun.py'),
+              '--nproc-per-node',
+              '1',
+              join(DOUBLE, 'trainer.py'),
+              '@',
+              join(dir, `${name}.toml`),
+              '--resume.step',
+              '3',
+            ],
+            { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+          );
+          children.push(trainer);
+          trainer.stderr?.on('data', (d) => (trainerErr += d));
+          resumed.push(new Promise((res) => trainer.on('close', (code) => res(code))));
+        }
+        const again = await train({ config: longer, out: join(dir, 'run'), resume: true, baseDir: import.meta.dirname });
+        expect(await Promise.all(resumed), trainerErr).toEqual([0, 0]);
+        expect(again.steps).toBe(5);
+        expect((await readMetrics(join(dir, 'run'))).map((m) => m.step)).toEqual([1, 2, 3, 4, 5]);
+        for (const [server, name] of [
+          [west, 'west'],
+          [east, 'east'],
+        ] as const) {
+          const decoded = (await readFile(join(dir, `wire-${name}`, 'trainer-double', 'rank_0.jsonl'), 'utf8'))
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as { step: number; resumed_from: number | null });
+          expect(decoded.map((d) => `${d.step}:${d.resumed_from}`)).toEqual(['1:null', '2:null', '3:null', '4:3', '5:3']);
+          // The resumed servers were given their own policy's step 3 first, then step 4.
+          const updates = server.admin
+            .filter((c) => c.route === 'update_weights')
+            .map((c) => (c.body as { weight_dir?: string }).weight_dir);
+          expect(updates.slice(2)).toEqual([3, 4].map((n) => join(dir, `wire-${name}`, 'broadcasts', `step_${n}`)));
+        }
       } finally {
         await west.close();
         await east.close();
