@@ -1,4 +1,5 @@
 import { ConfigError, type Episode, type ModelCallOptions, type ModelClient, type ModelRequest } from '@troupe/verifiers';
+import { ReplyProbabilitiesUnavailable } from './evaluation.ts';
 import type { EvaluationPolicy, Inference, Trainer, TrainSource } from './types.ts';
 
 /** The name of the policy a role plays when its source binds none: the run's only trainable policy. */
@@ -86,7 +87,9 @@ export function episodesOfPolicy(source: TrainSource, episodes: readonly Episode
 
 /**
  * One client over several policies' evaluation clients: a request goes to the policy its `model`
- * names (a role's model name is the policy it binds), else to `fallback`.
+ * names (a role's model name is the policy it binds), else to `fallback`. It has no reply
+ * probabilities (they are one policy's): `replyProbabilities` rejects with
+ * {@link ReplyProbabilitiesUnavailable}, so an evaluator needing them is skipped with that reason.
  */
 export function routedEvaluationPolicy(policies: ReadonlyMap<string, EvaluationPolicy>, fallback: string): EvaluationPolicy {
   const pick = (model: string) => (policies.get(model) ?? policies.get(fallback)) as EvaluationPolicy;
@@ -94,9 +97,17 @@ export function routedEvaluationPolicy(policies: ReadonlyMap<string, EvaluationP
     model: fallback,
     complete: (request: ModelRequest, options?: ModelCallOptions) => pick(request.model).client.complete(request, options),
   };
+  const names = [...policies.keys()].join(', ');
   return {
     version: pick(fallback).version,
     client,
+    // Reply probabilities are one policy's: an evaluator that needs them is skipped, saying why.
+    replyProbabilities: () =>
+      Promise.reject(
+        new ReplyProbabilitiesUnavailable(
+          `the source's roles play several policies (${names}); no one policy's reply probabilities`,
+        ),
+      ),
     loadRngState(state) {
       for (const policy of policies.values()) policy.loadRngState?.(state);
     },
