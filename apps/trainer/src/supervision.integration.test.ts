@@ -1,8 +1,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { frozenCheckpointClient } from '@troupe/prime-rl/orchestrator';
 import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
 import { describe, expect, it } from 'vitest';
+import { startTeacherDouble } from './__fixtures__/vllm-teacher-double.ts';
 
 const cli = resolve(import.meta.dirname, 'cli.ts');
 const answerColor = resolve(import.meta.dirname, '__fixtures__/answer-color-env.ts');
@@ -11,11 +13,12 @@ const policy = { d_model: 16, heads: 2, layers: 1, ffn_mult: 2, max_tokens: 1 };
 const trainer = { worker_thread: false, lr: 1e-2 };
 
 /** `troupe train --config <file> --out <dir>` on the embedded engine, from the app's folder. */
-async function train(config: Record<string, unknown>, out: string): Promise<NodeProcessResult> {
+async function train(config: Record<string, unknown>, out: string, env: NodeJS.ProcessEnv = {}): Promise<NodeProcessResult> {
   const file = join(out, '..', `${out.split('/').at(-1)}.json`);
   writeFileSync(file, JSON.stringify(config));
   const result = await runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, 'train', '--config', file, '--out', out], {
     cwd: resolve(import.meta.dirname, '..'),
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
   });
   if (result.code !== 0) throw new Error(`troupe train exited ${result.code}: ${result.stderr}`);
   return result;
@@ -29,6 +32,15 @@ function metrics(out: string): Record<string, number>[] {
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Log-probabilities of next-token logits at temperature 1. */
+function logSoftmax(logits: ArrayLike<number>): number[] {
+  let top = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < logits.length; i++) top = Math.max(top, logits[i] as number);
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] as number) - top);
+  return Array.from(logits, (x) => x - top - Math.log(sum));
+}
 
 describe('sft and opd through troupe train --config (embedded engine)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'troupe-sft-opd-'));
@@ -107,6 +119,56 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
     expect(mean(kl.slice(-5))).toBeLessThan(mean(kl.slice(0, 5)) - 1);
     expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
   }, 120_000);
+
+  it('opd distils an endpoint teacher (a vLLM scoring double serving the sft checkpoint): KL falls, reward rises', async () => {
+    const served = await frozenCheckpointClient({ dir: join(teacher, 'checkpoint'), maxTokens: 1, seed: 17 });
+    const vocabSize = served.tokenizer.toJSON().vocab.length;
+    const double = await startTeacherDouble({
+      name: 'answer-color-teacher',
+      vocabSize,
+      maxModelLen: served.config.contextLength,
+      nextLogprobs: async (prefix) => logSoftmax(await served.nextLogits(prefix)),
+    });
+    const out = join(dir, 'opd-endpoint');
+    try {
+      await train(
+        {
+          seed: 2,
+          max_steps: 20,
+          groups_per_step: 6,
+          checkpoint_every: 0,
+          train: {
+            source: [
+              {
+                env: answerColor,
+                group_size: 4,
+                algorithm: {
+                  type: 'opd',
+                  teacher: { base_url: double.baseUrl, model: 'answer-color-teacher', api_key_var: 'TEACHER_KEY' },
+                },
+              },
+            ],
+          },
+          policy,
+          trainer,
+        },
+        out,
+        { TEACHER_KEY: double.apiKey },
+      );
+    } finally {
+      await double.close();
+    }
+    const lines = metrics(out);
+    expect(lines.every((m) => m['trainer/rl_tokens'] === 0 && m['trainer/ref_kl_tokens'] === 24)).toBe(true);
+    // Every branch was scored on the double with prime-rl's request, and the key was never recorded.
+    expect(double.requests.length).toBeGreaterThanOrEqual(20 * 24);
+    expect(double.requests.every((r) => (r.sampling_params as { prompt_logprobs: number }).prompt_logprobs === 1)).toBe(true);
+    expect(readFileSync(join(out, 'config.json'), 'utf8')).not.toContain(double.apiKey);
+    const kl = lines.map((m) => Number(m['trainer/teacher_kl']));
+    const reward = lines.map((m) => Number(m['train/answer-color/speaker/reward/mean']));
+    expect(mean(kl.slice(-5))).toBeLessThan(mean(kl.slice(0, 5)) - 1);
+    expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
+  }, 180_000);
 
   it('one policy trains on a grpo source and an sft source in the same run and the same steps', async () => {
     const out = join(dir, 'mixed');

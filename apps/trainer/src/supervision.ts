@@ -12,6 +12,7 @@ import {
   type Task,
 } from '@troupe/verifiers';
 import { readRunFileText } from '@troupe/verifiers/internal';
+import { endpointTeacher } from './teacher-endpoint.ts';
 
 /** What the given-replies client needs of the embedded policy client: its word tokenizer and context length. */
 interface TokenizingClient extends ModelClient {
@@ -202,8 +203,8 @@ export function givenReplies(options: {
 }
 
 /**
- * Connects an algorithm's frozen model (opd's teacher) for the embedded engine: a run checkpoint
- * served by onnxruntime, scoring a token sequence with one forward pass per position (batched) —
+ * Connects an algorithm's frozen model (opd's teacher): an endpoint (see `connectEndpointTeacher`),
+ * or a run checkpoint served by onnxruntime, scoring a token sequence with one forward pass per position (batched) —
  * log-softmax of the next-token logits at temperature 1, 0 for the first token (prime-rl's
  * prefill scoring, `src/prime_rl/utils/client.py:479-514` at 559b447). The teacher must share the
  * student's tokenizer: checked at the first score.
@@ -213,7 +214,10 @@ export async function connectTeacher(options: {
   student: () => ModelClient;
   field: string;
   baseDir: string;
+  /** Where an endpoint teacher's `apiKeyVar` is read (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }): Promise<LogprobScorer> {
+  if ('baseUrl' in options.reference) return connectEndpointTeacher({ ...options, reference: options.reference });
   const dir = isAbsolute(options.reference.checkpoint)
     ? options.reference.checkpoint
     : resolve(options.baseDir, options.reference.checkpoint);
@@ -248,6 +252,44 @@ export async function connectTeacher(options: {
       return [0, ...logprobs];
     },
   };
+}
+
+/**
+ * Connects an endpoint teacher (a served model, prime-rl's teacher kind): the API key is read here,
+ * from the variable `apiKeyVar` names (a named variable that is unset is refused before anything
+ * runs; the key is never recorded), and one tiny scoring call checks the server, key and model. The server must serve the student's tokenizer: this cannot be
+ * checked from here beyond the server's own refusal of an out-of-vocabulary token id.
+ */
+async function connectEndpointTeacher(options: {
+  reference: Extract<FrozenModelReference, { baseUrl: string }>;
+  field: string;
+  env?: NodeJS.ProcessEnv;
+}): Promise<LogprobScorer> {
+  const { reference } = options;
+  const field = `${options.field}.algorithm.teacher`;
+  let apiKey: string | undefined;
+  if (reference.apiKeyVar !== undefined) {
+    apiKey = (options.env ?? process.env)[reference.apiKeyVar];
+    if (!apiKey)
+      throw new ConfigError(`${field}.api_key_var: the environment variable ${reference.apiKeyVar} is not set`, {
+        path: `${field}.api_key_var`,
+      });
+  }
+  const scorer = endpointTeacher({
+    baseUrl: reference.baseUrl,
+    model: reference.model,
+    apiKey,
+    timeoutMs: reference.timeoutMs,
+    field,
+  });
+  // One scoring of a one-token prompt before any rollout: an unreachable server, a wrong key or
+  // an unknown model ends the run here, naming the endpoint, instead of failing every episode.
+  try {
+    await scorer.score([0]);
+  } catch (error) {
+    throw new ConfigError((error as Error).message, { path: field, cause: error });
+  }
+  return scorer;
 }
 
 /**

@@ -7,6 +7,9 @@ export { activeMs } from './eval/summary.ts';
 export { type CallerProcessFinder, registerRelayedCaller } from './interception/caller-process.ts';
 // Wire and trace helpers shared by the trainer packages.
 export { chatDialect } from './interception/dialects/chat.ts';
+// The core model client's transport and retry policy, for troupe's other HTTP model calls (opd's endpoint teacher).
+export { postJson } from './model/json-post.ts';
+export { isRetryableStatus, RetryOptionsSchema, retryAfterMs, withRetry } from './model/retry.ts';
 export { CreationLimiter, CreationLimitsSchema, type CreationSlot } from './runtime/creation-limiter.ts';
 export {
   EXEC_PID_DIR,

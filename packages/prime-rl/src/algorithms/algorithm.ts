@@ -23,8 +23,15 @@ export interface EnvInfo {
  */
 export type ActionLoss = 'rl' | 'ce' | 'ref_kl';
 
-/** A frozen model an algorithm scores tokens with (opd's teacher): a run checkpoint of an embedded policy. */
-export type FrozenModelReference = { checkpoint: string };
+/**
+ * A frozen model an algorithm scores tokens with (opd's teacher): a run checkpoint of an embedded
+ * policy, or a served model behind an endpoint that prefill-scores token ids (prime-rl
+ * `FrozenModelConfig`, `packages/prime-rl-configs/src/prime_rl/configs/algorithm.py:46-66` at
+ * 559b447). `apiKeyVar` names the environment variable the key is read from (never the key).
+ */
+export type FrozenModelReference =
+  | { checkpoint: string }
+  | { baseUrl: string; model: string; apiKeyVar?: string | undefined; timeoutMs?: number | undefined };
 
 /** Prefill-scores token sequences under a frozen model. */
 export interface LogprobScorer {

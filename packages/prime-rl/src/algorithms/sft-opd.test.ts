@@ -1,3 +1,4 @@
+import { ConfigError } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
 import { BatchBuilder } from '../samples/batch-builder.ts';
 import { makeEpisode, makeTrace } from './__fixtures__/episodes.ts';
@@ -83,6 +84,34 @@ describe('Opd', () => {
     expect(samples[0]?.refKlWeights).toEqual([0, 0, 1, 0, 1, 1]);
     expect(samples[0]?.rlWeights).toEqual([0, 0, 0, 0, 0, 0]);
     expect(samples[1]?.refLogprobs?.map((x) => Number(x.toFixed(6)))).toEqual([0, 0, -1]);
+  });
+});
+
+describe('Opd with a teacher that fails', () => {
+  it('a teacher error fails that episode alone: its traces record it and do not train; a config error ends the run', async () => {
+    const opd = new Opd({ type: 'opd', teacher: { baseUrl: 'http://127.0.0.1:8000/v1', model: 'teacher' } });
+    let fail: Error = new Error(
+      'the teacher answered 400: The decoder prompt (length 9) is longer than the maximum model length of 8.',
+    );
+    await opd.setup({
+      connect: async () => ({
+        score: async () => {
+          throw fail;
+        },
+      }),
+    });
+    const episode = makeEpisode({ traces: [makeTrace({ turns: [{ prompt: [1], completion: [2] }] })] });
+    await opd.scoreEpisode(episode);
+    expect(episode.ok).toBe(false);
+    expect(episode.traces[0]?.errors[0]?.message).toMatch(/maximum model length/);
+    opd.scoreGroup([episode]);
+    const builder = new BatchBuilder({ batchSize: 10 });
+    builder.addEpisodes([episode], { actionLoss: opd.actionLoss });
+    expect(builder.flush()?.samples ?? []).toEqual([]);
+    fail = new ConfigError("teacher: the teacher's tokenizer differs from the student's");
+    await expect(
+      opd.scoreEpisode(makeEpisode({ traces: [makeTrace({ turns: [{ prompt: [1], completion: [2] }] })] })),
+    ).rejects.toThrow(/tokenizer differs/);
   });
 });
 
