@@ -45,7 +45,24 @@ const EVAL_OPTIONS = {
 } as const;
 
 const parseEvalFlags = (args: string[]) =>
-  parseArgs({ args, options: EVAL_OPTIONS, strict: true, allowPositionals: false }).values;
+  parseArgs({ args: resumeRunDir(args), options: EVAL_OPTIONS, strict: true, allowPositionals: false }).values;
+
+/**
+ * `--run-dir DIR --resume` (no value after `--resume`) continues DIR, the spelling `troupe train`
+ * uses; it becomes `--resume DIR`. Any other use of the flags is left to the parser.
+ */
+function resumeRunDir(args: string[]): string[] {
+  const resumeAt = args.indexOf('--resume');
+  const next = args[resumeAt + 1];
+  if (resumeAt < 0 || (next !== undefined && !next.startsWith('-'))) return args;
+  const dirAt = args.indexOf('--run-dir');
+  const joined = args.find((arg) => arg.startsWith('--run-dir='));
+  const dir = dirAt >= 0 ? args[dirAt + 1] : joined?.slice('--run-dir='.length);
+  if (dir === undefined || dir === '' || dir.startsWith('-')) return args;
+  const rest = args.filter((arg, at) => at !== dirAt && at !== dirAt + 1 && arg !== joined);
+  rest.splice(rest.indexOf('--resume') + 1, 0, dir);
+  return rest;
+}
 
 type EvalFlags = ReturnType<typeof parseEvalFlags>;
 

@@ -52,7 +52,8 @@ Eval options:
       --max-turns N      max model calls per agent run
   -o, --outputs DIR      root of run directories (default outputs)
       --resume DIR       continue a run: keep its complete episodes, run the rest (refused
-                         when another flag or config changes the run's config.json)
+                         when another flag or config changes the run's config.json);
+                         --run-dir DIR --resume is the same, as troupe train spells it
       --allow-failures   exit 0 even when episodes failed
       --shard I/N        run only shard I of N (1-based) of tasks × rollouts; troupe merge joins them
       --no-preflight     skip the checks made before a run: the endpoint (GET <base-url>/models)

@@ -80,4 +80,16 @@ describe('troupe eval --dry-run and --clean', () => {
     expect(readFileSync(join(runDir, 'traces.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
     expect((await troupe(['eval', '-m', 'm', '--resume', runDir, '--clean'])).stderr).toMatch(/choose one/);
   });
+
+  it('--run-dir DIR --resume continues DIR, as troupe train spells it', async () => {
+    const runDir = join(mkdtempSync(join(tmpdir(), 'troupe-resume-')), 'run');
+    const first = ['eval', '-m', 'm', '-b', server.baseUrl, '-n', '2', '--harness', 'null', '--run-dir', runDir];
+    expect((await troupe([...first, '--allow-failures'])).code).toBe(0);
+    const resumed = await troupe(['eval', '--run-dir', runDir, '--resume']);
+    expect(resumed.stderr).not.toMatch(/--run-dir names a new run/);
+    expect(resumed.code).toBe(0);
+    expect(readFileSync(join(runDir, 'traces.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+    const missing = await troupe(['eval', '--resume']);
+    expect(missing.code).toBe(2);
+  });
 });
