@@ -287,7 +287,8 @@ async function connectEndpointTeacher(options: {
   try {
     await scorer.score([0]);
   } catch (error) {
-    throw new ConfigError((error as Error).message, { path: field, cause: error });
+    // The message names the endpoint, model and failure already; no cause (the CLI would print it twice).
+    throw new ConfigError((error as Error).message, { path: field });
   }
   return scorer;
 }

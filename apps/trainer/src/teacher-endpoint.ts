@@ -125,7 +125,8 @@ export function endpointTeacher(options: EndpointTeacherOptions): LogprobScorer 
             statusCode: status,
           });
         const cause = (error as { cause?: { message?: string } })?.cause?.message;
-        throw new ProviderError(`${where}: the teacher call failed: ${message}${cause ? ` (${cause})` : ''}${after}`, {
+        const detail = cause && !message.includes(cause) ? ` (${cause})` : '';
+        throw new ProviderError(`${where}: the teacher call failed: ${message}${detail}${after}`, {
           cause: error,
           statusCode: 502,
         });

@@ -169,8 +169,11 @@ function readBody(req: IncomingMessage): Promise<string | null> {
 }
 
 /**
- * Starts the double on 127.0.0.1 (a random port), authenticated as `vllm serve --api-key` is: a
- * request without `Authorization: Bearer <key>` is a 401 (vllm/entrypoints/serve/middleware/authenticate.py).
+ * Starts the double on 127.0.0.1 (a random port). Every request must carry `Authorization: Bearer
+ * <key>` (a 401 otherwise), as every local server of this project is authenticated. This is
+ * stricter than vLLM: its `--api-key` middleware guards the paths under `/v1` only (the
+ * `AuthenticationMiddleware` of vllm/entrypoints/openai/server_utils.py), so a bare vLLM does not
+ * check the key on `/inference/v1/generate`; prime-rl sends it anyway (`client.py:31-35`).
  */
 export async function startTeacherDouble(model: DoubleModel): Promise<TeacherDouble> {
   const apiKey = randomBytes(16).toString('hex');
