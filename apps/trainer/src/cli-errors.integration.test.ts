@@ -187,7 +187,7 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
     expect(lines.length).toBeGreaterThanOrEqual(1);
   });
 
-  it('exits 4 when every episode of the first rollout fails, naming the error and the endpoint', async () => {
+  it('exits 4 when every episode of the first step fails, naming the error and the endpoint', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'trainer-cli-')), 'run');
     const sets = [
       'max_steps=2',
@@ -202,7 +202,7 @@ describe('trainer CLI: errors, exit codes and the run directory', () => {
     const result = await trainer(['train', '--out', out, ...sets.flatMap((set) => ['--set', set])]);
     expect(result.code, result.stderr).toBe(4);
     expect(result.stderr).toMatch(
-      /^troupe: TrainingStoppedError: every episode of the run's first rollout \(step 1\) failed .*role player1.*ProviderError.*endpoints: http:\/\/127\.0\.0\.1:9\/v1/m,
+      /^troupe: TrainingStoppedError: every episode of the run's first step \(step 1\) failed .*role player1.*ProviderError.*endpoints: http:\/\/127\.0\.0\.1:9\/v1/m,
     );
   });
 });

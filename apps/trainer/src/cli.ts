@@ -58,10 +58,10 @@ Train options:
 
 Exit codes:
   0  ok                                          2  bad config or flag (nothing was written)
-  3  some episodes failed (the run finished)     4  stopped: every episode failed in the first rollout
-  1  an internal error                              or in stop_after_failed_steps (default 5) rollouts
+  3  some episodes failed (the run finished)     4  stopped: every episode failed in the first step
+  1  an internal error                              or in stop_after_failed_steps (default 5) steps
   130 interrupted (--resume continues from          in a row (the error and endpoints are named), or
-      the last checkpoint)                          10 rollouts in a row had no sample (every advantage
+      the last checkpoint)                          10 batches in a row had no sample (every advantage
                                                     0); the last checkpoint is kept
 `;
 

@@ -254,7 +254,7 @@ describe('three processes against prime-rl doubles (vLLM with the name check, to
     ['proposer-solver', 'zmq'],
   ] as const) {
     runIt(
-      `${env} over ${transport}: 20 steps, every rank reads its own file of every step, zero-advantage rollouts never reach the trainer`,
+      `${env} over ${transport}: 20 steps, every rank reads its own file of every step, zero-advantage steps never reach the trainer`,
       async () => {
         const { result, reads, metrics, vllm, lines, outputDir } = await threeProcess({ env, transport });
         expect(result.steps).toBe(STEPS);
@@ -274,7 +274,7 @@ describe('three processes against prime-rl doubles (vLLM with the name check, to
         }
         // The flat rollouts gave empty batches: logged with their cause, counted, rolled again.
         // (Versions 3, 9 and 14 each sample one rollout first, whatever else rolls again.)
-        const zero = metrics.map((m) => Number(m['batch/empty_rollouts/zero_advantages']));
+        const zero = metrics.map((m) => Number(m['batch/empty_steps/zero_advantages']));
         expect(zero.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(3);
         expect(lines.some((l) => /empty batch after \d+ episodes \(zero-advantages\); not sent to the trainer/.test(l))).toBe(
           true,

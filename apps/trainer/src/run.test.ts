@@ -92,7 +92,7 @@ describe('train (Kuhn poker, the default config, through the orchestrator)', () 
     expect(error.name).toBe('TrainingStoppedError');
     expect(error.step).toBe(1);
     expect(error.message).toMatch(
-      /^every episode of the run's first rollout \(step 1\) failed \(\d+ episodes\); first error \(source kuhn-poker, role player1, stage agent\): ProviderError/,
+      /^every episode of the run's first step \(step 1\) failed \(\d+ episodes\); first error \(source kuhn-poker, role player1, stage agent\): ProviderError/,
     );
     expect(error.message).toContain('http://127.0.0.1:9/v1');
     expect(existsSync(join(out, 'checkpoint'))).toBe(false);
@@ -170,7 +170,7 @@ describe('a user env module trains', () => {
     expect(Number(evaluated.at(-1)?.['eval/held-out/speaker/reward/mean'])).toBeGreaterThan(0.8);
     // Once the speaker is right every time, a group's advantages are all 0: such a rollout is not
     // trained on, the step rolls again (its episodes still count).
-    const rerolled = metrics.reduce((sum, m) => sum + Number(m['batch/empty_rollouts']), 0);
+    const rerolled = metrics.reduce((sum, m) => sum + Number(m['batch/empty_steps']), 0);
     expect(result.episodes).toBe((40 + rerolled) * 6 * 8);
     expect(metrics.every((m) => Number(m['batch/samples']) > 0)).toBe(true);
   });

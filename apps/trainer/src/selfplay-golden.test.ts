@@ -155,7 +155,7 @@ describe('self-play path: byte-identical to the recorded golden run', () => {
           ([k]) =>
             !k.startsWith('time/') &&
             !k.startsWith('eval/') &&
-            !k.startsWith('batch/empty_rollouts') &&
+            !k.startsWith('batch/empty_steps') &&
             !k.startsWith('batch/stale_') &&
             (!k.startsWith('trainer/') || (m.step === 1 && /^trainer\/(loss|rl_loss|ref_kl|entropy|lr|tokens)$/.test(k))),
         ),
@@ -163,7 +163,7 @@ describe('self-play path: byte-identical to the recorded golden run', () => {
     );
     expect(kept[0]?.['train/kuhn-poker/player0/traces']).toBe(24);
     // No rollout of this run was empty (the golden predates that count): its metrics are all 0.
-    expect(metrics.map((m) => m['batch/empty_rollouts'])).toEqual([0, 0]);
+    expect(metrics.map((m) => m['batch/empty_steps'])).toEqual([0, 0]);
     // Nor stale: both rollouts ran at version 0 and were consumed at once (the golden predates these counts too).
     expect(metrics.map((m) => [m['batch/stale_episodes_dropped'], m['batch/stale_groups_dropped']])).toEqual([
       [0, 0],

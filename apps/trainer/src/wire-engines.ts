@@ -210,7 +210,7 @@ export async function externalEngines(options: {
   /**
    * Resume after the orchestrator's checkpoint of this step: the trainer must hold its own
    * checkpoint of the step and be started with `--resume.step <step>` (see `checkExternalResume`);
-   * the servers are given `broadcasts/step_<step>` before the first rollout.
+   * the servers are given `broadcasts/step_<step>` before the first step is played.
    */
   resumeStep?: number;
   log?: (line: string) => void;

@@ -1,10 +1,10 @@
 import { TroupeError } from '@troupe/verifiers';
 
-/** Why one rollout gave no training sample. */
+/** Why one collection of a step's episodes gave no training sample. */
 export type EmptyBatchReason = 'failed-episodes' | 'zero-advantages' | 'off-policy';
 
 /**
- * Too many rollouts in a row gave an empty batch, so the run stops rather than ship an empty step
+ * Too many collections in a row gave an empty batch, so the run stops rather than ship an empty step
  * (prime-rl's trainer cannot train one) or roll for ever. prime-rl's orchestrator stops the same
  * way after 10 consecutive empty batches (`src/prime_rl/orchestrator/orchestrator.py:99,640-652`
  * at 559b447). `reason` is the cause of the last one: every episode failed, every advantage was 0,

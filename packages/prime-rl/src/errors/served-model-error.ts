@@ -3,7 +3,7 @@ import { TroupeError } from '@troupe/verifiers';
 /**
  * An inference server does not serve the model the run asks for (`[inference] model`): its
  * `GET /v1/models` lists other names. vLLM would answer every chat request with 404 "The model
- * `<name>` does not exist", so the run stops before its first rollout, naming the server and the
+ * `<name>` does not exist", so the run stops before its first step, naming the server and the
  * names it serves (prime-rl checks the same at start: `src/prime_rl/utils/client.py:159-172`,
  * `maybe_check_has_model`, at 559b447).
  */

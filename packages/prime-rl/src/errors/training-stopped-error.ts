@@ -2,16 +2,16 @@ import { TroupeError } from '@troupe/verifiers';
 
 /**
  * A training run stopped because it has nothing to train on: every episode of the run's first
- * rollout failed, or of `stop_after_failed_steps` rollouts in a row (each a step's groups, rolled
- * again when all failed; none reaches the trainer) — {@link TrainingStoppedError.failedRollouts}
+ * step failed, or of `stop_after_failed_steps` steps in a row (each a step's groups, collected
+ * again when all failed; none reaches the trainer) — {@link TrainingStoppedError.failedSteps}
  * words that message, naming the step, the first error (source, role, stage, and the user's own
  * stack when a wrapper error carries it) and the endpoints the run calls. The checkpoint written
  * before, if any, is kept. `troupe train` exits 4.
  */
 export class TrainingStoppedError extends TroupeError {
-  /** The step no rollout could fill (its metrics line and checkpoint are not written). */
+  /** The step no collection could fill (its metrics line and checkpoint are not written). */
   readonly step: number;
-  /** Rollouts in a row that gave nothing to train on. */
+  /** Steps in a row that gave nothing to train on. */
   readonly consecutive: number;
   /** The endpoints the run's roles call (policy servers, frozen models). */
   readonly endpoints: readonly string[];
@@ -23,13 +23,13 @@ export class TrainingStoppedError extends TroupeError {
     this.endpoints = options.endpoints;
   }
 
-  /** The stop of a run whose rollouts failed whole (see the class). */
-  static failedRollouts(options: {
+  /** The stop of a run whose steps failed whole (see the class). */
+  static failedSteps(options: {
     step: number;
     consecutive: number;
-    /** Whether it was the run's first rollout (of this process: a resumed run's first too). */
+    /** Whether it was the run's first step (of this process: a resumed run's first too). */
     first: boolean;
-    /** Episodes of the last rollout. */
+    /** Episodes of the last collection of the step. */
     failed: number;
     /** "first error (source …, role …, stage …): Type: message", or null. */
     firstError: string | null;
@@ -38,8 +38,8 @@ export class TrainingStoppedError extends TroupeError {
     endpoints: readonly string[];
   }): TrainingStoppedError {
     const span = options.first
-      ? `the run's first rollout (step ${options.step})`
-      : `${options.consecutive} rollouts in a row (stop_after_failed_steps; step ${options.step})`;
+      ? `the run's first step (step ${options.step})`
+      : `${options.consecutive} steps in a row (stop_after_failed_steps; step ${options.step})`;
     const endpoints = options.endpoints.length ? `; endpoints: ${options.endpoints.join(', ')}` : '';
     const caused = options.causeStack ? `\n  caused by ${options.causeStack}` : '';
     return new TrainingStoppedError({

@@ -12,13 +12,13 @@ async function setup(
   options: { maxAsync: number; maxOffPolicySteps: number; maxSteps: number } & Partial<
     Pick<OrchestratorOptions, 'maxSeconds' | 'checkpointEvery' | 'log' | 'filterZeroAdvantages' | 'stopAfterFailedSteps'>
   > & {
-      /** Rollouts (1-based, in play order, rolls again included) whose every episode fails, as with an endpoint down. */
-      failRollouts?: ReadonlySet<number>;
+      /** Collections (1-based, in play order, collections again included) whose every episode fails, as with an endpoint down. */
+      failCollections?: ReadonlySet<number>;
       /** Wraps the echo env (e.g. to rewrite what its episodes recorded). */
       wrapEnv?: (env: TrainSource['env']) => TrainSource['env'];
     },
 ) {
-  const { failRollouts, wrapEnv, ...orchestratorOptions } = options;
+  const { failCollections, wrapEnv, ...orchestratorOptions } = options;
   const { out, policy, weights, inference, source } = await echoRun('troupe-orchestrator-');
   const embedded = await embeddedTrainer({
     policy,
@@ -40,14 +40,14 @@ async function setup(
   // The real trainer, recording which roles each batch held.
   const trainer: Trainer = { ...embedded, step: (o) => (trained.push(o.samples.map((s) => s.role)), embedded.step(o)) };
   const echo = source();
-  if (failRollouts) {
-    // Episodes run a group at a time (2 groups of 4 a rollout): episode k belongs to rollout ⌈k / 8⌉.
+  if (failCollections) {
+    // Episodes run a group at a time (2 groups of 4 a collection): episode k belongs to collection ⌈k / 8⌉.
     const runEpisode = echo.env.runEpisode.bind(echo.env);
     let played = 0;
     echo.env.runEpisode = async (episodeOptions) => {
-      const rollout = Math.floor(played++ / 8) + 1;
+      const collection = Math.floor(played++ / 8) + 1;
       const episode = await runEpisode(episodeOptions);
-      if (failRollouts.has(rollout))
+      if (failCollections.has(collection))
         episode.recordError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { name: 'ProviderError' }), 'agent');
       return episode;
     };
@@ -74,12 +74,12 @@ describe('Orchestrator', () => {
 
   it('plays on-policy with maxAsync 0 and one step behind with maxAsync 1', async () => {
     for (const maxAsync of [0, 1]) {
-      // Zero-advantage samples kept: no rollout is empty, so none rolls again at a newer version.
+      // Zero-advantage samples kept: no step is empty, so none is collected again at a newer version.
       const run = await setup({ maxAsync, maxOffPolicySteps: 8, maxSteps: 4, filterZeroAdvantages: false });
       await run.orchestrator.run();
       await run.close();
       const metrics = await readMetrics(run.out);
-      expect(metrics.map((m) => m['batch/empty_rollouts'])).toEqual([0, 0, 0, 0]);
+      expect(metrics.map((m) => m['batch/empty_steps'])).toEqual([0, 0, 0, 0]);
       expect(metrics.map((m) => m.policy_version)).toEqual(maxAsync === 0 ? [0, 1, 2, 3] : [0, 0, 1, 2]);
     }
   });
@@ -96,24 +96,24 @@ describe('Orchestrator', () => {
     await run.orchestrator.run();
     await run.close();
     const metrics = await readMetrics(run.out);
-    // Rollouts 2 and 3 ran one version behind: every group dropped, so each step rolled again at
+    // Collections 2 and 3 ran one version behind: every group dropped, so each step rolled again at
     // version n − 1 (on time), and that batch trained. No step reached the trainer empty.
-    expect(metrics.map((m) => m['batch/empty_rollouts/off_policy'])).toEqual([0, 1, 1]);
+    expect(metrics.map((m) => m['batch/empty_steps/off_policy'])).toEqual([0, 1, 1]);
     expect(metrics.map((m) => m.policy_version)).toEqual([0, 1, 2]);
     expect(metrics.map((m) => m['off_policy/dropped'])).toEqual([0, 0, 0]);
     expect(run.trained).toHaveLength(3);
     expect(run.trained.every((roles) => roles.length > 0)).toBe(true);
     expect(
       lines.filter((l) =>
-        /^step [23]: empty batch after \d+ episodes \(off-policy\); not sent to the trainer, rolling again \(consecutive empty batches: 1\/10\)$/.test(
+        /^step [23]: empty batch after \d+ episodes \(off-policy\); not sent to the trainer, collecting again \(consecutive empty batches: 1\/10\)$/.test(
           l,
         ),
       ),
     ).toHaveLength(2);
   });
 
-  it('counts the steps a rollout waited in the queue: pinned to v0 for step 3, it is 2 behind when consumed and dropped', async () => {
-    // maxAsync 2 pins rollouts 1-3 to version 0; each may start before the trainer has finished a
+  it('counts the steps a collection waited in the queue: pinned to v0 for step 3, it is 2 behind when consumed and dropped', async () => {
+    // maxAsync 2 pins collections 1-3 to version 0; each may start before the trainer has finished a
     // step, but what counts is the step that consumes it: step 3 trains on v2, 2 steps past v0.
     const run = await setup({ maxAsync: 2, maxOffPolicySteps: 1, maxSteps: 3, filterZeroAdvantages: false });
     await run.orchestrator.run();
@@ -121,13 +121,13 @@ describe('Orchestrator', () => {
     const metrics = await readMetrics(run.out);
     expect(metrics.map((m) => m['batch/stale_episodes_dropped'])).toEqual([0, 0, 8]);
     expect(metrics.map((m) => m['batch/stale_groups_dropped'])).toEqual([0, 0, 2]);
-    expect(metrics.map((m) => m['batch/empty_rollouts/off_policy'])).toEqual([0, 0, 1]);
+    expect(metrics.map((m) => m['batch/empty_steps/off_policy'])).toEqual([0, 0, 1]);
     expect(metrics.map((m) => m.policy_version)).toEqual([0, 0, 2]);
     expect(run.trained).toHaveLength(3);
   });
 
   it('drops an episode whose calls an older policy served on its own, and trains the rest of its group', async () => {
-    // On-policy, bound 0: every rollout plays at the newest version, but the first episode of each
+    // On-policy, bound 0: every collection plays at the newest version, but the first episode of each
     // group reports its calls served by v0 (as a server still on an old version would), so from
     // step 2 on it alone is stale; GRPO rescores the three others and they train.
     const run = await setup({
@@ -162,9 +162,9 @@ describe('Orchestrator', () => {
     expect(saved.step).toBe(1);
   });
 
-  it('rolls a step again when every episode of its rollout failed, and stops after stopAfterFailedSteps in a row, naming the error and endpoint, checkpoint kept', async () => {
+  it('rolls a step again when every episode of it failed, and stops after stopAfterFailedSteps in a row, naming the error and endpoint, checkpoint kept', async () => {
     const lines: string[] = [];
-    // Rollouts 1-2 train steps 1-2; 3 and 4 fail whole (step 3 rolls again twice), 5 trains step 3;
+    // Collections 1-2 train steps 1-2; 3 and 4 fail whole (step 3 rolls again twice), 5 trains step 3;
     // then 7, 8, 9 fail in a row: with stopAfterFailedSteps 3 the run stops at step 5.
     const run = await setup({
       maxAsync: 0,
@@ -173,7 +173,7 @@ describe('Orchestrator', () => {
       filterZeroAdvantages: false,
       checkpointEvery: 1,
       stopAfterFailedSteps: 3,
-      failRollouts: new Set([3, 4, 7, 8, 9]),
+      failCollections: new Set([3, 4, 7, 8, 9]),
       log: (line) => lines.push(line),
     });
     const error = await run.orchestrator.run().catch((e: unknown) => e);
@@ -182,27 +182,27 @@ describe('Orchestrator', () => {
     const stopped = error as TrainingStoppedError;
     expect([stopped.step, stopped.consecutive]).toEqual([5, 3]);
     expect(stopped.message).toBe(
-      'every episode of 3 rollouts in a row (stop_after_failed_steps; step 5) failed (8 episodes); first error (source echo, stage agent): ProviderError: connect ECONNREFUSED 127.0.0.1:9; endpoints: http://127.0.0.1:9/v1',
+      'every episode of 3 steps in a row (stop_after_failed_steps; step 5) failed (8 episodes); first error (source echo, stage agent): ProviderError: connect ECONNREFUSED 127.0.0.1:9; endpoints: http://127.0.0.1:9/v1',
     );
     const metrics = await readMetrics(run.out);
     expect(metrics.map((m) => m.step)).toEqual([1, 2, 3, 4]);
-    expect(metrics.map((m) => m['batch/empty_rollouts/failed_episodes'])).toEqual([0, 0, 2, 0]);
-    expect(metrics.map((m) => m['batch/empty_rollouts'])).toEqual([0, 0, 2, 0]);
-    // No failed rollout reached the trainer; the checkpoint of the last trained step is kept.
+    expect(metrics.map((m) => m['batch/empty_steps/failed_episodes'])).toEqual([0, 0, 2, 0]);
+    expect(metrics.map((m) => m['batch/empty_steps'])).toEqual([0, 0, 2, 0]);
+    // No failed collection reached the trainer; the checkpoint of the last trained step is kept.
     expect(run.trained).toHaveLength(4);
     const saved = JSON.parse(await readFile(join(run.out, 'checkpoint', 'meta.json'), 'utf8')) as { step: number };
     expect(saved.step).toBe(4);
     expect(lines).toContain(
-      'step 3: every episode of the rollout failed (8 episodes); not sent to the trainer, rolling again (failed rollouts in a row: 2/3)',
+      'step 3: every episode failed (8 episodes); not sent to the trainer, collecting again (failed steps in a row: 2/3)',
     );
   });
 
-  it("stops at the run's first rollout when every episode of it failed", async () => {
-    const run = await setup({ maxAsync: 1, maxOffPolicySteps: 8, maxSteps: 3, failRollouts: new Set([1]) });
+  it("stops at the run's first step when every episode of it failed", async () => {
+    const run = await setup({ maxAsync: 1, maxOffPolicySteps: 8, maxSteps: 3, failCollections: new Set([1]) });
     const error = (await run.orchestrator.run().catch((e: unknown) => e)) as TrainingStoppedError;
     await run.close();
     expect(error.name).toBe('TrainingStoppedError');
-    expect(error.message).toMatch(/^every episode of the run's first rollout \(step 1\) failed \(8 episodes\); first error/);
+    expect(error.message).toMatch(/^every episode of the run's first step \(step 1\) failed \(8 episodes\); first error/);
     expect(await readMetrics(run.out)).toEqual([]);
     expect(run.trained).toHaveLength(0);
   });

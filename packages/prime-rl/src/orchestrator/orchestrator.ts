@@ -10,7 +10,7 @@ import { commitCheckpoint } from '../trainer/checkpoint.ts';
 import type { OptimizerState } from '../trainer/optimizer-state.ts';
 import { writeEmbeddedCheckpoint } from './embedded.ts';
 import { type EvalSource, runEvalSources, runEvaluators } from './evaluation.ts';
-import { DEFAULT_STOP_AFTER_FAILED_STEPS, FailedRollouts } from './failed-rollouts.ts';
+import { DEFAULT_STOP_AFTER_FAILED_STEPS, FailedSteps } from './failed-steps.ts';
 import { keepMetricsThrough } from './metrics-file.ts';
 import { withPoolDraws } from './opponent-pool.ts';
 import {
@@ -23,14 +23,14 @@ import {
   routedEvaluationPolicy,
 } from './policies.ts';
 import { type PoolDraw, PoolSnapshots, poolMetrics } from './pool-snapshots.ts';
-import { RolloutDispatcher } from './rollout-dispatcher.ts';
 import { sourceMetrics, taskAt } from './sources.ts';
 import { dropStaleEpisodes } from './stale-episodes.ts';
+import { StepDispatcher } from './step-dispatcher.ts';
 import type { EvaluationPolicy, Inference, ScoredGroup, StepMetrics, Trainer, TrainSource } from './types.ts';
 
 export { EmptyBatchesError, type EmptyBatchReason } from '../errors/empty-batches-error.ts';
 export { type EvalSource, ReplyProbabilitiesUnavailable } from './evaluation.ts';
-export { DEFAULT_STOP_AFTER_FAILED_STEPS, TrainingStoppedError } from './failed-rollouts.ts';
+export { DEFAULT_STOP_AFTER_FAILED_STEPS, TrainingStoppedError } from './failed-steps.ts';
 export { MAIN_POLICY, type PolicyEngines } from './policies.ts';
 
 /**
@@ -111,7 +111,7 @@ export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   maxSeconds?: number;
   /** Groups dispatched per step, shared across sources by `ratio`. */
   groupsPerStep: number;
-  /** Steps the rollouts may run ahead of the trainer (default 1; 0 = on-policy). */
+  /** Steps the collections may run ahead of the trainer (default 1; 0 = on-policy). */
   maxAsync?: number;
   /**
    * An episode more than this many steps behind the step that trains it is dropped (default 8);
@@ -122,9 +122,9 @@ export interface OrchestratorOptions<W = NamedWeight[], O = OptimizerState> {
   /** prime-rl's zero-advantage filter (default true). */
   filterZeroAdvantages?: boolean;
   /**
-   * Rollouts in a row whose every episode failed after which the run stops with
+   * Steps in a row whose every episode failed after which the run stops with
    * {@link TrainingStoppedError} (default {@link DEFAULT_STOP_AFTER_FAILED_STEPS}, 5); the run's
-   * first rollout failing whole stops it at once. Such rollouts never reach the trainer.
+   * first step failing whole stops it at once. Such episodes never reach the trainer.
    */
   stopAfterFailedSteps?: number;
   /** The endpoints the run's roles call (policy servers, frozen models), named when the run stops. */
@@ -236,7 +236,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   private readonly scorers: Map<string, GroupScorer>;
   private readonly pools: PoolSnapshots<W>;
   private readonly stopAfterFailedSteps: number;
-  private readonly failed: FailedRollouts;
+  private readonly failed: FailedSteps;
   /** Every trainable policy's engines, by name (`main` alone for a run of one policy). */
   private readonly engines: Map<string, PolicyEngines<W, O>>;
   /** More than one policy: trainer metrics under `trainer/<policy>/…`, checkpoints with `policies`. */
@@ -245,7 +245,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
   constructor(options: OrchestratorOptions<W, O>) {
     this.options = options;
     this.stopAfterFailedSteps = options.stopAfterFailedSteps ?? DEFAULT_STOP_AFTER_FAILED_STEPS;
-    this.failed = new FailedRollouts({ stopAfter: this.stopAfterFailedSteps, endpoints: options.endpoints ?? [] });
+    this.failed = new FailedSteps({ stopAfter: this.stopAfterFailedSteps, endpoints: options.endpoints ?? [] });
     this.maxAsync = options.maxAsync ?? 1;
     this.maxOffPolicySteps = options.maxOffPolicySteps ?? 8;
     this.engines = engineMap(options);
@@ -271,7 +271,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
     const started = performance.now();
     const { options } = this;
     const run = await this.prepare();
-    const dispatcher = new RolloutDispatcher<StepEpisodes>({
+    const dispatcher = new StepDispatcher<StepEpisodes>({
       start: run.start,
       maxSteps: options.maxSteps,
       maxAsync: this.maxAsync,
@@ -388,7 +388,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
    */
   private async step(options: {
     run: RunState<W>;
-    dispatcher: RolloutDispatcher<StepEpisodes>;
+    dispatcher: StepDispatcher<StepEpisodes>;
     n: number;
     started: number;
   }): Promise<{ line: StepMetrics; final: boolean }> {
@@ -411,10 +411,10 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       'batch/stale_episodes_dropped': stale.episodes,
       'batch/stale_groups_dropped': stale.groups,
       ...batchMetrics([...batches.values()]),
-      'batch/empty_rollouts': empty['failed-episodes'] + empty['zero-advantages'] + empty['off-policy'],
-      'batch/empty_rollouts/failed_episodes': empty['failed-episodes'],
-      'batch/empty_rollouts/zero_advantages': empty['zero-advantages'],
-      'batch/empty_rollouts/off_policy': empty['off-policy'],
+      'batch/empty_steps': empty['failed-episodes'] + empty['zero-advantages'] + empty['off-policy'],
+      'batch/empty_steps/failed_episodes': empty['failed-episodes'],
+      'batch/empty_steps/zero_advantages': empty['zero-advantages'],
+      'batch/empty_steps/off_policy': empty['off-policy'],
     };
     if (this.several)
       for (const [name, batch] of batches) {
@@ -470,12 +470,12 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
    * not advance; the orchestrator keeps collecting, and stops after
    * {@link MAX_CONSECUTIVE_EMPTY_BATCHES} empty batches in a row ({@link EmptyBatchesError}: every
    * advantage 0, or every group off-policy). A collection whose every episode failed is not cut at all:
-   * it is collected again too, under its own rule ({@link FailedRollouts}: the run's first step, or
+   * it is collected again too, under its own rule ({@link FailedSteps}: the run's first step, or
    * `stopAfterFailedSteps` in a row, stop the run with {@link TrainingStoppedError}). Each is logged
-   * with its cause, counted in the step's `batch/empty_rollouts/*` metrics, and its episodes counted
+   * with its cause, counted in the step's `batch/empty_steps/*` metrics, and its episodes counted
    * in `episodes`.
    */
-  private async fullBatch(options: { run: RunState<W>; dispatcher: RolloutDispatcher<StepEpisodes>; n: number }) {
+  private async fullBatch(options: { run: RunState<W>; dispatcher: StepDispatcher<StepEpisodes>; n: number }) {
     const { run, dispatcher, n } = options;
     const empty: Record<EmptyBatchReason, number> = { 'failed-episodes': 0, 'zero-advantages': 0, 'off-policy': 0 };
     // Stale episodes and groups dropped over all of the step's collections (an empty one's included).
@@ -488,7 +488,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
       if (this.failed.observe(collected.groups, n)) {
         empty['failed-episodes']++;
         run.log(
-          `step ${n}: every episode of the rollout failed (${episodes} episodes); not sent to the trainer, rolling again (failed rollouts in a row: ${this.failed.inARow}/${this.stopAfterFailedSteps})`,
+          `step ${n}: every episode failed (${episodes} episodes); not sent to the trainer, collecting again (failed steps in a row: ${this.failed.inARow}/${this.stopAfterFailedSteps})`,
         );
       } else {
         const { batches, drop } = await this.cutBatches(collected, n, run.log);
@@ -501,7 +501,7 @@ export class Orchestrator<W = NamedWeight[], O = OptimizerState> {
         empty[reason]++;
         emptyInARow++;
         run.log(
-          `step ${n}: empty batch after ${episodes} episodes (${reason}); not sent to the trainer, rolling again (consecutive empty batches: ${emptyInARow}/${MAX_CONSECUTIVE_EMPTY_BATCHES})`,
+          `step ${n}: empty batch after ${episodes} episodes (${reason}); not sent to the trainer, collecting again (consecutive empty batches: ${emptyInARow}/${MAX_CONSECUTIVE_EMPTY_BATCHES})`,
         );
         if (emptyInARow >= MAX_CONSECUTIVE_EMPTY_BATCHES)
           throw new EmptyBatchesError({ step: n, consecutive: emptyInARow, reason, counts: empty });

@@ -5,7 +5,7 @@ import type { ScoredGroup } from './types.ts';
 
 export { TrainingStoppedError } from '../errors/training-stopped-error.ts';
 
-/** Default of `stopAfterFailedSteps`: rollouts in a row whose every episode failed before the run stops. */
+/** Default of `stopAfterFailedSteps`: steps in a row whose every episode failed before the run stops. */
 export const DEFAULT_STOP_AFTER_FAILED_STEPS = 5;
 
 /**
@@ -45,16 +45,16 @@ function describeFirstError(groups: readonly ScoredGroup[]): { text: string; cau
 }
 
 /**
- * The rule for rollouts whose every episode failed (a model endpoint down, a harness that cannot
- * start): such a rollout trains nothing, its step rolls again, and the run stops with
- * {@link TrainingStoppedError} at the first rollout of the run when it failed whole, or after
- * `stopAfter` such rollouts in a row. A rollout with any episode that did not fail resets the count.
- * Rollouts that failed are kept apart from those that were empty for want of a signal (every
+ * The rule for steps whose every episode failed (a model endpoint down, a harness that cannot
+ * start): such a step's episodes train nothing, the step is collected again, and the run stops with
+ * {@link TrainingStoppedError} at the first step of the run when it failed whole, or after
+ * `stopAfter` such steps in a row. A step with any episode that did not fail resets the count.
+ * Steps that failed are kept apart from those that were empty for want of a signal (every
  * advantage 0, every group off-policy), which follow prime-rl's rule of 10 in a row.
  */
-export class FailedRollouts {
+export class FailedSteps {
   private consecutive = 0;
-  private rollouts = 0;
+  private collected = 0;
   private first: { text: string; causeStack: string | null } | null = null;
 
   constructor(
@@ -71,13 +71,13 @@ export class FailedRollouts {
   }
 
   /**
-   * Notes one rollout of step `step`: true when every episode failed (then it must not train), and
+   * Notes one collection of step `step`: true when every episode failed (then it must not train), and
    * throws {@link TrainingStoppedError} when the run must stop.
    */
   observe(groups: readonly ScoredGroup[], step: number): boolean {
     const episodes = groups.flatMap((group) => group.episodes);
-    const isFirst = this.rollouts === 0;
-    this.rollouts++;
+    const isFirst = this.collected === 0;
+    this.collected++;
     if (episodes.length === 0 || episodes.some((episode) => episode.ok)) {
       this.consecutive = 0;
       this.first = null;
@@ -86,7 +86,7 @@ export class FailedRollouts {
     this.consecutive++;
     this.first ??= describeFirstError(groups);
     if (isFirst || this.consecutive >= this.options.stopAfter)
-      throw TrainingStoppedError.failedRollouts({
+      throw TrainingStoppedError.failedSteps({
         step,
         consecutive: this.consecutive,
         first: isFirst,
@@ -98,7 +98,7 @@ export class FailedRollouts {
     return true;
   }
 
-  /** Rollouts in a row whose every episode failed, so far. */
+  /** Steps in a row whose every episode failed, so far. */
   get inARow(): number {
     return this.consecutive;
   }

@@ -17,33 +17,33 @@ function deferred<T>(): Deferred<T> {
   return { promise, resolve, reject };
 }
 
-/** Options of {@link RolloutDispatcher}. */
-export interface RolloutDispatcherOptions<T> {
+/** Options of {@link StepDispatcher}. */
+export interface StepDispatcherOptions<T> {
   /** The step the run starts after (0, or the resumed checkpoint's step). */
   start: number;
   maxSteps: number;
-  /** Steps the rollouts may run ahead of the trainer (0 = on-policy). */
+  /** Steps the collections may run ahead of the trainer (0 = on-policy). */
   maxAsync: number;
   /**
-   * The oldest policy version a rollout may play at (default max(0, `start` − `maxAsync`)): a
+   * The oldest policy version a step may play at (default max(0, `start` − `maxAsync`)): a
    * resumed run whose checkpoint holds only the weights of its own step plays from that step on.
    */
   firstVersion?: number;
-  /** Plays the rollout of `step` at policy `version`. */
+  /** Plays the episodes of `step` at policy `version`. */
   play(options: { step: number; version: number }): Promise<T>;
 }
 
 /**
- * The rollout side of the orchestrator: the rollouts of steps `start + 1 … maxSteps` run one after
- * another from construction on, rollout m waiting until the trainer has finished step
+ * The collecting side of the orchestrator: the episodes of steps `start + 1 … maxSteps` play one
+ * after another from construction on, step m waiting until the trainer has finished step
  * m − 1 − `maxAsync` and playing at policy version max(0, m − 1 − `maxAsync`). The training loop
  * takes each with {@link take} and reports each trained step with {@link trainerDone}. A step whose
- * rollout gave no sample asks for another with {@link again}: it plays next, before any rollout
- * still waiting for the trainer, at the newest version the trainer has. Versions never go back:
- * a rollout plays at least at the version of the one before. A rollout that throws rejects its
+ * episodes gave no sample asks for another collection with {@link again}: it plays next, before any
+ * step still waiting for the trainer, at the newest version the trainer has. Versions never go back:
+ * a collection plays at least at the version of the one before. A collection that throws rejects its
  * step and every later one; {@link stop} ends the loop and waits for it.
  */
-export class RolloutDispatcher<T> {
+export class StepDispatcher<T> {
   private readonly ready: (Deferred<T> | undefined)[];
   private readonly extras: { step: number; result: Deferred<T> }[] = [];
   private trainerStep: number;
@@ -52,41 +52,41 @@ export class RolloutDispatcher<T> {
   private stopped = false;
   private readonly loop: Promise<void>;
 
-  constructor(options: RolloutDispatcherOptions<T>) {
+  constructor(options: StepDispatcherOptions<T>) {
     this.ready = Array.from({ length: options.maxSteps + 1 }, () => deferred<T>());
     this.trainerStep = options.start;
     this.lastVersion = Math.max(0, options.start - options.maxAsync, options.firstVersion ?? 0);
     this.loop = this.dispatch(options);
   }
 
-  /** The rollout of `step`, released once taken (a 700-step run held them all and ran out of heap). */
+  /** The episodes of `step`, released once taken (a 700-step run held them all and ran out of heap). */
   async take(step: number): Promise<T> {
-    const rollout = await (this.ready[step] as Deferred<T>).promise;
+    const episodes = await (this.ready[step] as Deferred<T>).promise;
     this.ready[step] = undefined;
-    return rollout;
+    return episodes;
   }
 
   /**
-   * One more rollout for `step`, whose rollout gave no training sample (prime-rl keeps collecting
+   * One more collection for `step`, whose episodes gave no training sample (prime-rl keeps collecting
    * for the same step: `src/prime_rl/orchestrator/orchestrator.py:640-652` at 559b447). It plays
-   * after the rollout in flight, at the version of the last step the trainer finished.
+   * after the collection in flight, at the version of the last step the trainer finished.
    */
   again(step: number): Promise<T> {
     const result = deferred<T>();
     if (this.stopped)
-      result.reject(new TrainerError(`rollout dispatcher stopped before step ${step} could roll again`, { step }));
+      result.reject(new TrainerError(`step dispatcher stopped before step ${step} could be collected again`, { step }));
     else this.extras.push({ step, result });
     this.notify();
     return result.promise;
   }
 
-  /** The trainer finished `step`: wakes the rollouts waiting for it. */
+  /** The trainer finished `step`: wakes the steps waiting for it. */
   trainerDone(step: number): void {
     this.trainerStep = step;
     this.notify();
   }
 
-  /** Starts no further rollout, releases the waiting one and waits for the loop to end. */
+  /** Starts no further collection, releases the waiting one and waits for the loop to end. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.notify();
@@ -99,16 +99,16 @@ export class RolloutDispatcher<T> {
     signal.resolve();
   }
 
-  private async playAt(options: RolloutDispatcherOptions<T>, step: number, version: number): Promise<T> {
+  private async playAt(options: StepDispatcherOptions<T>, step: number, version: number): Promise<T> {
     this.lastVersion = Math.max(this.lastVersion, version);
     return options.play({ step, version: this.lastVersion });
   }
 
-  private async dispatch(options: RolloutDispatcherOptions<T>): Promise<void> {
+  private async dispatch(options: StepDispatcherOptions<T>): Promise<void> {
     const { start, maxSteps, maxAsync } = options;
     let m = start + 1;
     for (;;) {
-      // Wait for: a step to roll again, the trainer reaching rollout m's version, or stop.
+      // Wait for: a step to roll again, the trainer reaching step m's version, or stop.
       while (!this.stopped && this.extras.length === 0 && !(m <= maxSteps && this.trainerStep >= m - 1 - maxAsync))
         await this.signal.promise;
       if (this.stopped) break;
@@ -124,7 +124,7 @@ export class RolloutDispatcher<T> {
       }
       if (!extra) m++;
     }
-    const stopped = new TrainerError('rollout dispatcher stopped');
+    const stopped = new TrainerError('step dispatcher stopped');
     for (const other of this.extras.splice(0)) other.result.reject(stopped);
   }
 }
