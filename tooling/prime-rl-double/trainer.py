@@ -169,14 +169,22 @@ def barrier(root, name, rank, world):
         time.sleep(0.01)
 
 
-def broadcast(output_dir, step, interval_to_keep):
+def broadcast(output_dir, step, interval_to_keep, lora=None):
     """`FileSystemWeightBroadcast.broadcast_weights` (`transports/weights/filesystem.py:33-75`): the
     master makes `broadcasts/step_N/`, saves, touches STABLE; then `maybe_clean` (`trainer/utils.py:349-363`,
-    called at `train.py:596-597`) removes `step_{N-2}` unless it is on the checkpoint interval."""
+    called at `train.py:596-597`) removes `step_{N-2}` unless it is on the checkpoint interval.
+    With `[model.lora]` only the adapter is saved (`filesystem.py:43-60`): `adapter_model.safetensors`
+    and the PEFT `adapter_config.json` of `trainer/lora.py:331-379` (r, lora_alpha, lora_dropout)."""
     save_dir = output_dir / "broadcasts" / f"step_{step}"
     save_dir.mkdir(parents=True, exist_ok=True)
-    (save_dir / "config.json").write_text('{"architectures": ["Qwen3ForCausalLM"]}\n')
-    weights = save_dir / "model.safetensors"
+    if lora is not None:
+        adapter = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": lora.get("rank", 16),
+                   "lora_alpha": lora.get("alpha", 32.0), "lora_dropout": lora.get("dropout", 0.0), "bias": "none"}
+        (save_dir / "adapter_config.json").write_text(json.dumps(adapter) + "\n")
+        weights = save_dir / "adapter_model.safetensors"
+    else:
+        (save_dir / "config.json").write_text('{"architectures": ["Qwen3ForCausalLM"]}\n')
+        weights = save_dir / "model.safetensors"
     if not weights.exists():
         os.mkfifo(weights)
     (save_dir / "STABLE").touch()
@@ -321,6 +329,7 @@ def main():
     output_dir = Path(config.get("output_dir", "outputs"))  # trainer.py config.output_dir, default "outputs"
     max_steps = config.get("max_steps")  # None: runs for ever
     cp = config.get("model", {}).get("cp", 1)
+    lora = config.get("model", {}).get("lora")  # configs/trainer.py:256: LoRAConfig | None
     if world % cp:
         raise SystemExit(f"trainer config: model.cp = {cp} does not divide the world size {world}")
     # The data world is the dp mesh (`train.py:242-247`: parallel_dims.get_mesh("dp").size()) = world / cp;
@@ -350,7 +359,7 @@ def main():
     # The incoming policy v{start_step - 1} is broadcast before the first batch is awaited (`train.py:271-277`).
     barrier(barriers, f"start_{start_step}", rank, world)
     if rank == 0:
-        broadcast(output_dir, start_step - 1, interval_to_keep)
+        broadcast(output_dir, start_step - 1, interval_to_keep, lora)
     receiver = (
         FileReceiver(output_dir, data_rank, start_step)  # DataLoader(output_dir, progress.step, ...): train.py:243-248
         if transport.get("type", "zmq") == "filesystem"
@@ -375,7 +384,7 @@ def main():
         state["samples"] += sum(len(batch[5]) for batch in micro_batches)
         barrier(barriers, f"step_{step}", rank, world)
         if rank == 0:
-            broadcast(output_dir, step, interval_to_keep)  # train.py:582-597 (filesystem: every version)
+            broadcast(output_dir, step, interval_to_keep, lora)  # train.py:582-597 (filesystem: every version)
         # train.py:602-616: a checkpoint on the interval, except the last step (written after the loop).
         if interval and not is_last_step and step % interval == 0:
             save_ckpt(checkpoints, step, rank, world, state, barriers)

@@ -87,7 +87,8 @@ export function primeRlLaunch(options: {
   const trainer = {
     output_dir: outputDir,
     max_steps: config.maxSteps,
-    model: { name: served, seq_len: transport.seqLen, cp },
+    // A LoRA policy trains and broadcasts only its adapter (`[model.lora]`, `configs/trainer.py:256`).
+    model: { name: served, seq_len: transport.seqLen, cp, ...(config.inference.loraName ? { lora: {} } : {}) },
     rollout_transport:
       transport.type === 'zmq' ? { type: 'zmq', host: transport.host, port: transport.port } : { type: 'filesystem' },
     weight_broadcast: { type: 'filesystem' },
@@ -98,7 +99,7 @@ export function primeRlLaunch(options: {
   const inference = {
     output_dir: outputDir,
     server: { port: Number(server.port || 8000) },
-    vllm: { model: served },
+    vllm: { model: served, ...(config.inference.loraName ? { enable_lora: true } : {}) },
     weight_broadcast: { type: 'filesystem' },
   };
   const header = (what: string) =>

@@ -229,6 +229,7 @@ export const RunConfigSchema = z
     }
     const problem = checkTransportSections(config);
     if (problem) context.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+    checkSharedServers(config, context);
     // One vLLM fleet serves one version at a time: no snapshots of past versions to draw from.
     if (config.policy.engine === 'external')
       config.train.source.forEach((source, i) => {
@@ -256,6 +257,49 @@ export const RunConfigSchema = z
       }
     });
   });
+/**
+ * Policies whose `[inference]` share a server are LoRA adapters of its one base model: each needs
+ * its own `lora_name` (one vLLM holds one set of base weights; prime-rl's `/load_lora_adapter`).
+ */
+function checkSharedServers(
+  config: {
+    inference?: { baseUrls: string[]; loraName?: string | undefined } | undefined;
+    policies: Record<string, { inference?: { baseUrls: string[]; loraName?: string | undefined } | undefined }>;
+  },
+  context: z.RefinementCtx,
+): void {
+  const entries = [
+    ...(config.inference ? [{ path: ['inference'], name: 'main', inference: config.inference }] : []),
+    ...Object.entries(config.policies).flatMap(([name, entry]) =>
+      entry.inference ? [{ path: ['policies', name, 'inference'], name, inference: entry.inference }] : [],
+    ),
+  ];
+  const key = (url: string) => url.replace(/\/+$/, '');
+  for (const entry of entries) {
+    const sharing = entries.filter(
+      (other) => other !== entry && other.inference.baseUrls.some((url) => entry.inference.baseUrls.map(key).includes(key(url))),
+    );
+    if (sharing.length === 0) continue;
+    const others = sharing.map((other) => `policy ${other.name}`).join(', ');
+    const lora = entry.inference.loraName;
+    if (!lora)
+      context.addIssue({
+        code: 'custom',
+        path: [...entry.path, 'loraName'],
+        message: `policy ${entry.name} shares an inference server with ${others}; policies on one server are LoRA adapters of its model: give each its own lora_name`,
+      });
+    else if (sharing.some((other) => other.inference.loraName === lora))
+      context.addIssue({
+        code: 'custom',
+        path: [...entry.path, 'loraName'],
+        message: `"${lora}" is also the lora_name of ${sharing
+          .filter((o) => o.inference.loraName === lora)
+          .map((o) => `policy ${o.name}`)
+          .join(', ')} on the same server; each policy needs its own adapter`,
+      });
+  }
+}
+
 /** Every policy a role or a pool names is one the run trains. */
 function checkPolicyBindings(
   config: { train: { source: SourceConfig[] }; policies: Record<string, unknown> },

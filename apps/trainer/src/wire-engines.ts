@@ -119,7 +119,10 @@ export async function wireInference(options: {
   const timeoutMs = options.inference.startTimeoutSeconds * 1000;
   await external.pool.waitUntilLive({ timeoutMs });
   // The servers may hold another run's weights: give them this run's initial broadcast first.
-  await external.admin.updateWeights({ weightDir: broadcastStepDir({ outputDir: resolve(options.outputDir), step: 0 }) });
+  const weightDir = broadcastStepDir({ outputDir: resolve(options.outputDir), step: 0 });
+  const { loraName } = options.inference;
+  if (loraName) await external.admin.loadLoraAdapter({ loraName, loraPath: weightDir });
+  else await external.admin.updateWeights({ weightDir });
   options.log?.(`inference: ${options.inference.baseUrls.join(', ')} (step 0 weights loaded)`);
   const { local } = options;
   return {
@@ -247,6 +250,16 @@ export async function externalEngines(options: {
       options.log?.(`--resume: step ${start}; waiting for ${broadcastStepDir({ outputDir, step: start })}/STABLE`);
       await waitForStep({ outputDir, step: start, timeoutMs: options.inference.startTimeoutSeconds * 1000, resumedFrom });
       await external.relay.advanceTo({ step: start });
+    } else if (options.inference.loraName) {
+      // A LoRA policy has no weights on the servers until its adapter is loaded: as prime-rl's
+      // orchestrator does at start (`orchestrator/orchestrator.py:333-363` at 559b447), wait for the
+      // trainer's start-up broadcast (step 0) and load it under the adapter's name.
+      const timeoutMs = options.inference.startTimeoutSeconds * 1000;
+      await waitForStep({ outputDir, step: 0, timeoutMs, resumedFrom });
+      await external.admin.loadLoraAdapter({
+        loraName: options.inference.loraName,
+        loraPath: broadcastStepDir({ outputDir, step: 0 }),
+      });
     }
   } catch (error) {
     external.close();

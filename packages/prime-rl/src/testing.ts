@@ -14,8 +14,8 @@ export type AdminFault = { status: number } | 'hang' | 'reset';
 
 /** One admin call the server received, in arrival order. */
 export interface AdminCall {
-  /** The admin route: `POST /pause`, `/update_weights` or `/resume`. */
-  route: 'pause' | 'update_weights' | 'resume';
+  /** The admin route: `POST /pause`, `/update_weights`, `/resume` or `/load_lora_adapter`. */
+  route: 'pause' | 'update_weights' | 'resume' | 'load_lora_adapter';
   /** The query string's parameters (`/pause?mode=keep` gives `{ mode: 'keep' }`). */
   query: Record<string, string>;
   /** The parsed JSON body (`update_weights` carries `{ weight_dir }`), `undefined` when empty. */
@@ -38,6 +38,8 @@ export interface ChatCall {
   temperature: unknown;
   /** `weight_dir` the server held when it answered. */
   weightDir: string | null;
+  /** The `lora_path` of the adapter the request named, when it named one. */
+  loraPath?: string;
 }
 
 /**
@@ -64,7 +66,14 @@ export class VllmShapedServer {
   /** Broken invariants: an update while not paused, a chat answered while paused … */
   readonly violations: string[] = [];
   /** Faults consumed in order per route. */
-  readonly faults: Record<AdminCall['route'], AdminFault[]> = { pause: [], update_weights: [], resume: [] };
+  readonly faults: Record<AdminCall['route'], AdminFault[]> = {
+    pause: [],
+    update_weights: [],
+    resume: [],
+    load_lora_adapter: [],
+  };
+  /** LoRA adapters loaded (name → `lora_path` of its last load); requests may name them as `model`. */
+  readonly adapters = new Map<string, string>();
   /** Whether `/liveness` answers 200 (else 503); tests flip it to take a server out. */
   live = true;
   /** Requests refused because their `model` is not served (vLLM's 404), in arrival order: the names asked for. */
@@ -82,6 +91,7 @@ export class VllmShapedServer {
   private port = 0;
   private cwd = tmpdir();
   private checkWeightDir = true;
+  private enableLora = false;
   private chatTemplate: 'qwen3' | null = null;
   private readonly vocabulary = new Map<string, number>();
 
@@ -120,11 +130,14 @@ export class VllmShapedServer {
      * assistant turns re-rendered without their `<think>` block), not the model server's.
      */
     chatTemplate?: 'qwen3';
+    /** vLLM's `--enable-lora` (prime-rl's `[vllm] enable_lora`): without it loading an adapter fails. */
+    enableLora?: boolean;
   }): Promise<VllmShapedServer> {
     const server = new VllmShapedServer(options.upstream, options.servedModelName ?? 'policy');
     server.cwd = options.cwd ?? tmpdir();
     server.checkWeightDir = options.checkWeightDir ?? true;
     server.chatTemplate = options.chatTemplate ?? null;
+    server.enableLora = options.enableLora ?? false;
     await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve));
     server.port = (server.server.address() as AddressInfo).port;
     return server;
@@ -189,6 +202,45 @@ export class VllmShapedServer {
     };
   }
 
+  /**
+   * prime-rl's `POST /load_lora_adapter {lora_name, lora_path}` (`src/prime_rl/inference/vllm/
+   * server.py:90-116` at 559b447: vLLM's loader with `load_inplace` forced, so a loaded name takes
+   * the new path; `{"status": "ok"}`). vLLM's refusals (`vllm/entrypoints/openai/models/serving.py`
+   * at 00153c8): a body without both fields is 422 (pydantic) or 400 when empty
+   * (`_check_load_lora_adapter_request`); without `--enable-lora` the engine's `add_lora` raises
+   * "LoRA is not enabled." (`vllm/v1/worker/lora_model_runner_mixin.py`, `add_lora`), answered 500
+   * by `load_lora_adapter`; a `lora_path` with no `adapter_config.json` is vLLM's
+   * `LoRAAdapterNotFoundError` (`vllm/exceptions.py`), answered 404. The directory is listed, never read.
+   */
+  private loadLoraAdapter(call: AdminCall, res: ServerResponse): void {
+    const refusal = this.loraRefusal(call.body);
+    if (refusal) {
+      call.outcome = `status ${refusal.code}`;
+      vllmError(res, refusal.code, refusal.type, refusal.message);
+      return;
+    }
+    const { lora_name: name, lora_path: path } = call.body as { lora_name: string; lora_path: string };
+    this.adapters.set(name, path);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
+  }
+
+  /** Why vLLM would refuse this `/load_lora_adapter` body (see {@link loadLoraAdapter}), or null. */
+  private loraRefusal(value: unknown): { code: number; type: string; message: string } | null {
+    const body = (value ?? {}) as { lora_name?: unknown; lora_path?: unknown };
+    if (typeof body.lora_name !== 'string' || typeof body.lora_path !== 'string')
+      return { code: 422, type: 'Bad Request', message: 'lora_name and lora_path: Field required (a string)' };
+    if (!body.lora_name || !body.lora_path)
+      return { code: 400, type: 'InvalidUserInput', message: "Both 'lora_name' and 'lora_path' must be provided." };
+    if (!this.enableLora) return { code: 500, type: 'InternalServerError', message: 'LoRA is not enabled.' };
+    if (!safeListing(resolve(this.cwd, body.lora_path)).includes('adapter_config.json'))
+      return {
+        code: 404,
+        type: 'NotFoundError',
+        message: `Loading lora ${body.lora_name} failed: No adapter found for ${body.lora_path}`,
+      };
+    return null;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', this.root);
     const chunks: Buffer[] = [];
@@ -199,7 +251,14 @@ export class VllmShapedServer {
       res.writeHead(this.live ? 200 : 503).end();
       return;
     }
-    const route = ({ '/pause': 'pause', '/update_weights': 'update_weights', '/resume': 'resume' } as const)[url.pathname];
+    const route = (
+      {
+        '/pause': 'pause',
+        '/update_weights': 'update_weights',
+        '/resume': 'resume',
+        '/load_lora_adapter': 'load_lora_adapter',
+      } as const
+    )[url.pathname];
     if (route && req.method === 'POST') {
       const fault = this.faults[route].shift();
       const call: AdminCall = { route, query: Object.fromEntries(url.searchParams), body, outcome: 'ok' };
@@ -219,6 +278,7 @@ export class VllmShapedServer {
         res.writeHead(fault.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'injected' }));
         return;
       }
+      if (route === 'load_lora_adapter') return this.loadLoraAdapter(call, res);
       if (route === 'pause') this.paused = true;
       if (route === 'update_weights') {
         if (!this.paused) this.violations.push('update_weights while not paused');
@@ -248,16 +308,28 @@ export class VllmShapedServer {
     if (url.pathname === '/v1/models' && req.method === 'GET') {
       // vLLM's ModelList of ModelCards (`vllm/entrypoints/openai/engine/protocol.py:86-99` at
       // d7e5252): one card per served name (`models/serving.py:60-72` at 00153c8).
+      // Loaded adapters follow, parented to the base (`show_available_models`, `models/serving.py` at 00153c8).
       const card = { id: this.servedModelName, object: 'model', owned_by: 'vllm', root: this.servedModelName, parent: null };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [card] }));
+      const adapters = [...this.adapters].map(([id, root]) => ({ id, object: 'model', owned_by: 'vllm', root, parent: card.id }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'list', data: [card, ...adapters] }));
       return;
     }
     if (url.pathname.startsWith('/v1/')) {
       // vLLM's model check (`vllm/entrypoints/openai/models/serving.py:49-58` at 00153c8): an
       // absent or empty name passes, a name it does not serve is a 404 NotFoundError with
-      // param "model", in vLLM's ErrorResponse shape (`engine/protocol.py:60-68` at d7e5252).
+      // param "model", in vLLM's ErrorResponse shape (`engine/protocol.py:60-68` at d7e5252). A
+      // loaded LoRA adapter's name is served too (`OpenAIServingModels.lora_requests`, filled by
+      // `load_lora_adapter`); one not loaded is the same 404.
       const asked = (body as { model?: unknown } | undefined)?.model;
-      if (req.method === 'POST' && typeof asked === 'string' && asked !== '' && asked !== this.servedModelName) {
+      if (
+        req.method === 'POST' &&
+        typeof asked === 'string' &&
+        asked !== '' &&
+        asked !== this.servedModelName &&
+        !this.adapters.has(asked)
+      ) {
         this.refusedModels.push(asked);
         const error = { message: `The model \`${asked}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 };
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
@@ -274,6 +346,9 @@ export class VllmShapedServer {
           logprobs: request?.logprobs,
           temperature: request?.temperature,
           weightDir: this.weightDir,
+          ...(typeof request?.model === 'string' && this.adapters.has(request.model)
+            ? { loraPath: this.adapters.get(request.model) }
+            : {}),
         });
       }
       const reply = await fetch(`${this.upstream}${url.pathname}`, {
@@ -293,6 +368,13 @@ export class VllmShapedServer {
     }
     res.writeHead(404).end();
   }
+}
+
+/** A JSON error reply in vLLM's ErrorResponse shape (`engine/protocol.py:60-68` at d7e5252). */
+function vllmError(res: ServerResponse, code: number, type: string, message: string): void {
+  res
+    .writeHead(code, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ error: { message, type, param: null, code } }));
 }
 
 /**

@@ -48,6 +48,13 @@ export const InferenceEndpointsSchema = z.strictObject({
   apiKey: z.string().min(1).optional(),
   /** Seconds between `/liveness` checks (default 10). */
   healthIntervalSeconds: z.number().positive().default(10),
+  /**
+   * The policy is a LoRA adapter of `model` under this name (servers started with LoRA enabled):
+   * each version is loaded with prime-rl's `POST /load_lora_adapter {lora_name, lora_path}` and
+   * requests name the adapter as `model` (`src/prime_rl/orchestrator/orchestrator.py:361-363` at
+   * 559b447). Several policies can then share one fleet, one adapter each.
+   */
+  loraName: z.string().min(1).max(256).optional(),
 });
 /**
  * A parsed `[inference]` table (defaults applied): the servers' base URLs, model name, API key and

@@ -15,6 +15,10 @@ export const AdminRetrySchema = z
     adminTimeoutMs: z.number().int().positive().default(300_000),
     /** Per-attempt timeout of `/update_weights` (prime-rl: 720 s). */
     updateTimeoutMs: z.number().int().positive().default(720_000),
+    /** Per-attempt timeout of `/load_lora_adapter` (prime-rl: 30 s read, `utils/client.py:342`). */
+    loraTimeoutMs: z.number().int().positive().default(30_000),
+    /** Whole budget of `/load_lora_adapter` over its retries (prime-rl: 120 s, `utils/client.py:343`). */
+    loraTotalMs: z.number().int().positive().default(120_000),
   })
   .default({
     maxAttempts: 10,
@@ -23,6 +27,8 @@ export const AdminRetrySchema = z
     multiplierMs: 1000,
     adminTimeoutMs: 300_000,
     updateTimeoutMs: 720_000,
+    loraTimeoutMs: 30_000,
+    loraTotalMs: 120_000,
   });
 /**
  * Retry and timeout settings of the inference admin calls (`/pause`, `/update_weights`, `/resume`),
@@ -133,23 +139,57 @@ export class InferenceAdmin {
     }
   }
 
+  /**
+   * Loads the adapter in `loraPath` under `loraName` on every server, replacing the weights an
+   * adapter of that name had: prime-rl's `POST /load_lora_adapter {lora_name, lora_path}` (its own
+   * route, wrapping vLLM's `/v1/load_lora_adapter` with `load_inplace` forced:
+   * `src/prime_rl/inference/vllm/server.py:90-116` at 559b447), called instead of `/pause` →
+   * `/update_weights` → `/resume` (`utils/client.py:294-295`). As prime-rl does
+   * (`utils/client.py:323-375`), 404 (adapter files not visible yet) and 500 are retried as
+   * transport errors are, each try bounded by `loraTimeoutMs`, all of them by `loraTotalMs`.
+   */
+  async loadLoraAdapter(options: { loraName: string; loraPath: string }): Promise<void> {
+    await Promise.all(
+      this.roots.map((root) =>
+        this.post({
+          root,
+          path: '/load_lora_adapter',
+          body: { lora_name: options.loraName, lora_path: options.loraPath },
+          timeoutMs: this.retry.loraTimeoutMs,
+          budgetMs: this.retry.loraTotalMs,
+          retryStatuses: [404],
+        }),
+      ),
+    );
+  }
+
   /** `GET /liveness` on every server: true where it answered 2xx within `timeoutMs`. */
   async liveness(options: { timeoutMs?: number } = {}): Promise<boolean[]> {
     return Promise.all(this.roots.map((root) => isLive({ root, timeoutMs: options.timeoutMs ?? 5000, fetch: this.fetcher })));
   }
 
-  /** One admin POST with prime-rl's retry rules. */
-  async post(options: { root: string; path: string; body?: unknown; timeoutMs: number }): Promise<void> {
+  /**
+   * One admin POST with prime-rl's retry rules: 5xx, transport errors and `retryStatuses` are
+   * retried within `budgetMs` (default twice `timeoutMs`).
+   */
+  async post(options: {
+    root: string;
+    path: string;
+    body?: unknown;
+    timeoutMs: number;
+    budgetMs?: number;
+    retryStatuses?: readonly number[];
+  }): Promise<void> {
     const url = `${options.root}${options.path}`;
     const started = Date.now();
-    const budgetMs = 2 * options.timeoutMs;
+    const budgetMs = options.budgetMs ?? 2 * options.timeoutMs;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.attempt(url, options.body, options.timeoutMs);
         return;
       } catch (error) {
-        const retryable = error instanceof RetryableError;
-        const status = retryable ? error.status : ((error as { status?: number }).status ?? null);
+        const status = error instanceof RetryableError ? error.status : ((error as { status?: number }).status ?? null);
+        const retryable = error instanceof RetryableError || (status !== null && (options.retryStatuses ?? []).includes(status));
         const delayMs = Math.min(
           Math.max(this.retry.minDelayMs, this.retry.multiplierMs * 2 ** (attempt - 1)),
           this.retry.maxDelayMs,

@@ -39,8 +39,14 @@ export interface RecordedCall {
 export interface InferencePoolOptions {
   /** OpenAI-compatible base URLs of the servers, e.g. `["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]`. */
   baseUrls: readonly string[];
-  /** Model name the servers serve (vLLM `--served-model-name`). */
+  /** Model name the servers serve (vLLM `--served-model-name`), or the LoRA adapter's name requests ask for. */
   model: string;
+  /**
+   * The name the servers serve at start, checked by {@link InferencePool.checkServedModel} (default
+   * `model`): the base model when `model` is a LoRA adapter loaded afterwards, as prime-rl checks
+   * the base model first and names the adapter once loaded (`orchestrator/orchestrator.py:361-363`).
+   */
+  startModel?: string;
   /** Default `EMPTY`, as vLLM without `--api-key`. */
   apiKey?: string;
   /** Sampling defaults; a request's own sampling wins. */
@@ -63,6 +69,8 @@ export interface InferencePoolOptions {
  */
 export class InferencePool implements ModelClient, VersionedInference {
   readonly model: string;
+  /** The name {@link checkServedModel} looks for (`startModel`, default {@link model}). */
+  readonly startModel: string;
   readonly baseUrls: readonly string[];
   private readonly clients: OpenAICompatibleClient[];
   private readonly inFlight: number[];
@@ -78,6 +86,7 @@ export class InferencePool implements ModelClient, VersionedInference {
     if (options.baseUrls.length === 0)
       throw new ConfigError('InferencePool: baseUrls: at least one inference server', { path: 'baseUrls' });
     this.model = options.model;
+    this.startModel = options.startModel ?? options.model;
     this.baseUrls = [...options.baseUrls];
     this.fetcher = options.fetch ?? fetch;
     this.current = options.version ?? 0;
@@ -143,7 +152,7 @@ export class InferencePool implements ModelClient, VersionedInference {
   }
 
   /**
-   * Waits until every server answers `/liveness`, then checks that each serves {@link model}
+   * Waits until every server answers `/liveness`, then checks that each serves {@link startModel}
    * (`GET <baseUrl>/models`), as prime-rl's `wait_for_ready` does (`src/prime_rl/utils/client.py:82-87`
    * at 559b447): a {@link ServedModelError} names the first server that does not.
    */
@@ -163,7 +172,7 @@ export class InferencePool implements ModelClient, VersionedInference {
   }
 
   /**
-   * `GET <baseUrl>/models` on every server: each must list {@link model} among `data[].id`
+   * `GET <baseUrl>/models` on every server: each must list {@link startModel} among `data[].id`
    * (prime-rl's `maybe_check_has_model`, `src/prime_rl/utils/client.py:159-172` at 559b447), else a
    * {@link ServedModelError} naming the server and the names it serves. A server that does not
    * answer, or answers with something that is not a model list, fails the same way (no names).
@@ -185,7 +194,8 @@ export class InferencePool implements ModelClient, VersionedInference {
       }),
     );
     for (const { baseUrl, served, error } of lists as { baseUrl: string; served: string[]; error?: unknown }[])
-      if (!served.includes(this.model)) throw new ServedModelError({ baseUrl, model: this.model, served, cause: error });
+      if (!served.includes(this.startModel))
+        throw new ServedModelError({ baseUrl, model: this.startModel, served, cause: error });
   }
 
   /** Answers with the current version as `cache_salt`. */

@@ -110,7 +110,8 @@ export function openExternalPolicy(options: {
   const { inference } = options;
   const pool = new InferencePool({
     baseUrls: inference.baseUrls,
-    model: inference.model,
+    model: inference.loraName ?? inference.model,
+    startModel: inference.model,
     ...(inference.apiKey ? { apiKey: inference.apiKey } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
@@ -120,7 +121,12 @@ export function openExternalPolicy(options: {
     ...(options.retry ? { retry: options.retry } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  const relay = new BroadcastWeightRelay({ outputDir: resolve(options.outputDir), admin, inference: pool });
+  const relay = new BroadcastWeightRelay({
+    outputDir: resolve(options.outputDir),
+    admin,
+    inference: pool,
+    ...(inference.loraName ? { loraName: inference.loraName } : {}),
+  });
   const stop = pool.startHealthChecks({ intervalMs: inference.healthIntervalSeconds * 1000 });
   return { pool, admin, relay, close: stop };
 }

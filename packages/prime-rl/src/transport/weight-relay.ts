@@ -18,6 +18,11 @@ export interface BroadcastWeightRelayOptions {
   version?: number;
   /** Poll interval of `STABLE` (default 100 ms). */
   pollMs?: number;
+  /**
+   * The policy is this LoRA adapter: each broadcast is loaded with `/load_lora_adapter` under this
+   * name ({@link InferenceAdmin.loadLoraAdapter}) instead of `/update_weights`.
+   */
+  loraName?: string;
 }
 
 /**
@@ -57,7 +62,9 @@ export class BroadcastWeightRelay {
       pollMs: this.options.pollMs ?? 100,
       signal: options.signal,
     });
-    await this.options.admin.updateWeights({ weightDir });
+    if (this.options.loraName !== undefined)
+      await this.options.admin.loadLoraAdapter({ loraName: this.options.loraName, loraPath: weightDir });
+    else await this.options.admin.updateWeights({ weightDir });
     this.current = options.step;
     this.options.inference?.setVersion(options.step);
     return weightDir;
