@@ -1,9 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createAlgorithm } from '@troupe/prime-rl';
 import { ConfigError } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
-import { parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
+import { parseRunConfig, RunConfigError, readRunConfigFile, underField } from './run-config.ts';
 
 describe('readRunConfigFile', () => {
   it('refuses a [__proto__] table (TOML) or a "__proto__" key (JSON), naming it, instead of applying it', async () => {
@@ -70,5 +71,31 @@ describe('run config key style', () => {
     const issues = (error as ConfigError).issues?.map((issue) => issue.path);
     expect(issues).toEqual(expect.arrayContaining(['train.source[0].group_size', 'policy.d_model']));
     expect((error as Error).message).toMatch(/policy\.d_model: /);
+  });
+
+  it("names every bad field of a source's algorithm under the source, as the file spells it", () => {
+    let error: unknown;
+    try {
+      createAlgorithm({ type: 'opd', teacher: { baseUrl: 'ftp://h', model: 'm', timeoutMs: -1 } });
+    } catch (caught) {
+      error = underField('train.source[1]', caught);
+    }
+    const paths = (error as ConfigError).issues?.map((issue) => issue.path);
+    expect(paths).toEqual(['train.source[1].algorithm.teacher.base_url', 'train.source[1].algorithm.teacher.timeout_ms']);
+    expect((error as ConfigError).path).toBe('train.source[1].algorithm.teacher.base_url');
+    expect((error as Error).message).toMatch(/; train\.source\[1\]\.algorithm\.teacher\.timeout_ms: /);
+    expect((error as Error).message).not.toMatch(/baseUrl|timeoutMs/);
+    const unknown = underField(
+      'train.source[0]',
+      (() => {
+        try {
+          createAlgorithm({ type: 'ppo' });
+        } catch (caught) {
+          return caught;
+        }
+      })(),
+    );
+    expect(unknown.path).toBe('train.source[0].algorithm.type');
+    expect(unknown.message).toMatch(/^train\.source\[0\]\.algorithm\.type: unknown algorithm 'ppo'/);
   });
 });

@@ -22,6 +22,33 @@ export const RunConfigError = ConfigError;
 /** @deprecated use `ConfigError` from `@troupe/verifiers`. */
 export type RunConfigError = ConfigError;
 
+/** `algorithm.teacher.baseUrl[0]` → `algorithm.teacher.base_url[0]`: a key path as a config file spells it. */
+function snakePath(path: string): string {
+  return path
+    .split('.')
+    .map((segment) => segment.replace(/^[^[]+/, (key) => snakeConfigKey(key)))
+    .join('.');
+}
+
+/**
+ * A source's config error re-rooted under the source's field and spelled as the file spells it:
+ * `algorithm.teacher.baseUrl: …` from `createAlgorithm` becomes
+ * `train.source[0].algorithm.teacher.base_url: …`, every issue and `path` alike.
+ */
+export function underField(field: string, error: unknown): ConfigError {
+  if (ConfigError.isInstance(error) && error.issues?.length) {
+    const issues = error.issues.map((issue) => ({ path: `${field}.${snakePath(issue.path)}`, message: issue.message }));
+    return new ConfigError(issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), { issues });
+  }
+  const message = (error as Error).message;
+  if (ConfigError.isInstance(error) && error.path) {
+    const path = `${field}.${snakePath(error.path)}`;
+    const rest = message.startsWith(`${error.path}: `) ? message.slice(error.path.length + 2) : message;
+    return new ConfigError(`${path}: ${rest}`, { path });
+  }
+  return new ConfigError(`${field}.${message}`, { path: field });
+}
+
 /** How a role of a source is played: the trainable policy, a frozen endpoint, a frozen checkpoint, or an opponent pool. */
 export const RoleBindingSchema = z
   .object({

@@ -48,6 +48,7 @@ import {
   RunConfigError,
   resolvedPolicies,
   type SourceConfig,
+  underField,
 } from './run-config.ts';
 import { givenReplies, setupAlgorithm } from './supervision.ts';
 import { vocabularyWarnings, ZeroRewardWatch } from './vocabulary-watch.ts';
@@ -221,7 +222,7 @@ async function buildSource(options: {
   try {
     algorithm = createAlgorithm(config.algorithm);
   } catch (error) {
-    throw new RunConfigError(`${field}.${(error as Error).message}`);
+    throw underField(field, error);
   }
   // A train source's algorithm (eval sources only play): sft serves its trainable roles the given
   // replies instead of sampling; opd connects its teacher (supervision.ts).

@@ -1,7 +1,7 @@
 import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { Algorithm } from './algorithm.ts';
-import { formatIssues } from './format-issues.ts';
+import { configIssues, formatConfigIssues } from './format-issues.ts';
 import { Grpo, GrpoConfigSchema } from './grpo.ts';
 import { HierarchicalGrpo, HierarchicalGrpoConfigSchema } from './hierarchical-grpo.ts';
 import { MaxRl, MaxRlConfigSchema } from './max-rl.ts';
@@ -65,17 +65,24 @@ registerAlgorithm({ type: 'opd', schema: OpdConfigSchema, create: (config) => ne
  */
 export function createAlgorithm(config: unknown): Algorithm {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) {
-    throw new ConfigError(`algorithm: expected an object with a \`type\`, got ${JSON.stringify(config)}`);
+    throw new ConfigError(`algorithm: expected an object with a \`type\`, got ${JSON.stringify(config)}`, {
+      path: 'algorithm',
+    });
   }
   const type = (config as { type?: unknown }).type;
   if (typeof type !== 'string') {
-    throw new ConfigError(`algorithm.type: required, one of ${algorithmTypes().join(', ')}`);
+    throw new ConfigError(`algorithm.type: required, one of ${algorithmTypes().join(', ')}`, { path: 'algorithm.type' });
   }
   const definition = registry.get(type);
   if (!definition) {
-    throw new ConfigError(`algorithm.type: unknown algorithm '${type}'; expected one of ${algorithmTypes().join(', ')}`);
+    throw new ConfigError(`algorithm.type: unknown algorithm '${type}'; expected one of ${algorithmTypes().join(', ')}`, {
+      path: 'algorithm.type',
+    });
   }
   const parsed = definition.schema.safeParse(config);
-  if (!parsed.success) throw new ConfigError(formatIssues(parsed.error, 'algorithm'));
+  if (!parsed.success) {
+    const issues = configIssues(parsed.error, 'algorithm');
+    throw new ConfigError(formatConfigIssues(issues), { issues });
+  }
   return definition.create(parsed.data);
 }

@@ -2,7 +2,7 @@ import type { Episode } from '@troupe/verifiers';
 import { ConfigError } from '@troupe/verifiers';
 import { z } from 'zod';
 import type { ActionLoss } from '../algorithms/algorithm.ts';
-import { formatIssues } from '../algorithms/format-issues.ts';
+import { configIssues, formatConfigIssues } from '../algorithms/format-issues.ts';
 import { attachReferenceLogprobs, stampLossRouting } from './loss-routing.ts';
 import { appendTraceSamples, type TraceSampleTally } from './trace-to-samples.ts';
 import type { TrainingSample } from './training-sample.ts';
@@ -64,7 +64,10 @@ export class BatchBuilder {
 
   constructor(config: BatchBuilderConfig) {
     const parsed = BatchBuilderConfigSchema.safeParse(config);
-    if (!parsed.success) throw new ConfigError(formatIssues(parsed.error, 'batch'));
+    if (!parsed.success) {
+      const issues = configIssues(parsed.error, 'batch');
+      throw new ConfigError(formatConfigIssues(issues), { issues });
+    }
     this.config = parsed.data;
   }
 
