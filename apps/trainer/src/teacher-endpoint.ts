@@ -1,5 +1,5 @@
 import type { LogprobScorer } from '@troupe/prime-rl';
-import { ProviderError } from '@troupe/verifiers';
+import { ProviderError, WireError } from '@troupe/verifiers';
 import { isRetryableStatus, postJson, RetryOptionsSchema, retryAfterMs, withRetry } from '@troupe/verifiers/internal';
 
 /** What {@link endpointTeacher} connects to. */
@@ -45,7 +45,7 @@ export function teacherScoreRequest(model: string, tokenIds: readonly number[]) 
 }
 
 /** A reply that is not the shape the scoring route returns: the server's fault, not retried. */
-class TeacherReplyError extends Error {}
+class TeacherReplyError extends WireError {}
 
 /**
  * Aligns a scoring reply's `prompt_logprobs` to the branch's tokens: one entry per token; the first
