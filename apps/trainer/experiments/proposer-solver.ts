@@ -6,9 +6,9 @@
 // accuracy on the probe set per difficulty — on stdout, progress on stderr; writes results.json.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type ExperimentArm, markdownTable, meanOver, runExperiment, writeResults } from './experiment.ts';
-import type { StepMetrics } from './run.ts';
-import { applySet, readRunConfigFile } from './run-config.ts';
+import { type ExperimentArm, markdownTable, meanOver, runExperiment, writeResults } from '../src/experiment.ts';
+import type { StepMetrics } from '../src/run.ts';
+import { applySet, readRunConfigFile } from '../src/run-config.ts';
 
 const { values } = parseArgs({
   options: {
