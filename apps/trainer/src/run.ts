@@ -420,20 +420,17 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       const engines = await severalExternalPolicies({ names: trained, defined, log, resume: external?.policies });
       for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
       mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
-      let orchestrator: Orchestrator<WeightsHandle, null>;
-      try {
-        await writeRunConfig({ out: options.out, config, replace });
-        orchestrator = new Orchestrator({
-          ...orchestratorOptions,
-          policies: engines.policies,
-          runState: { config },
-          writeCheckpoint: writeExternalCheckpoint,
-          ...(external ? { resume: external } : {}),
-        });
-      } catch (error) {
-        await engines.close();
-        throw error;
-      }
+      const orchestrator = await openRun(
+        { out: options.out, config, replace, close: engines.close },
+        () =>
+          new Orchestrator<WeightsHandle, null>({
+            ...orchestratorOptions,
+            policies: engines.policies,
+            runState: { config },
+            writeCheckpoint: writeExternalCheckpoint,
+            ...(external ? { resume: external } : {}),
+          }),
+      );
       return await runToEnd({
         orchestrator,
         trainer: { description: engines.description, close: engines.close },
@@ -455,19 +452,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     });
     for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
     mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
-    let orchestrator: Orchestrator;
-    try {
-      await writeRunConfig({ out: options.out, config, replace });
-      orchestrator = new Orchestrator({
-        ...orchestratorOptions,
-        policies: engines.policies,
-        runState: engines.runState,
-        ...(restored ? { resume: restored.checkpoint } : {}),
-      });
-    } catch (error) {
-      await engines.close();
-      throw error;
-    }
+    const orchestrator = await openRun(
+      { out: options.out, config, replace, close: engines.close },
+      () =>
+        new Orchestrator({
+          ...orchestratorOptions,
+          policies: engines.policies,
+          runState: engines.runState,
+          ...(restored ? { resume: restored.checkpoint } : {}),
+        }),
+    );
     return await runToEnd({
       orchestrator,
       trainer: { description: engines.description, close: engines.close },
@@ -489,25 +483,18 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       log,
     });
     mainClient = engines.inference.client;
-    const closeEngines = async () => {
-      await engines.trainer.close();
-      await engines.inference.close?.();
-    };
-    let orchestrator: Orchestrator<WeightsHandle, null>;
-    try {
-      await writeRunConfig({ out: options.out, config, replace });
-      orchestrator = new Orchestrator({
-        ...orchestratorOptions,
-        trainer: engines.trainer,
-        inference: engines.inference,
-        runState: { config },
-        ...(external ? { resume: external } : {}),
-        writeCheckpoint: writeExternalCheckpoint,
-      });
-    } catch (error) {
-      await closeEngines();
-      throw error;
-    }
+    const orchestrator = await openRun(
+      { out: options.out, config, replace, close: () => closeBoth(engines) },
+      () =>
+        new Orchestrator<WeightsHandle, null>({
+          ...orchestratorOptions,
+          trainer: engines.trainer,
+          inference: engines.inference,
+          runState: { config },
+          ...(external ? { resume: external } : {}),
+          writeCheckpoint: writeExternalCheckpoint,
+        }),
+    );
     return await runToEnd({
       orchestrator,
       trainer: engines.trainer,
@@ -607,14 +594,17 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   log(
     `trainer: ${trainer.description}; inference: ${inference === embedded ? `${embedded.policyClient.runtime} (1 thread)` : config.inference?.baseUrls.join(', ')}; policy: vocabulary ${tokenizer.size}, context ${policy.contextLength}, head ${policy.outputTokens?.length ?? tokenizer.size} tokens`,
   );
-  await writeRunConfig({ out: options.out, config, replace });
-  const orchestrator = new Orchestrator({
-    ...orchestratorOptions,
-    trainer,
-    inference,
-    runState: { config, tokenizer: tokenizer.toJSON(), policy },
-    ...(resumed ? { resume: resumed } : {}),
-  });
+  const orchestrator = await openRun(
+    { out: options.out, config, replace, close: () => closeBoth({ trainer, inference }) },
+    () =>
+      new Orchestrator({
+        ...orchestratorOptions,
+        trainer,
+        inference,
+        runState: { config, tokenizer: tokenizer.toJSON(), policy },
+        ...(resumed ? { resume: resumed } : {}),
+      }),
+  );
   return await runToEnd({ orchestrator, trainer, inference, config, out: options.out, watch, zeroReward });
 }
 
@@ -903,6 +893,32 @@ function severalExternalCheckpoint(
   return { step: step as number, state: body.state as Record<string, unknown>, ...first, policies };
 }
 
+/**
+ * Writes the run's `config.json` and builds its orchestrator; when either fails, the engines just
+ * started are closed before the error goes on, so no worker or socket outlives a refused run.
+ */
+async function openRun<O>(
+  options: { out: string; config: RunConfig; replace: boolean; close: () => Promise<void> },
+  build: () => O,
+): Promise<O> {
+  try {
+    await writeRunConfig(options);
+    return build();
+  } catch (error) {
+    await options.close();
+    throw error;
+  }
+}
+
+/** Closes a trainer, then its inference. */
+async function closeBoth(engines: {
+  trainer: { close(): Promise<void> };
+  inference: { close?(): Promise<void> };
+}): Promise<void> {
+  await engines.trainer.close();
+  await engines.inference.close?.();
+}
+
 /** Runs the orchestrator, then the report; closes the engines whatever happens. */
 async function runToEnd(options: {
   orchestrator: { run(): ReturnType<Orchestrator['run']> };
@@ -948,8 +964,7 @@ async function runToEnd(options: {
       checkpoint: existsSync(checkpoint) ? checkpoint : null,
     };
   } finally {
-    await trainer.close();
-    await inference.close?.();
+    await closeBoth({ trainer, inference });
   }
 }
 
