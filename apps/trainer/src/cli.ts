@@ -5,12 +5,12 @@ import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { createAlgorithm } from '@troupe/prime-rl';
-import { setPluginSearchPaths } from '@troupe/verifiers';
+import { ConfigError, setPluginSearchPaths } from '@troupe/verifiers';
 import { crossplay, writeCrossplay } from './crossplay.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { emitPrimeRl } from './emit-prime-rl.ts';
 import { type StepMetrics, train } from './run.ts';
-import { applySet, camelKeys, parseRunConfig, type RunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
+import { applySet, camelKeys, parseRunConfig, type RunConfig, readRunConfigFile } from './run-config.ts';
 import { serveCommand } from './serve-command.ts';
 
 /** The default run config as its help names it (`configs/<name>.toml`). */
@@ -76,7 +76,7 @@ function parseInlineConfig(text: string): Record<string, unknown> {
   try {
     return camelKeys(JSON.parse(text)) as Record<string, unknown>;
   } catch (error) {
-    throw new RunConfigError(`config (inline) is not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(`config (inline) is not valid JSON: ${(error as Error).message}`);
   }
 }
 
@@ -85,7 +85,7 @@ export function parseDuration(text: string): number {
   const match = /^(\d+(?:\.\d+)?)\s*(s|m|h)?$/.exec(text.trim());
   const seconds = match ? Number(match[1]) * { s: 1, m: 60, h: 3600 }[(match[2] ?? 's') as 's' | 'm' | 'h'] : Number.NaN;
   if (!(seconds > 0))
-    throw new RunConfigError(`--time-budget: expected seconds, or a number with s, m or h (e.g. 5m), got "${text}"`);
+    throw new ConfigError(`--time-budget: expected seconds, or a number with s, m or h (e.g. 5m), got "${text}"`);
   return seconds;
 }
 
@@ -128,10 +128,10 @@ async function readTrainConfig(values: {
 }): Promise<{ raw: Record<string, unknown>; baseDir: string; configPath: string | null }> {
   const inline = values.config?.trimStart().startsWith('{') ?? false;
   const path = values.config && !inline ? resolve(values.config) : DEFAULT_CONFIG;
-  if (!inline && !existsSync(path)) throw new RunConfigError(`--config: file ${path} does not exist`);
+  if (!inline && !existsSync(path)) throw new ConfigError(`--config: file ${path} does not exist`);
   const raw = inline ? parseInlineConfig(values.config as string) : await readRunConfigFile(path);
   const integer = (flag: string, text: string) => {
-    if (!/^\d+$/.test(text.trim())) throw new RunConfigError(`--${flag}: expected a whole number, got ${JSON.stringify(text)}`);
+    if (!/^\d+$/.test(text.trim())) throw new ConfigError(`--${flag}: expected a whole number, got ${JSON.stringify(text)}`);
     return Number(text);
   };
   if (values.seed !== undefined) raw.seed = integer('seed', values.seed);
@@ -150,7 +150,7 @@ function applyAlgorithm(raw: Record<string, unknown>, config: RunConfig, algorit
     try {
       createAlgorithm({ ...source.algorithm, type: algorithm });
     } catch (error) {
-      throw new RunConfigError(`train.source[${i}].${(error as Error).message}`);
+      throw new ConfigError(`train.source[${i}].${(error as Error).message}`);
     }
   });
 }
@@ -163,7 +163,7 @@ async function trainCommand(args: string[]): Promise<number> {
     return EXIT_CODES.ok;
   }
   if (values.out !== undefined && values['run-dir'] !== undefined && values.out !== values['run-dir'])
-    throw new RunConfigError('--out and --run-dir name the same folder; give one');
+    throw new ConfigError('--out and --run-dir name the same folder; give one');
   const { raw, baseDir, configPath } = await readTrainConfig(values);
   const config = parseRunConfig(camelKeys(raw));
   if (values.algorithm) applyAlgorithm(raw, config, values.algorithm);
@@ -262,7 +262,7 @@ async function crossplayCommand(args: string[]): Promise<number> {
     return EXIT_CODES.ok;
   }
   const integer = (flag: string, text: string) => {
-    if (!/^-?\d+$/.test(text.trim())) throw new RunConfigError(`--${flag}: expected an integer, got ${JSON.stringify(text)}`);
+    if (!/^-?\d+$/.test(text.trim())) throw new ConfigError(`--${flag}: expected an integer, got ${JSON.stringify(text)}`);
     return Number(text);
   };
   const loadAtStart = loadavg()[0] ?? 0;
@@ -337,7 +337,7 @@ main(process.argv.slice(2)).then(
   },
   (error: Error) => {
     const code = (error as { code?: string }).code;
-    if (error.name === 'RunConfigError' || error.name === 'ConfigError' || code?.startsWith('ERR_PARSE_ARGS')) {
+    if (error.name === 'ConfigError' || code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`troupe: ${describeError(error)}\n(see troupe train --help; nothing was written)\n`);
       process.exitCode = EXIT_CODES.config;
     } else if (error.name === 'ResumeStepMismatchError') {

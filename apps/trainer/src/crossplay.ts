@@ -10,11 +10,11 @@ import {
   ModelRouter,
   splitCheckpointPolicy,
 } from '@troupe/prime-rl/orchestrator';
-import { Env, type Episode, type ModelClient } from '@troupe/verifiers';
+import { ConfigError, Env, type Episode, type ModelClient } from '@troupe/verifiers';
 import { summarize } from './evaluate.ts';
 import { registerGameRuntime } from './game-runtime.ts';
 import { resolveEnv } from './resolve-env.ts';
-import { type RunConfig, RunConfigError, type SourceConfig } from './run-config.ts';
+import type { RunConfig, SourceConfig } from './run-config.ts';
 
 /** Options of {@link crossplay}. */
 export interface CrossplayOptions {
@@ -135,9 +135,9 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
   const log = options.log ?? (() => {});
   const seed = options.seed ?? 1;
   if (!Number.isInteger(options.hands) || options.hands < 1)
-    throw new RunConfigError(`--hands: expected a positive integer, got ${options.hands}`);
-  if (!Number.isInteger(seed)) throw new RunConfigError(`--seed: expected an integer, got ${options.seed}`);
-  if (options.checkpoints.length === 0) throw new RunConfigError('--checkpoint: give at least one checkpoint directory');
+    throw new ConfigError(`--hands: expected a positive integer, got ${options.hands}`);
+  if (!Number.isInteger(seed)) throw new ConfigError(`--seed: expected an integer, got ${options.seed}`);
+  if (options.checkpoints.length === 0) throw new ConfigError('--checkpoint: give at least one checkpoint directory');
 
   const players: Player[] = [];
   let source: SourceConfig | null = null;
@@ -145,20 +145,19 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
   for (const argument of options.checkpoints) {
     const { label, dir, policy: policyName } = parseCheckpointArgument(argument);
     const loaded = existsSync(join(dir, 'meta.json')) ? await loadEmbeddedCheckpoint(dir) : null;
-    if (!loaded)
-      throw new RunConfigError(`--checkpoint ${argument}: no checkpoint in ${dir} (expected ${join(dir, 'meta.json')})`);
+    if (!loaded) throw new ConfigError(`--checkpoint ${argument}: no checkpoint in ${dir} (expected ${join(dir, 'meta.json')})`);
     const config = (loaded.run as { config?: RunConfig }).config;
     const first = config?.train.source[0];
-    if (!config || !first) throw new RunConfigError(`--checkpoint ${argument}: the checkpoint holds no run config`);
+    if (!config || !first) throw new ConfigError(`--checkpoint ${argument}: the checkpoint holds no run config`);
     if (source && (first.env !== source.env || JSON.stringify(first.options) !== JSON.stringify(source.options))) {
-      throw new RunConfigError(
+      throw new ConfigError(
         `--checkpoint ${argument}: trains ${first.env} ${JSON.stringify(first.options)}, the first checkpoint ${source.env} ${JSON.stringify(source.options)}; cross-play needs one env`,
       );
     }
     source ??= first;
     run ??= config;
     if (players.some((p) => p.label === label))
-      throw new RunConfigError(`--checkpoint ${argument}: two players are labelled ${label}; name them label=path`);
+      throw new ConfigError(`--checkpoint ${argument}: two players are labelled ${label}; name them label=path`);
     let policy: Awaited<ReturnType<typeof checkpointEvaluationPolicy>>;
     try {
       policy = await checkpointEvaluationPolicy({
@@ -168,11 +167,11 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
         ...(policyName ? { policy: policyName } : {}),
       });
     } catch (error) {
-      throw new RunConfigError(`--checkpoint ${argument}: ${(error as Error).message.replace(/^checkpoint: /, '')}`);
+      throw new ConfigError(`--checkpoint ${argument}: ${(error as Error).message.replace(/^checkpoint: /, '')}`);
     }
     players.push({ label, kind: 'checkpoint', source: dir, step: loaded.checkpoint.step, client: policy.client, policy });
   }
-  if (!source || !run) throw new RunConfigError('--checkpoint: give at least one checkpoint directory');
+  if (!source || !run) throw new ConfigError('--checkpoint: give at least one checkpoint directory');
 
   const {
     definition,
@@ -187,17 +186,17 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
     const opponent = Object.hasOwn(declared, name) ? declared[name] : undefined;
     if (!opponent) {
       const known = Object.keys(declared);
-      throw new RunConfigError(
+      throw new ConfigError(
         `--opponent ${name}: unknown opponent; env ${source.env} declares ${known.length ? known.join(', ') : 'no fixed opponents'}`,
       );
     }
     const policy = { version: 0, ...opponent.create({ seed: seed + k, options: source.options }) };
     players.push({ label: name, kind: 'opponent', source: name, client: policy.client, policy });
   }
-  if (players.length < 2) throw new RunConfigError('crossplay needs at least two players (--checkpoint and --opponent together)');
+  if (players.length < 2) throw new ConfigError('crossplay needs at least two players (--checkpoint and --opponent together)');
   const roles = Object.keys(definition.roles);
   if (roles.length !== 2)
-    throw new RunConfigError(`env ${definition.id} has ${roles.length} roles (${roles.join(', ')}); cross-play needs two seats`);
+    throw new ConfigError(`env ${definition.id} has ${roles.length} roles (${roles.join(', ')}); cross-play needs two seats`);
   const [role0, role1] = roles as [string, string];
   const agentConfig = (role: string) =>
     Object.fromEntries(Object.entries(source?.roles[role] ?? {}).filter(([key]) => !AGENT_BINDING_KEYS.has(key)));
@@ -225,7 +224,7 @@ export async function crossplay(options: CrossplayOptions): Promise<CrossplayRes
     });
   const probe = await makeEnv(players[0]?.client as ModelClient, players[0]?.client as ModelClient);
   const taskset = await definition.taskset?.(probe.options);
-  if (!taskset) throw new RunConfigError(`env ${definition.id} has no taskset of its own to play cross-play on`);
+  if (!taskset) throw new ConfigError(`env ${definition.id} has no taskset of its own to play cross-play on`);
 
   const n = players.length;
   const payoff: (Estimate | null)[][] = players.map(() => players.map(() => null));

@@ -1,13 +1,14 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { ConfigError } from '@troupe/verifiers';
 import { stringify } from 'smol-toml';
-import { type RunConfig, RunConfigError, resolvedPolicies } from './run-config.ts';
+import { type RunConfig, resolvedPolicies } from './run-config.ts';
 
 /** The prime-rl commit whose config classes the emitted files follow (`docs/scale-out.md` cites it). */
 export const PRIME_RL_COMMIT = '559b44772e471d1538537b8805cc77f3824a5e64';
 
 /**
- * Refuses `max_async` above 1 for `policy.engine = "external"` (a {@link RunConfigError} naming the
+ * Refuses `max_async` above 1 for `policy.engine = "external"` (a {@link ConfigError} naming the
  * key). prime-rl runs its rollouts at most one step ahead of the trainer (`TARGET_LAG = 1`,
  * `orchestrator/orchestrator.py:101-104` at 559b447, not configurable there), and its trainer
  * deletes `broadcasts/step_{N-2}` once it broadcast step N (`trainer/utils.py:349-363`), which a
@@ -15,7 +16,7 @@ export const PRIME_RL_COMMIT = '559b44772e471d1538537b8805cc77f3824a5e64';
  */
 export function checkExternalMaxAsync(config: RunConfig): void {
   if (config.policy.engine === 'external' && config.maxAsync > 1)
-    throw new RunConfigError(
+    throw new ConfigError(
       `max_async: ${config.maxAsync} is more than prime-rl allows with policy.engine = "external" (its orchestrator runs at most 1 step ahead, and its trainer deletes broadcasts/step_{N-2} after step N); use 0 or 1`,
     );
 }
@@ -45,7 +46,7 @@ export interface PrimeRlLaunch {
  * - `max_steps` = the run's; `[ckpt] interval` = `checkpoint_every`, so the trainer checkpoints
  *   the steps the orchestrator does and `launch.sh --resume` finds both at one step.
  *
- * Refuses (a {@link RunConfigError} naming the field) a run that is not `policy.engine = "external"`
+ * Refuses (a {@link ConfigError} naming the field) a run that is not `policy.engine = "external"`
  * over files or ZMQ, or `max_async` above 1 ({@link checkExternalMaxAsync}).
  */
 export function primeRlLaunch(options: {
@@ -60,7 +61,7 @@ export function primeRlLaunch(options: {
   projectDir?: string;
 }): PrimeRlLaunch {
   const resolved = resolvedPolicies(options.config).get(options.policy ?? 'main');
-  if (!resolved) throw new RunConfigError(`--emit-prime-rl: no policy ${options.policy}`, { path: 'policies' });
+  if (!resolved) throw new ConfigError(`--emit-prime-rl: no policy ${options.policy}`, { path: 'policies' });
   // The policy's own sections stand where main's are.
   const config: RunConfig = {
     ...options.config,
@@ -71,11 +72,11 @@ export function primeRlLaunch(options: {
   };
   const transport = config.transport;
   if (config.policy.engine !== 'external')
-    throw new RunConfigError(
+    throw new ConfigError(
       'policy.engine: --emit-prime-rl writes the launch of prime-rl\'s trainer and vLLM; set policy.engine = "external"',
     );
   if (transport.type === 'in-process' || !config.inference)
-    throw new RunConfigError(
+    throw new ConfigError(
       'transport.type: --emit-prime-rl needs transport.type = "filesystem" or "zmq" and [inference] base_urls',
     );
   checkExternalMaxAsync(config);

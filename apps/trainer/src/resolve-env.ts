@@ -1,6 +1,5 @@
 import type { EvaluationPolicy, TrainingHooks } from '@troupe/prime-rl/orchestrator';
 import { ConfigError, type EnvDefinition, importEnv } from '@troupe/verifiers';
-import { RunConfigError } from './run-config.ts';
 
 /**
  * A fixed opponent an env module declares (its `opponents` export, or the definition's
@@ -33,7 +32,7 @@ export async function resolveEnv(ref: string, options: { baseDir: string; field:
     imported = await importEnv(ref, { baseDir: options.baseDir });
   } catch (error) {
     if (!ConfigError.isInstance(error)) throw error;
-    throw new RunConfigError(`${options.field}: ${error.message.replace(/^env(\.id)? /, '')}`, {
+    throw new ConfigError(`${options.field}: ${error.message.replace(/^env(\.id)? /, '')}`, {
       ...(error.cause !== undefined ? { cause: error.cause } : {}),
     });
   }

@@ -25,6 +25,7 @@ import {
 import type { NamedWeight, PolicyConfig } from '@troupe/prime-rl/policy';
 import { findRunCheckpoint, type OptimizerState, readCheckpointFile } from '@troupe/prime-rl/trainer';
 import {
+  ConfigError,
   Env,
   type Episode,
   loadTaskset,
@@ -45,7 +46,6 @@ import {
   parseRunConfig,
   type ResolvedPolicy,
   type RunConfig,
-  RunConfigError,
   resolvedPolicies,
   type SourceConfig,
   underField,
@@ -98,21 +98,21 @@ const RUN_FILES = new Set(['config.json', 'metrics.jsonl', 'checkpoint', 'checkp
  */
 function checkRunDir(out: string, options: { resume: boolean; clean: boolean }): { replace: boolean } {
   if (options.resume && options.clean)
-    throw new RunConfigError('--clean: refused with --resume (--clean replaces the run that --resume continues)');
+    throw new ConfigError('--clean: refused with --resume (--clean replaces the run that --resume continues)');
   if (!existsSync(out)) {
-    if (options.resume) throw new RunConfigError(`--resume: ${out} does not exist`);
+    if (options.resume) throw new ConfigError(`--resume: ${out} does not exist`);
     return { replace: false };
   }
-  if (!lstatSync(out).isDirectory()) throw new RunConfigError(`--run-dir: ${out} is not a directory`);
+  if (!lstatSync(out).isDirectory()) throw new ConfigError(`--run-dir: ${out} is not a directory`);
   const entries = readdirSync(out);
   if (entries.length === 0 || options.resume) return { replace: false };
   const isRun = entries.some((entry) => RUN_FILES.has(entry));
   if (!options.clean)
-    throw new RunConfigError(
+    throw new ConfigError(
       `--run-dir: ${out} already holds ${isRun ? 'a run' : 'files'} (--resume continues it; --clean replaces it)`,
     );
   if (!isRun)
-    throw new RunConfigError(
+    throw new ConfigError(
       `--clean: ${out} holds no training run (no ${[...RUN_FILES].join(', ')}); it is not replaced — pick another --run-dir`,
     );
   return { replace: true };
@@ -136,12 +136,12 @@ async function frozenClient(binding: SourceConfig['roles'][string], field: strin
   if (binding.checkpoint) {
     // `<dir>#<policy>`: one policy of a checkpoint of several.
     const { dir, policy } = splitCheckpointPolicy(binding.checkpoint);
-    if (!existsSync(join(dir, 'meta.json'))) throw new RunConfigError(`${field}.checkpoint: no checkpoint in ${dir}`);
+    if (!existsSync(join(dir, 'meta.json'))) throw new ConfigError(`${field}.checkpoint: no checkpoint in ${dir}`);
     const maxTokens = Number((binding as { sampling?: { maxTokens?: number } }).sampling?.maxTokens ?? 1);
     try {
       return await frozenCheckpointClient({ dir, maxTokens, seed: 17, ...(policy ? { policy } : {}) });
     } catch (error) {
-      throw new RunConfigError(`${field}.${(error as Error).message}`, { path: `${field}.checkpoint` });
+      throw new ConfigError(`${field}.${(error as Error).message}`, { path: `${field}.checkpoint` });
     }
   }
   return null;
@@ -167,7 +167,7 @@ async function buildSource(options: {
   const roleNames = Object.keys(definition.roles);
   for (const role of Object.keys(config.roles)) {
     if (!roleNames.includes(role))
-      throw new RunConfigError(`${field}.roles.${role}: env ${definition.id} has no such role (roles: ${roleNames.join(', ')})`);
+      throw new ConfigError(`${field}.roles.${role}: env ${definition.id} has no such role (roles: ${roleNames.join(', ')})`);
   }
   const frozen = new Map<string, ModelClient>();
   const frozenRoles = new Set<string>();
@@ -186,7 +186,7 @@ async function buildSource(options: {
     } = config.roles[role] ?? {};
     const binding = config.roles[role] ?? {};
     if (poolConfig && !options.poolsAllowed)
-      throw new RunConfigError(
+      throw new ConfigError(
         `${field}.roles.${role}.pool: an eval source cannot bind an opponent pool (pools are drawn in training rollouts)`,
       );
     const pool = poolConfig ? new OpponentPool({ name: `pool:${name}/${role}`, config: poolConfig }) : null;
@@ -250,7 +250,7 @@ async function buildSource(options: {
       },
     });
   } catch (error) {
-    throw new RunConfigError(`${field}: ${(error as Error).message.replace(/\benv\./g, `${field}.options.`)}`);
+    throw new ConfigError(`${field}: ${(error as Error).message.replace(/\benv\./g, `${field}.options.`)}`);
   }
   replies?.track(env);
   if (options.watch) {
@@ -263,7 +263,7 @@ async function buildSource(options: {
     };
   }
   const taskset = config.taskset ? await loadTaskset(config.taskset) : await definition.taskset?.(env.options);
-  if (!taskset) throw new RunConfigError(`${field}.taskset: env ${definition.id} has no taskset of its own; name one`);
+  if (!taskset) throw new ConfigError(`${field}.taskset: env ${definition.id} has no taskset of its own; name one`);
   const evaluator = training?.evaluator?.(env.options);
   return {
     source: {
@@ -297,13 +297,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   // --resume never starts fresh: no checkpoint is an error (findRunCheckpoint also finds one a crash left unnamed).
   const checkpointDir = options.resume ? await findRunCheckpoint({ out: options.out }) : null;
   if (options.resume && !checkpointDir)
-    throw new RunConfigError(
+    throw new ConfigError(
       `--resume: no checkpoint in ${options.out} (no ${join(options.out, 'checkpoint')}); run without --resume to start this run fresh`,
     );
   const external = checkpointDir ? await loadExternalCheckpoint(checkpointDir) : null;
   const restored = checkpointDir && !external ? await loadEmbeddedCheckpoint(checkpointDir) : null;
   if (checkpointDir && !restored && !external)
-    throw new RunConfigError(`--resume: ${checkpointDir} holds no meta.json or ${EXTERNAL_CHECKPOINT_FILE}`);
+    throw new ConfigError(`--resume: ${checkpointDir} holds no meta.json or ${EXTERNAL_CHECKPOINT_FILE}`);
   const resumed = restored?.checkpoint ?? null;
   const requested = parseRunConfig(options.config);
   const runState = (restored?.run ?? external?.state.run) as { config: RunConfig } | undefined;
@@ -416,7 +416,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (trained.length > 1 || (trained.length === 1 && trained[0] !== 'main')) {
     if (trained.some((name) => defined.get(name)?.policy.engine === 'external')) {
       if (checkpointDir && !external?.policies)
-        throw new RunConfigError(`--resume: ${checkpointDir} is not a checkpoint of a run of several external policies`);
+        throw new ConfigError(`--resume: ${checkpointDir} is not a checkpoint of a run of several external policies`);
       const engines = await severalExternalPolicies({ names: trained, defined, log, resume: external?.policies });
       for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
       mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
@@ -474,7 +474,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }
   if (config.policy.engine === 'external') {
     if (config.transport.type === 'in-process' || !config.inference)
-      throw new RunConfigError('policy.engine: "external" needs [transport] and [inference]');
+      throw new ConfigError('policy.engine: "external" needs [transport] and [inference]');
     const engines = await externalEngines({
       transport: config.transport,
       inference: config.inference,
@@ -546,7 +546,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     refKlDecayFraction,
   };
   const transport = config.transport.type === 'in-process' ? null : config.transport;
-  if (transport && resumed) throw new RunConfigError('transport: --resume continues in-process runs only');
+  if (transport && resumed) throw new ConfigError('transport: --resume continues in-process runs only');
   const wire = transport
     ? await wireTrainer({
         transport,
@@ -621,7 +621,7 @@ function trainedPolicies(options: { defined: ReadonlyMap<string, ResolvedPolicy>
   }
   for (const name of options.defined.keys())
     if (name !== 'main' && !used.has(name))
-      throw new RunConfigError(`policies.${name}: no role of a train source plays it (bind one with policy = "${name}")`, {
+      throw new ConfigError(`policies.${name}: no role of a train source plays it (bind one with policy = "${name}")`, {
         path: `policies.${name}`,
       });
   // A policy only frozen roles play is served, not trained: it needs engines all the same.
@@ -659,7 +659,7 @@ async function severalPolicies(options: {
       const resolved = defined.get(name) as ResolvedPolicy;
       const field = name === 'main' ? 'policy' : `policies.${name}`;
       if (resolved.policy.engine !== 'embedded' || resolved.transport.type !== 'in-process' || resolved.inference)
-        throw new RunConfigError(
+        throw new ConfigError(
           `${field}: a run of several policies trains each with the embedded in-process engines (engine = "embedded", no [transport] or [inference])`,
           { path: field },
         );
@@ -684,7 +684,7 @@ async function severalPolicies(options: {
       const saved = restored?.policies?.[name];
       const part = restored?.checkpoint.policies?.[name];
       if (restored && (!saved || !part))
-        throw new RunConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
+        throw new ConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
       const tokenizer = saved?.tokenizer ?? shape.tokenizer;
       const policy = saved?.policy ?? shape.policy;
       const weights = part?.weights ?? initWeights(policy);
@@ -773,20 +773,20 @@ async function severalExternalPolicies(options: {
       const field = name === 'main' ? 'policy' : `policies.${name}`;
       const { transport, inference } = resolved;
       if (resolved.policy.engine !== 'external' || transport.type === 'in-process' || !inference)
-        throw new RunConfigError(
+        throw new ConfigError(
           `${field}.engine: every policy of a run with an external policy must be external, with its own [${field === 'policy' ? '' : `${field}.`}transport] and [${field === 'policy' ? '' : `${field}.`}inference]`,
           { path: `${field}.engine` },
         );
       const clash = [...outputDirs].find(([, dir]) => resolve(dir) === resolve(transport.outputDir));
       if (clash)
-        throw new RunConfigError(
+        throw new ConfigError(
           `${name === 'main' ? 'transport' : `policies.${name}.transport`}.output_dir: ${transport.outputDir} is policy ${clash[0]}'s too; each policy's trainer needs its own`,
           { path: `${field}.transport.output_dir` },
         );
       outputDirs.set(name, transport.outputDir);
       const resumeStep = options.resume?.[name]?.weights.step;
       if (options.resume && resumeStep === undefined)
-        throw new RunConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
+        throw new ConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
       const engines = await externalEngines({
         transport,
         inference,
@@ -859,7 +859,7 @@ async function loadExternalCheckpoint(dir: string): Promise<OrchestratorCheckpoi
     broadcast?.step !== body.step ||
     typeof broadcast?.dir !== 'string'
   )
-    throw new RunConfigError(`--resume: ${join(dir, EXTERNAL_CHECKPOINT_FILE)} is not an orchestrator checkpoint of troupe`);
+    throw new ConfigError(`--resume: ${join(dir, EXTERNAL_CHECKPOINT_FILE)} is not an orchestrator checkpoint of troupe`);
   return {
     step: body.step as number,
     state: body.state as Record<string, unknown>,
@@ -878,7 +878,7 @@ function severalExternalCheckpoint(
   body: { step?: unknown; state?: unknown; policies?: unknown },
 ): OrchestratorCheckpoint<WeightsHandle, null> {
   const bad = () =>
-    new RunConfigError(`--resume: ${join(dir, EXTERNAL_CHECKPOINT_FILE)} is not an orchestrator checkpoint of troupe`);
+    new ConfigError(`--resume: ${join(dir, EXTERNAL_CHECKPOINT_FILE)} is not an orchestrator checkpoint of troupe`);
   const step = body.step;
   if (!Number.isInteger(step) || (step as number) < 1 || typeof body.state !== 'object' || body.state === null) throw bad();
   if (typeof body.policies !== 'object' || body.policies === null) throw bad();

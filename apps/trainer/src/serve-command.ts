@@ -1,13 +1,12 @@
 import { parseArgs } from 'node:util';
-import { TrainerError } from '@troupe/verifiers';
-import { RunConfigError } from './run-config.ts';
+import { ConfigError, TrainerError } from '@troupe/verifiers';
 import { serveInference } from './serve-inference.ts';
 import { serveTrainer } from './serve-trainer.ts';
 
 function integer(flag: string, value: string | undefined, fallback?: number): number | undefined {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new RunConfigError(`--${flag}: expected a non-negative integer, got ${value}`);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`--${flag}: expected a non-negative integer, got ${value}`);
   return n;
 }
 
@@ -34,7 +33,7 @@ export async function serveCommand(command: 'serve-inference' | 'serve-trainer',
         'wait-seconds': { type: 'string', default: '600' },
       },
     });
-    if (!values.checkpoint) throw new RunConfigError('serve-inference: --checkpoint DIR is required');
+    if (!values.checkpoint) throw new ConfigError('serve-inference: --checkpoint DIR is required');
     const maxTokens = integer('max-tokens', values['max-tokens']);
     const server = await serveInference({
       checkpoint: values.checkpoint,
@@ -64,11 +63,11 @@ export async function serveCommand(command: 'serve-inference' | 'serve-trainer',
     },
   });
   const outputDir = values['output-dir'];
-  if (!outputDir) throw new RunConfigError('serve-trainer: --output-dir DIR is required');
+  if (!outputDir) throw new ConfigError('serve-trainer: --output-dir DIR is required');
   let zmq: { host: string; port: number } | undefined;
   if (values.zmq !== undefined) {
     const match = /^(.+):(\d+)$/.exec(values.zmq);
-    if (!match) throw new RunConfigError(`--zmq: expected host:port, got ${values.zmq}`);
+    if (!match) throw new ConfigError(`--zmq: expected host:port, got ${values.zmq}`);
     zmq = { host: match[1] as string, port: Number(match[2]) };
   }
   const maxSteps = integer('max-steps', values['max-steps']);
