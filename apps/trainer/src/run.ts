@@ -533,18 +533,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }))
     log(line);
   const weights = resumed?.weights ?? initWeights(policy);
-  const { workerThread, lrFinalFraction, lrDecayFraction, momentumAtFloor, refKlTauStart, refKlDecayFraction, ...trainerConfig } =
-    config.trainer;
-  const schedule = {
-    maxSteps: config.maxSteps,
-    lr: trainerConfig.lr,
-    lrFinalFraction,
-    lrDecayFraction,
-    momentumAtFloor,
-    refKlTauStart,
-    refKlTau: trainerConfig.refKlTau,
-    refKlDecayFraction,
-  };
+  const { workerThread, trainerConfig, schedule } = trainerParts(config.trainer, config.maxSteps);
   const transport = config.transport.type === 'in-process' ? null : config.transport;
   if (transport && resumed) throw new ConfigError('transport: --resume continues in-process runs only');
   const wire = transport
@@ -688,25 +677,7 @@ async function severalPolicies(options: {
       const tokenizer = saved?.tokenizer ?? shape.tokenizer;
       const policy = saved?.policy ?? shape.policy;
       const weights = part?.weights ?? initWeights(policy);
-      const {
-        workerThread,
-        lrFinalFraction,
-        lrDecayFraction,
-        momentumAtFloor,
-        refKlTauStart,
-        refKlDecayFraction,
-        ...trainerConfig
-      } = resolved.trainer;
-      const schedule = {
-        maxSteps: config.maxSteps,
-        lr: trainerConfig.lr,
-        lrFinalFraction,
-        lrDecayFraction,
-        momentumAtFloor,
-        refKlTauStart,
-        refKlTau: trainerConfig.refKlTau,
-        refKlDecayFraction,
-      };
+      const { workerThread, trainerConfig, schedule } = trainerParts(resolved.trainer, config.maxSteps);
       const trainer = await embeddedTrainer({
         policy,
         weights,
@@ -891,6 +862,26 @@ function severalExternalCheckpoint(
   const first = Object.values(policies)[0];
   if (!first) throw bad();
   return { step: step as number, state: body.state as Record<string, unknown>, ...first, policies };
+}
+
+/**
+ * A `[trainer]` table in its three parts: where the trainer runs (`worker_thread`), the trainer's
+ * own config, and the lr / reference-KL schedule over the run's `max_steps`.
+ */
+function trainerParts(trainer: RunConfig['trainer'], maxSteps: number) {
+  const { workerThread, lrFinalFraction, lrDecayFraction, momentumAtFloor, refKlTauStart, refKlDecayFraction, ...trainerConfig } =
+    trainer;
+  const schedule = {
+    maxSteps,
+    lr: trainerConfig.lr,
+    lrFinalFraction,
+    lrDecayFraction,
+    momentumAtFloor,
+    refKlTauStart,
+    refKlTau: trainerConfig.refKlTau,
+    refKlDecayFraction,
+  };
+  return { workerThread, trainerConfig, schedule };
 }
 
 /**
