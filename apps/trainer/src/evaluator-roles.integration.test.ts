@@ -1,10 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { runNode } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { troupeCli, twoSeatToml } from './__fixtures__/trainer-cli.ts';
 
-const cli = resolve(import.meta.dirname, 'cli.ts');
 const env = resolve(import.meta.dirname, '__fixtures__/two-sides-probed-env.ts');
 const dirs: string[] = [];
 afterAll(() => {
@@ -14,24 +13,16 @@ afterAll(() => {
 /** A run of the probed two-sides env, seat `left` on `leftPolicy` and `right` on `rightPolicy`. */
 function config(leftPolicy: string, rightPolicy: string): string {
   const named = [...new Set([leftPolicy, rightPolicy])].filter((n) => n !== 'main');
-  return `seed = 1
-max_steps = 6
-groups_per_step = 4
-checkpoint_every = 0
-filter_zero_advantages = false
-[[train.source]]
-env = ${JSON.stringify(env)}
-group_size = 4
-[train.source.roles.left]
-policy = "${leftPolicy}"
-[train.source.roles.right]
-policy = "${rightPolicy}"
-[trainer]
-lr = 0.05
-[policy]
+  return twoSeatToml({
+    env,
+    left: leftPolicy,
+    right: rightPolicy,
+    checkpointEvery: 0,
+    rest: `[policy]
 d_model = 8
 heads = 2
-${named.map((n) => `[policies.${n}]\nd_model = 8\nheads = 2\n`).join('')}`;
+${named.map((n) => `[policies.${n}]\nd_model = 8\nheads = 2\n`).join('')}`,
+  });
 }
 
 async function evalRows(leftPolicy: string, rightPolicy: string) {
@@ -39,10 +30,7 @@ async function evalRows(leftPolicy: string, rightPolicy: string) {
   dirs.push(dir);
   writeFileSync(join(dir, 'run.toml'), config(leftPolicy, rightPolicy));
   const out = join(dir, 'run');
-  const result = await runNode(
-    ['--conditions=@troupe/source', '--import', 'tsx', cli, 'train', '--config', join(dir, 'run.toml'), '--run-dir', out],
-    { cwd: resolve(import.meta.dirname, '..') },
-  );
+  const result = await troupeCli(['train', '--config', join(dir, 'run.toml'), '--run-dir', out]);
   expect(result.code, result.stderr).toBe(0);
   return readFileSync(join(out, 'metrics.jsonl'), 'utf8')
     .trim()

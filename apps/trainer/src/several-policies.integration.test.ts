@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { runNode } from '@troupe/verifiers/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { trainKilledAtCheckpoint, troupeCli, twoSeatToml } from './__fixtures__/trainer-cli.ts';
 import { crossplay } from './crossplay.ts';
 
-const cli = resolve(import.meta.dirname, 'cli.ts');
 const env = resolve(import.meta.dirname, '__fixtures__/two-sides-env.ts');
 const dirs: string[] = [];
 afterAll(() => {
@@ -14,22 +12,13 @@ afterAll(() => {
 });
 
 /** A run config of the two-sides env whose seats play the policies `west` and `east`. */
-function twoPolicyConfig(extra = ''): string {
-  return `seed = 1
-max_steps = 6
-groups_per_step = 4
-checkpoint_every = 2
-filter_zero_advantages = false
-[[train.source]]
-env = ${JSON.stringify(env)}
-group_size = 4
-[train.source.roles.left]
-policy = "west"
-[train.source.roles.right]
-policy = "east"
-[trainer]
-lr = 0.05
-[policies.west]
+function twoPolicyConfig(): string {
+  return twoSeatToml({
+    env,
+    left: 'west',
+    right: 'east',
+    checkpointEvery: 2,
+    rest: `[policies.west]
 d_model = 8
 heads = 2
 [policies.east]
@@ -37,14 +26,11 @@ d_model = 8
 heads = 2
 [policies.east.trainer]
 lr = 0.04
-${extra}`;
-}
-
-function trainCli(args: string[]) {
-  return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, 'train', ...args], {
-    cwd: resolve(import.meta.dirname, '..'),
+`,
   });
 }
+
+const trainCli = (args: string[]) => troupeCli(['train', ...args]);
 
 const readMetrics = (out: string) =>
   readFileSync(join(out, 'metrics.jsonl'), 'utf8')
@@ -101,21 +87,9 @@ describe('several trainable policies through troupe train --config', () => {
     expect((await trainCli(['--config', configPath, '--run-dir', full])).code).toBe(0);
 
     const cut = join(dir, 'cut');
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@troupe/source', '--import', 'tsx', cli, 'train', '--config', configPath, '--run-dir', cut],
-      { cwd: resolve(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    child.stdout.resume();
-    child.stderr.resume();
     // Killed, with no chance to clean up, as soon as the checkpoint of step 2 is committed.
-    const poll = setInterval(() => {
-      const pointer = join(cut, 'checkpoint');
-      if (existsSync(pointer) && readlinkSync(pointer) === 'checkpoints/step-2' && !child.killed) child.kill('SIGKILL');
-    }, 5);
-    const signal = await new Promise<NodeJS.Signals | null>((done) => child.on('close', (_code, sig) => done(sig)));
-    clearInterval(poll);
-    expect(signal).toBe('SIGKILL');
+    const killed = await trainKilledAtCheckpoint({ args: ['--config', configPath, '--run-dir', cut], out: cut, step: 2 });
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
     // One checkpoint directory holds both policies, each file listed in its manifest.
     const manifest = JSON.parse(readFileSync(join(cut, 'checkpoint', 'manifest.json'), 'utf8')) as {
       step: number;
