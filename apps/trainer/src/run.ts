@@ -50,7 +50,7 @@ import {
   type SourceConfig,
   underField,
 } from './run-config.ts';
-import { givenReplies, setupAlgorithm } from './supervision.ts';
+import { type GivenReplies, givenReplies, setupAlgorithm } from './supervision.ts';
 import { vocabularyWarnings, ZeroRewardWatch } from './vocabulary-watch.ts';
 import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
@@ -147,6 +147,24 @@ async function frozenClient(binding: SourceConfig['roles'][string], field: strin
   return null;
 }
 
+/** sft's route of the roles on each trainable policy: the given replies, tokenised by that policy's tokenizer (null: not a policy name). */
+function givenRepliesByPolicy(
+  replies: GivenReplies,
+  policyClient: (name: string) => ModelClient | null,
+): (name: string) => ModelClient | null {
+  const given = new Map<string, ModelClient>();
+  return (name) => {
+    const client = policyClient(name);
+    if (!client) return null;
+    let route = given.get(name);
+    if (!route) {
+      route = replies.clientFor(() => policyClient(name) ?? client);
+      given.set(name, route);
+    }
+    return route;
+  };
+}
+
 async function buildSource(options: {
   config: SourceConfig;
   field: string;
@@ -227,16 +245,33 @@ async function buildSource(options: {
   // A train source's algorithm (eval sources only play): sft serves its trainable roles the given
   // replies instead of sampling; opd connects its teacher (supervision.ts).
   const trainSource = options.poolsAllowed;
-  if (trainSource)
-    await setupAlgorithm({ algorithm, main: options.main, field, baseDir: options.baseDir, engine: options.run.policy.engine });
+  // Each trainable policy by name (main, or one of [policies]): its client once its engines are up.
+  const clientOf = (name: string) => (name === 'main' ? null : (options.policyClient?.(name) ?? null)) ?? options.main();
+  if (trainSource) {
+    // The policies the source trains: each engine must suit the algorithm; opd's teacher must share the tokenizer.
+    const trained = [...new Set(roleNames.filter((r) => !frozenRoles.has(r) && policies[r]).map((r) => policies[r] as string))];
+    const external = trained.find((n) => (options.defined.get(n)?.policy.engine ?? options.run.policy.engine) === 'external');
+    const student = trained[0] ?? 'main';
+    await setupAlgorithm({
+      algorithm,
+      main: () => clientOf(student),
+      field,
+      baseDir: options.baseDir,
+      engine: external || (trained.length === 0 && options.run.policy.engine === 'external') ? 'external' : 'embedded',
+      policy: external ?? student,
+    });
+  }
   const replies =
     trainSource && algorithm instanceof Sft
       ? givenReplies({ replies: algorithm.replies, main: options.main, field, baseDir: options.baseDir })
       : null;
+  // sft serves the given replies to the roles on every policy, each tokenised by that policy's tokenizer.
+  const policyClient = options.policyClient;
+  const policyRoute = replies && policyClient ? givenRepliesByPolicy(replies, policyClient) : policyClient;
   const router = new ModelRouter({
     main: replies ? () => replies.client : options.main,
     frozen,
-    ...(options.policyClient ? { policies: options.policyClient } : {}),
+    ...(policyRoute ? { policies: policyRoute } : {}),
   });
   let env: Env;
   try {

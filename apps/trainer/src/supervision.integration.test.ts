@@ -42,6 +42,51 @@ function logSoftmax(logits: ArrayLike<number>): number[] {
   return Array.from(logits, (x) => x - top - Math.log(sum));
 }
 
+/** A 20-step opd run of the answer-color env, distilling `teacher` (a checkpoint or an endpoint) into the one policy. */
+function opdRun(teacher: Record<string, unknown>): Record<string, unknown> {
+  return {
+    seed: 2,
+    max_steps: 20,
+    groups_per_step: 6,
+    checkpoint_every: 0,
+    train: { source: [{ env: answerColor, group_size: 4, algorithm: { type: 'opd', teacher } }] },
+    policy,
+    trainer,
+  };
+}
+
+/** opd's metrics of a run: every token trained under the teacher's KL only; over 20 steps the KL falls and the reward rises. */
+function expectDistilled(lines: Record<string, number>[]): void {
+  expect(lines.every((m) => m['trainer/rl_tokens'] === 0 && m['trainer/ref_kl_tokens'] === 24)).toBe(true);
+  const kl = lines.map((m) => Number(m['trainer/teacher_kl']));
+  const reward = lines.map((m) => Number(m['train/answer-color/speaker/reward/mean']));
+  expect(mean(kl.slice(-5))).toBeLessThan(mean(kl.slice(0, 5)) - 1);
+  expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
+}
+
+/**
+ * A 4-step run of two policies: `east` plays `sources.east`'s speaker under grpo, `west` plays
+ * `sources.west`'s under its own algorithm (every sample kept, so each batch has its full size).
+ */
+function twoPolicyRun(options: {
+  seed: number;
+  east: Record<string, unknown>;
+  west: Record<string, unknown>;
+  policies: Record<string, unknown>;
+}): Record<string, unknown> {
+  const bound = (source: Record<string, unknown>, name: string) => ({ ...source, roles: { speaker: { policy: name } } });
+  return {
+    seed: options.seed,
+    max_steps: 4,
+    groups_per_step: 4,
+    checkpoint_every: 0,
+    filter_zero_advantages: false,
+    train: { source: [bound({ ...options.east, algorithm: { type: 'grpo' } }, 'east'), bound(options.west, 'west')] },
+    policies: options.policies,
+    trainer,
+  };
+}
+
 describe('sft and opd through troupe train --config (embedded engine)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'troupe-sft-opd-'));
   const teacher = join(dir, 'teacher');
@@ -96,28 +141,8 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
 
   it("opd distils a teacher checkpoint: the student's KL to the teacher falls and its reward rises", async () => {
     const out = join(dir, 'opd');
-    await train(
-      {
-        seed: 2,
-        max_steps: 20,
-        groups_per_step: 6,
-        checkpoint_every: 0,
-        train: {
-          source: [
-            { env: answerColor, group_size: 4, algorithm: { type: 'opd', teacher: { checkpoint: join(teacher, 'checkpoint') } } },
-          ],
-        },
-        policy,
-        trainer,
-      },
-      out,
-    );
-    const lines = metrics(out);
-    expect(lines.every((m) => m['trainer/rl_tokens'] === 0 && m['trainer/ref_kl_tokens'] === 24)).toBe(true);
-    const kl = lines.map((m) => Number(m['trainer/teacher_kl']));
-    const reward = lines.map((m) => Number(m['train/answer-color/speaker/reward/mean']));
-    expect(mean(kl.slice(-5))).toBeLessThan(mean(kl.slice(0, 5)) - 1);
-    expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
+    await train(opdRun({ checkpoint: join(teacher, 'checkpoint') }), out);
+    expectDistilled(metrics(out));
   }, 120_000);
 
   it('opd distils an endpoint teacher (a vLLM scoring double serving the sft checkpoint): KL falls, reward rises', async () => {
@@ -131,43 +156,17 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
     });
     const out = join(dir, 'opd-endpoint');
     try {
-      await train(
-        {
-          seed: 2,
-          max_steps: 20,
-          groups_per_step: 6,
-          checkpoint_every: 0,
-          train: {
-            source: [
-              {
-                env: answerColor,
-                group_size: 4,
-                algorithm: {
-                  type: 'opd',
-                  teacher: { base_url: double.baseUrl, model: 'answer-color-teacher', api_key_var: 'TEACHER_KEY' },
-                },
-              },
-            ],
-          },
-          policy,
-          trainer,
-        },
-        out,
-        { TEACHER_KEY: double.apiKey },
-      );
+      await train(opdRun({ base_url: double.baseUrl, model: 'answer-color-teacher', api_key_var: 'TEACHER_KEY' }), out, {
+        TEACHER_KEY: double.apiKey,
+      });
     } finally {
       await double.close();
     }
-    const lines = metrics(out);
-    expect(lines.every((m) => m['trainer/rl_tokens'] === 0 && m['trainer/ref_kl_tokens'] === 24)).toBe(true);
+    expectDistilled(metrics(out));
     // Every branch was scored on the double with prime-rl's request, and the key was never recorded.
     expect(double.requests.length).toBeGreaterThanOrEqual(20 * 24);
     expect(double.requests.every((r) => (r.sampling_params as { prompt_logprobs: number }).prompt_logprobs === 1)).toBe(true);
     expect(readFileSync(join(out, 'config.json'), 'utf8')).not.toContain(double.apiKey);
-    const kl = lines.map((m) => Number(m['trainer/teacher_kl']));
-    const reward = lines.map((m) => Number(m['train/answer-color/speaker/reward/mean']));
-    expect(mean(kl.slice(-5))).toBeLessThan(mean(kl.slice(0, 5)) - 1);
-    expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
   }, 180_000);
 
   it('one policy trains on a grpo source and an sft source in the same run and the same steps', async () => {
@@ -194,5 +193,48 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
     expect(lines.every((m) => m['trainer/ce_tokens'] === 2)).toBe(true);
     // Some step trains both components at once, each over its own tokens.
     expect(lines.some((m) => Number(m['trainer/rl_tokens']) > 0 && Number(m['trainer/ce_tokens']) > 0)).toBe(true);
+  }, 120_000);
+
+  it("with several policies, sft serves the given replies to the policy a role binds and trains only that policy's stream", async () => {
+    const out = join(dir, 'two-policies');
+    const west = { env: answerColor, group_size: 1, algorithm: { type: 'sft', replies: { field: 'answer' } } };
+    await train(
+      twoPolicyRun({ seed: 3, east: { env: sayColor, group_size: 4 }, west, policies: { west: policy, east: policy } }),
+      out,
+    );
+    const lines = metrics(out);
+    expect(lines).toHaveLength(4);
+    for (const m of lines) {
+      // West's role was served the reference replies (every episode scores 1), and west trained on them under ce only.
+      expect(m['train/answer-color/speaker/reward/mean']).toBe(1);
+      expect(m['batch/west/samples']).toBe(2);
+      expect([m['trainer/west/ce_tokens'], m['trainer/west/rl_tokens']]).toEqual([2, 0]);
+      // East sampled its own replies and trained on them under rl only.
+      expect(m['batch/east/samples']).toBe(8);
+      expect([m['trainer/east/ce_tokens'], m['trainer/east/rl_tokens']]).toEqual([0, 8]);
+    }
+  }, 120_000);
+
+  it('with several policies, opd distils into the policy its role binds, checking the teacher against that policy', async () => {
+    const out = join(dir, 'two-policies-opd');
+    const teacherCheckpoint = { checkpoint: join(teacher, 'checkpoint') };
+    const west = { env: answerColor, name: 'distil', group_size: 4, algorithm: { type: 'opd', teacher: teacherCheckpoint } };
+    await train(
+      twoPolicyRun({
+        seed: 2,
+        east: { env: answerColor, name: 'play', group_size: 4 },
+        west,
+        // East comes first (the run's main client) with a vocabulary unlike the teacher's: only west's must match it.
+        policies: { east: { ...policy, vocabulary: ['purple'] }, west: policy },
+      }),
+      out,
+    );
+    const lines = metrics(out);
+    expect(lines).toHaveLength(4);
+    for (const m of lines) {
+      expect([m['trainer/west/ref_kl_tokens'], m['trainer/west/rl_tokens']]).toEqual([8, 0]);
+      expect(typeof m['trainer/west/teacher_kl']).toBe('number');
+      expect([m['trainer/east/ref_kl_tokens'], m['trainer/east/rl_tokens']]).toEqual([0, 8]);
+    }
   }, 120_000);
 });

@@ -1,10 +1,12 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Opd, Sft } from '@troupe/prime-rl';
 import { WordTokenizer } from '@troupe/prime-rl/policy';
 import { type Env, type ModelClient, ProviderError, Task } from '@troupe/verifiers';
 import { describe, expect, it } from 'vitest';
+import { twoExternalPolicies } from './__fixtures__/trainer-doubles.ts';
+import { train } from './run.ts';
 import { givenReplies, setupAlgorithm } from './supervision.ts';
 
 const tokenizer = WordTokenizer.fromCorpus({ corpus: ['say red green blue'] });
@@ -85,6 +87,17 @@ describe('setupAlgorithm', () => {
       await expect(
         setupAlgorithm({ algorithm, main: () => policy, field: 'train.source[1]', baseDir: '.', engine: 'external' }),
       ).rejects.toThrow(/^train\.source\[1\]\.algorithm\.type: (sft|opd) needs the embedded policy's tokenizer/);
+    // A role on another policy: its own engine field is named.
+    await expect(
+      setupAlgorithm({
+        algorithm: new Sft(),
+        main: () => policy,
+        field: 'train.source[0]',
+        baseDir: '.',
+        engine: 'external',
+        policy: 'west',
+      }),
+    ).rejects.toThrow(/with policies\.west\.engine = "external" use an rl algorithm/);
   });
 
   it('refuses an opd teacher directory that holds no checkpoint', async () => {
@@ -92,5 +105,19 @@ describe('setupAlgorithm', () => {
     await expect(
       setupAlgorithm({ algorithm, main: () => policy, field: 'train.source[0]', baseDir: '.', engine: 'embedded' }),
     ).rejects.toThrow(/^train\.source\[0\]\.algorithm\.teacher\.checkpoint: no checkpoint in /);
+  });
+
+  it("refuses sft on a role of an external policy in a run of several policies, naming that policy's engine", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sft-external-'));
+    const config = twoExternalPolicies({
+      dir,
+      steps: 1,
+      inference: (name) => ({ base_urls: [`http://127.0.0.1:9/${name}/v1`], model: `${name}-model` }),
+    }) as { train: { source: Record<string, unknown>[] } };
+    Object.assign(config.train.source[0] as object, { algorithm: { type: 'sft', replies: { field: 'prompt' } } });
+    await expect(train({ config, out: join(dir, 'run') })).rejects.toThrow(
+      /^train\.source\[0\]\.algorithm\.type: sft needs the embedded policy's tokenizer; with policies\.west\.engine = "external"/,
+    );
+    expect(existsSync(join(dir, 'run'))).toBe(false);
   });
 });

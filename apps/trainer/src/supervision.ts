@@ -106,8 +106,10 @@ interface TraceNode {
 
 /** An `sft` source's sampling source: a model client that answers with the given replies, and the env hook that registers each task's. */
 export interface GivenReplies {
-  /** Serves the source's trainable roles in place of the policy. */
+  /** Serves the source's roles on `main` in place of the policy. */
   client: ModelClient;
+  /** The same replies for the roles on another trainable policy, tokenised by that policy's tokenizer. */
+  clientFor(policy: () => ModelClient): ModelClient;
   /** Makes each episode's task reply (a task-field source) known while the episode runs. */
   track(env: Env): void;
 }
@@ -139,10 +141,10 @@ export function givenReplies(options: {
       : null;
   const active = new Map<string, { reply: string | null; count: number }>();
   let served = 0;
-  const client: ModelClient = {
+  const clientFor = (student: () => ModelClient): ModelClient => ({
     model: 'given-replies',
     async complete(request: ModelRequest): Promise<ModelResponse> {
-      const policy = tokenizingClient(options.main(), `${field}.algorithm (sft)`);
+      const policy = tokenizingClient(student(), `${field}.algorithm (sft)`);
       const key = lastUserText(request.messages);
       const reply = key === null ? undefined : (fromTraces?.get(key) ?? active.get(key)?.reply ?? undefined);
       if (reply === undefined || reply === null)
@@ -181,7 +183,7 @@ export function givenReplies(options: {
         completionLogprobs: completion.map(() => 0),
       };
     },
-  };
+  });
   const track = (env: Env) => {
     if (!('field' in replies)) return;
     const runEpisode = env.runEpisode.bind(env);
@@ -199,7 +201,7 @@ export function givenReplies(options: {
       }
     };
   };
-  return { client, track };
+  return { client: clientFor(options.main), clientFor, track };
 }
 
 /**
@@ -296,19 +298,24 @@ async function connectEndpointTeacher(options: {
 /**
  * Connects what a source's algorithm needs before rollouts (opd's teacher). `sft` and `opd` read
  * the embedded policy's tokenizer (the given replies are tokenised by it; the teacher must share
- * it): with `policy.engine = "external"` they are refused here, before anything runs.
+ * it): with `policy.engine = "external"` (or `policies.<name>.engine` for the policy the source's
+ * roles play, `policy`) they are refused here, before anything runs.
  */
 export async function setupAlgorithm(options: {
   algorithm: Algorithm;
+  /** The client of the policy the source trains (the student whose tokenizer opd's teacher must share). */
   main: () => ModelClient;
   field: string;
   baseDir: string;
   engine: 'embedded' | 'external';
+  /** The policy whose `engine` that is (default `main`: `policy.engine`). */
+  policy?: string;
 }): Promise<void> {
   const { algorithm, field } = options;
+  const engineField = options.policy && options.policy !== 'main' ? `policies.${options.policy}.engine` : 'policy.engine';
   if (options.engine === 'external' && (algorithm.actionLoss ?? 'rl') !== 'rl')
     throw new ConfigError(
-      `${field}.algorithm.type: ${algorithm.type} needs the embedded policy's tokenizer; with policy.engine = "external" use an rl algorithm`,
+      `${field}.algorithm.type: ${algorithm.type} needs the embedded policy's tokenizer; with ${engineField} = "external" use an rl algorithm`,
       { path: `${field}.algorithm.type` },
     );
   await algorithm.setup?.({
