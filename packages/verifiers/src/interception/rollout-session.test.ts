@@ -82,6 +82,76 @@ describe('RolloutSession lifecycle', () => {
   });
 });
 
+describe("RolloutSession and its caller's signal", () => {
+  const ask = (session: RolloutSession, content: string, signal: AbortSignal) =>
+    session.handle({ model: 'x', sampling: {}, messages: [user(content)] }, { dialect: 'direct', signal });
+
+  it("aborts a call with its caller's signal and reason, and close cuts off only its own session's calls", async () => {
+    const model = handClient();
+    const run = new AbortController();
+    const a = new RolloutSession({ trace: newTrace(), client: model.client, model: 'm' });
+    const b = new RolloutSession({ trace: newTrace(), client: model.client, model: 'm' });
+    const fromA = ask(a, 'first', run.signal);
+    const fromB = ask(b, 'second', run.signal);
+    fromB.catch(() => {});
+    const closing = a.close('program_exited');
+    await expect(fromA).rejects.toMatchObject({ name: 'RolloutConcludedError' });
+    await closing;
+    const stop = new Error('run interrupted');
+    run.abort(stop);
+    await expect(fromB).rejects.toMatchObject({ name: 'ProviderError', cause: stop });
+    expect(b.trace.calls[0]?.error?.message).toBe('run interrupted');
+  });
+
+  it('gives a call made after its signal aborted an aborted signal with that reason, also between calls', async () => {
+    const seen: AbortSignal[] = [];
+    const client = {
+      complete(_request: ModelRequest, options?: ModelCallOptions) {
+        if (options?.signal) seen.push(options.signal);
+        return Promise.resolve(reply('ok'));
+      },
+    } as ModelClient;
+    const run = new AbortController();
+    const session = new RolloutSession({ trace: newTrace(), client, model: 'm' });
+    await ask(session, 'one', run.signal);
+    expect(seen[0]?.aborted).toBe(false);
+    run.abort('stopped');
+    await ask(session, 'two', run.signal);
+    expect(seen[1]?.aborted).toBe(true);
+    expect(seen[1]?.reason).toBe('stopped');
+  });
+});
+
+describe("RolloutSession's byte budget", () => {
+  it('counts each call as its record plus its nodes exactly as they serialize', async () => {
+    const model = handClient();
+    const trace = newTrace();
+    const budget = 100_000;
+    const session = new RolloutSession({ trace, client: model.client, model: 'm', limits: { maxTraceBytes: budget } });
+    const call = session.handle({ model: 'x', sampling: {}, messages: [user('héllo "quoted"\n')] }, { dialect: 'chat' });
+    model.answer('a reply\twith escapes');
+    await call;
+    const recorded = 1024 + trace.nodes.reduce((sum, node) => sum + JSON.stringify(node).length, 0);
+    expect(session.bytesLeft).toBe(budget - recorded);
+    // A call that fits only if the first call's nodes were not counted is refused.
+    const fits = new RolloutSession({
+      trace: newTrace(),
+      client: model.client,
+      model: 'm',
+      limits: { maxTraceBytes: recorded + 200 },
+    });
+    const first = fits.handle(
+      { model: 'x', sampling: {}, messages: [user('héllo "quoted"\n')] },
+      { dialect: 'chat', bodyBytes: 100 },
+    );
+    model.answer('a reply\twith escapes');
+    await first;
+    await expect(
+      fits.handle({ model: 'x', sampling: {}, messages: [user('again')] }, { dialect: 'chat', bodyBytes: 300 }),
+    ).rejects.toThrow(/max_trace_bytes/);
+  });
+});
+
 describe('RolloutSession over HTTP after its program exited', () => {
   let rollout: InterceptedRollout | undefined;
   afterEach(async () => {
