@@ -4,6 +4,7 @@ import { initTfBackend } from '../policy/backend.ts';
 import type { NamedWeight, PolicyConfig } from '../policy/config.ts';
 import type { StepOptions, TrainerConfigInput, TrainMetrics, TrainRow } from './config.ts';
 import type { OptimizerState } from './optimizer-state.ts';
+import { packedBuffers, packRows } from './packed-rows.ts';
 import { Trainer } from './trainer.ts';
 
 /**
@@ -73,16 +74,20 @@ export async function workerTrainer(init: TrainerInit): Promise<TrainerHandle> {
     for (const w of waiting.values()) w.reject(error);
     waiting.clear();
   });
-  const call = <T>(op: string, payload?: unknown): Promise<T> =>
+  const call = <T>(op: string, payload?: unknown, transfer?: ArrayBuffer[]): Promise<T> =>
     new Promise((resolve, reject) => {
       const id = next++;
       waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ id, op, payload });
+      worker.postMessage({ id, op, payload }, transfer);
     });
   const backend = await call<string>('init', init);
   return {
     backend,
-    train: (rows, options) => call('train', { rows, options }),
+    train(rows, options) {
+      // The rows as typed arrays, transferred (see `PackedRows`); a batch that cannot be packed as is.
+      const packed = packRows(rows);
+      return packed ? call('train', { packed, options }, packedBuffers(packed)) : call('train', { rows, options });
+    },
     weights: () => call('weights'),
     optimizerState: () => call('optimizer'),
     async close() {

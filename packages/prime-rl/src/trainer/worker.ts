@@ -3,6 +3,7 @@ import { TrainerError } from '@troupe/verifiers';
 import { initTfBackend } from '../policy/backend.ts';
 import type { StepOptions, TrainRow } from './config.ts';
 import type { TrainerInit } from './handle.ts';
+import { type PackedRows, unpackRows } from './packed-rows.ts';
 import { Trainer } from './trainer.ts';
 
 // Worker-thread side of `workerTrainer`: one Trainer, driven by messages {id, op, payload}.
@@ -22,8 +23,8 @@ port.on('message', async (message: { id: number; op: string; payload: unknown })
       }
       case 'train': {
         if (!trainer) throw new TrainerError('trainer worker: train before init');
-        const { rows, options } = message.payload as { rows: TrainRow[]; options?: StepOptions };
-        const metrics = trainer.trainStep(rows, options);
+        const { rows, packed, options } = message.payload as { rows?: TrainRow[]; packed?: PackedRows; options?: StepOptions };
+        const metrics = trainer.trainStep(packed ? unpackRows(packed) : (rows ?? []), options);
         value = { metrics, weights: trainer.getWeights() };
         break;
       }
