@@ -2,14 +2,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
 import { describe, expect, it } from 'vitest';
+import { troupeCli } from './__fixtures__/trainer-cli.ts';
 
 const cli = resolve(import.meta.dirname, 'cli.ts');
 
-function trainer(args: string[]): Promise<NodeProcessResult> {
-  return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], { cwd: resolve(import.meta.dirname, '..') });
-}
+const trainer = troupeCli;
 
 describe('trainer CLI: errors, exit codes and the run directory', () => {
   it('answers --help with the usage and exit 0', async () => {

@@ -1,47 +1,30 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type NodeProcessResult, runNode } from '@troupe/verifiers/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempDirs } from './__fixtures__/temp-dirs.ts';
+import { tinyConfig } from './__fixtures__/tiny-runs.ts';
+import { troupeCli } from './__fixtures__/trainer-cli.ts';
 import { bradleyTerryElo, type CrossplayResult, crossplay, crossplayHtml } from './crossplay.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { train } from './run.ts';
-import { applySet, readRunConfigFile } from './run-config.ts';
 
-const cli = resolve(import.meta.dirname, 'cli.ts');
-const dirs: string[] = [];
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'troupe-crossplay-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('troupe-crossplay-');
 
-function trainer(args: string[]): Promise<NodeProcessResult> {
-  return runNode(['--conditions=@troupe/source', '--import', 'tsx', cli, ...args], { cwd: resolve(import.meta.dirname, '..') });
-}
+const trainer = troupeCli;
 
 /** Two small Kuhn runs (the default config, tiny): checkpoints at steps 1 and 3 of one run. */
 let run = '';
 beforeAll(async () => {
   run = await tempDir();
-  const config = await readRunConfigFile(DEFAULT_CONFIG);
-  for (const set of [
+  const config = await tinyConfig(DEFAULT_CONFIG, [
     'max_steps=3',
     'groups_per_step=6',
     'checkpoint_every=3',
     'keep_checkpoints=[1]',
     'train.source.0.group_size=2',
-    'trainer.worker_thread=false',
     'trainer.lr=0.05',
-    'policy.d_model=8',
-    'policy.heads=2',
-    'policy.ffn_mult=1',
-  ])
-    applySet(config, set);
+  ]);
   await train({ config, out: run });
 });
 

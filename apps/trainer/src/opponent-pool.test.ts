@@ -1,26 +1,18 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadCheckpoint } from '@troupe/prime-rl/trainer';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from './__fixtures__/temp-dirs.ts';
+import { tinyConfig } from './__fixtures__/tiny-runs.ts';
 import { readMetrics, train } from './run.ts';
 import { applySet, parseRunConfig, readRunConfigFile } from './run-config.ts';
 
 const POOL_CONFIG = join(import.meta.dirname, '..', 'configs', 'kuhn-pool.toml');
-const dirs: string[] = [];
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'troupe-pool-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('troupe-pool-');
 
 /** configs/kuhn-pool.toml at a small size: 4 groups × 2 hands per step, a snapshot every step, 2 kept. */
-async function tinyPool(overrides: string[] = []): Promise<Record<string, unknown>> {
-  const config = await readRunConfigFile(POOL_CONFIG);
-  for (const set of [
+function tinyPool(overrides: string[] = []): Promise<Record<string, unknown>> {
+  return tinyConfig(POOL_CONFIG, [
     'max_steps=4',
     'groups_per_step=4',
     'checkpoint_every=0',
@@ -28,14 +20,8 @@ async function tinyPool(overrides: string[] = []): Promise<Record<string, unknow
     'train.source.1.group_size=2',
     'train.source.0.roles.player1.pool={"of":"main","keep":2,"every":1,"sample":"uniform"}',
     'train.source.1.roles.player0.pool={"of":"main","keep":2,"every":1,"sample":"recent"}',
-    'trainer.worker_thread=false',
-    'policy.d_model=8',
-    'policy.heads=2',
-    'policy.ffn_mult=1',
     ...overrides,
-  ])
-    applySet(config, set);
-  return config;
+  ]);
 }
 
 /** A metrics line without what depends on the clock (timings, GFLOP/s). */

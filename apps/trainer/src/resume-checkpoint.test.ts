@@ -1,37 +1,11 @@
-import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG } from './default-config.ts';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from './__fixtures__/temp-dirs.ts';
+import { tinyKuhn } from './__fixtures__/tiny-runs.ts';
 import { readMetrics, train } from './run.ts';
-import { applySet, readRunConfigFile } from './run-config.ts';
 
-const dirs: string[] = [];
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'troupe-resume-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-async function tinyKuhn(overrides: string[] = []): Promise<Record<string, unknown>> {
-  const config = await readRunConfigFile(DEFAULT_CONFIG);
-  for (const set of [
-    'max_steps=2',
-    'groups_per_step=2',
-    'checkpoint_every=1',
-    'train.source.0.group_size=2',
-    'trainer.worker_thread=false',
-    'policy.d_model=8',
-    'policy.heads=2',
-    'policy.ffn_mult=1',
-    ...overrides,
-  ])
-    applySet(config, set);
-  return config;
-}
+const tempDir = tempDirs('troupe-resume-');
 
 describe('train --resume (crash-safe checkpoints)', () => {
   it('refuses to start fresh when there is no checkpoint, and leaves metrics.jsonl as it was', async () => {

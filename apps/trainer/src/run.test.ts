@@ -1,40 +1,16 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KUHN_INFO_SETS } from '@troupe/env-kuhn-poker';
 import { ScriptedModelServer } from '@troupe/verifiers/testing';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDirs } from './__fixtures__/temp-dirs.ts';
+import { tinyKuhn } from './__fixtures__/tiny-runs.ts';
 import { DEFAULT_CONFIG } from './default-config.ts';
 import { readMetrics, train } from './run.ts';
 import { applySet, parseRunConfig, RunConfigError, readRunConfigFile } from './run-config.ts';
 
-const dirs: string[] = [];
-const tempDir = async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'troupe-train-'));
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-async function tinyKuhn(overrides: string[] = []): Promise<Record<string, unknown>> {
-  const config = await readRunConfigFile(DEFAULT_CONFIG);
-  for (const set of [
-    'max_steps=2',
-    'groups_per_step=2',
-    'checkpoint_every=1',
-    'train.source.0.group_size=2',
-    'trainer.worker_thread=false',
-    'policy.d_model=8',
-    'policy.heads=2',
-    'policy.ffn_mult=1',
-    ...overrides,
-  ])
-    applySet(config, set);
-  return config;
-}
+const tempDir = tempDirs('troupe-train-');
 
 describe('train (Kuhn poker, the default config, through the orchestrator)', () => {
   it('plays, scores, trains and swaps weights each step; the evaluator writes NashConv and policy tables; report; resumes', async () => {
