@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { runNode, ScriptedModelServer } from '@troupe/verifiers/testing';
+import { legalActionServer, runEpisodes, runNode, type ScriptedModelServer } from '@troupe/verifiers/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -17,23 +17,11 @@ const tsxLoader = join(folderOf('tsx'), 'dist/loader.mjs');
 const here = join(import.meta.dirname, '..');
 const troupe = (args: string[]) => runNode(['--import', tsxLoader, cli, ...args], { cwd: here });
 
-/** Episodes of a run directory as parsed JSON lines. */
-const episodesOf = (dir: string) =>
-  readFileSync(join(dir, 'traces.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line));
-
 describe('troupe rerun --swap (counterfactual seat replay) on Kuhn poker', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     // "passive" plays the first legal action the prompt names, "aggressive" the last.
-    server = await ScriptedModelServer.start({
-      script: (request) => {
-        const actions = [...String(request.messages.at(-1)?.content).matchAll(/\[(\w+)\]/g)].map((m) => m[1]);
-        return `[${(request.model === 'aggressive' ? actions.at(-1) : actions[0]) ?? 'check'}]`;
-      },
-    });
+    server = await legalActionServer({ playsLast: ['aggressive'] });
   });
   afterAll(() => server.close());
 
@@ -63,8 +51,8 @@ describe('troupe rerun --swap (counterfactual seat replay) on Kuhn poker', () =>
     const rerunDir = `${source}--rerun-player1-aggressive`;
     expect(readdirSync(outputs).sort()).toEqual(['source', 'source--rerun-player1-aggressive']);
 
-    const before = episodesOf(source);
-    const after = episodesOf(rerunDir);
+    const before = runEpisodes(source);
+    const after = runEpisodes(rerunDir);
     // The same tasks (deals) in both runs, and only the swapped seat changed model.
     expect(after.map((e) => e.task.key).sort()).toEqual(before.map((e) => e.task.key).sort());
     for (const episode of after) {

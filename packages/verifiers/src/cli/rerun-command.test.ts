@@ -3,25 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { troupe } from '../../test/support/troupe-process.ts';
-import { ScriptedModelServer } from '../testing/scripted-model-server.ts';
-
-/** Episodes of a run directory as parsed JSON lines. */
-const episodesOf = (dir: string) =>
-  readFileSync(join(dir, 'traces.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line));
+import { legalActionServer } from '../testing/game-seats.ts';
+import type { ScriptedModelServer } from '../testing/scripted-model-server.ts';
 
 describe('troupe rerun --swap (counterfactual seat replay)', () => {
   let server: ScriptedModelServer;
   beforeAll(async () => {
     // "passive" plays the first legal action the prompt names, "aggressive" the last.
-    server = await ScriptedModelServer.start({
-      script: (request) => {
-        const actions = [...String(request.messages.at(-1)?.content).matchAll(/\[(\w+)\]/g)].map((m) => m[1]);
-        return `[${(request.model === 'aggressive' ? actions.at(-1) : actions[0]) ?? 'check'}]`;
-      },
-    });
+    server = await legalActionServer({ playsLast: ['aggressive'] });
   });
   afterAll(() => server.close());
 

@@ -23,6 +23,8 @@ export {
 } from './calculator-run.ts';
 // A small env for tests.
 export { sayWordEnv } from './say-word-env.ts';
+// Game seats played by a scripted model, and a run's episodes.
+export { legalActionServer, runEpisodes } from './game-seats.ts';
 // The scripted model server.
 export {
   scriptedClient,
