@@ -1,9 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VllmShapedServer } from '@troupe/prime-rl/testing';
-import { ScriptedModelServer } from '@troupe/verifiers/testing';
 import { describe, expect } from 'vitest';
-import { broadcastDir, decodedSteps, trainerDoubleSuite, twoExternalPolicies, wireDir } from './__fixtures__/trainer-doubles.ts';
+import {
+  broadcastDir,
+  decodedSteps,
+  trainerDoubleSuite,
+  twoExternalPolicies,
+  twoSidesModel,
+  wireDir,
+} from './__fixtures__/trainer-doubles.ts';
 import { readMetrics, train } from './run.ts';
 
 // Two policies on external engines: per policy its own prime-rl trainer (the double rebuilt from
@@ -26,11 +32,7 @@ describe('several policies on external engines (one prime-rl trainer and one vLL
     async () => {
       const dir = await tempDir();
       const steps = 3;
-      const model = await ScriptedModelServer.start({
-        vllmTokens: true,
-        keepLog: false,
-        script: (_request, { callIndex }) => (callIndex % 3 === 0 ? 'left' : 'right'),
-      });
+      const model = await twoSidesModel();
       const west = await VllmShapedServer.start({ upstream: model.url, servedModelName: 'west-model' });
       const east = await VllmShapedServer.start({ upstream: model.url, servedModelName: 'east-model' });
       const raw = twoExternal({ dir, west: west.baseUrl, east: east.baseUrl, steps });

@@ -11,6 +11,7 @@ import {
   LEFT_RESTS_ENV,
   trainerDoubleSuite,
   twoExternalPolicies,
+  twoSidesModel,
   wireDir,
 } from './__fixtures__/trainer-doubles.ts';
 import { readMetrics, train } from './run.ts';
@@ -123,11 +124,7 @@ describe('several policies as LoRA adapters of one vLLM', () => {
     async () => {
       const dir = await tempDir();
       const steps = 3;
-      const model = await ScriptedModelServer.start({
-        vllmTokens: true,
-        keepLog: false,
-        script: (_request, { callIndex }) => (callIndex % 3 === 0 ? 'left' : 'right'),
-      });
+      const model = await twoSidesModel();
       const vllm = await VllmShapedServer.start({ upstream: model.url, servedModelName: 'base-model', enableLora: true });
       const raw = twoAdapters({ dir, baseUrl: vllm.baseUrl, steps });
       try {
@@ -178,16 +175,12 @@ describe('several policies as LoRA adapters of one vLLM', () => {
       const counts = new Map<string, number>();
       let release: () => void = () => {};
       let held: Promise<void> | null = new Promise((done) => (release = done));
-      const model = await ScriptedModelServer.start({
-        vllmTokens: true,
-        keepLog: false,
-        script: async (_request, { body }) => {
-          const { model: name, cache_salt: salt } = body as { model: string; cache_salt: string };
-          if (salt === '3' && held) await held;
-          const n = counts.get(`${name}@${salt}`) ?? 0;
-          counts.set(`${name}@${salt}`, n + 1);
-          return n % 2 === 0 ? 'left' : 'right';
-        },
+      const model = await twoSidesModel(async (_request, { body }) => {
+        const { model: name, cache_salt: salt } = body as { model: string; cache_salt: string };
+        if (salt === '3' && held) await held;
+        const n = counts.get(`${name}@${salt}`) ?? 0;
+        counts.set(`${name}@${salt}`, n + 1);
+        return n % 2 === 0 ? 'left' : 'right';
       });
       const vllm = await VllmShapedServer.start({ upstream: model.url, servedModelName: 'base-model', enableLora: true });
       const raw = twoAdapters({

@@ -42,17 +42,31 @@ function logSoftmax(logits: ArrayLike<number>): number[] {
   return Array.from(logits, (x) => x - top - Math.log(sum));
 }
 
-/** A 20-step opd run of the answer-color env, distilling `teacher` (a checkpoint or an endpoint) into the one policy. */
-function opdRun(teacher: Record<string, unknown>): Record<string, unknown> {
+/** A run of the one policy on `sources`, `groups` groups a step, no checkpoint unless `extra` (top-level keys) sets one. */
+function onePolicyRun(options: {
+  seed: number;
+  steps: number;
+  groups: number;
+  sources: Record<string, unknown>[];
+  extra?: Record<string, unknown>;
+}): Record<string, unknown> {
+  const { seed, steps, groups, sources, extra } = options;
   return {
-    seed: 2,
-    max_steps: 20,
-    groups_per_step: 6,
+    seed,
+    max_steps: steps,
+    groups_per_step: groups,
     checkpoint_every: 0,
-    train: { source: [{ env: answerColor, group_size: 4, algorithm: { type: 'opd', teacher } }] },
+    train: { source: sources },
     policy,
     trainer,
+    ...extra,
   };
+}
+
+/** A 20-step opd run of the answer-color env, distilling `teacher` (a checkpoint or an endpoint) into the one policy. */
+function opdRun(teacher: Record<string, unknown>): Record<string, unknown> {
+  const sources = [{ env: answerColor, group_size: 4, algorithm: { type: 'opd', teacher } }];
+  return onePolicyRun({ seed: 2, steps: 20, groups: 6, sources });
 }
 
 /** opd's metrics of a run: every token trained under the teacher's KL only; over 20 steps the KL falls and the reward rises. */
@@ -93,17 +107,17 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
 
   it("sft trains on a taskset's reference replies: cross-entropy falls and held-out reward rises", async () => {
     await train(
-      {
+      onePolicyRun({
         seed: 1,
-        max_steps: 20,
-        groups_per_step: 6,
-        checkpoint_every: 20,
-        traces_every: 20,
-        train: { source: [{ env: answerColor, group_size: 1, algorithm: { type: 'sft', replies: { field: 'answer' } } }] },
-        eval: { interval: 5, groups: 10, source: [{ env: answerColor, name: 'held-out', group_size: 4 }] },
-        policy,
-        trainer,
-      },
+        steps: 20,
+        groups: 6,
+        sources: [{ env: answerColor, group_size: 1, algorithm: { type: 'sft', replies: { field: 'answer' } } }],
+        extra: {
+          checkpoint_every: 20,
+          traces_every: 20,
+          eval: { interval: 5, groups: 10, source: [{ env: answerColor, name: 'held-out', group_size: 4 }] },
+        },
+      }),
       teacher,
     );
     const lines = metrics(teacher);
@@ -119,22 +133,9 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
 
   it('sft also trains on the replies of an exported traces.jsonl', async () => {
     const out = join(dir, 'from-traces');
-    await train(
-      {
-        seed: 4,
-        max_steps: 3,
-        groups_per_step: 6,
-        checkpoint_every: 0,
-        train: {
-          source: [
-            { env: answerColor, group_size: 1, algorithm: { type: 'sft', replies: { traces: join(teacher, 'traces.jsonl') } } },
-          ],
-        },
-        policy,
-        trainer,
-      },
-      out,
-    );
+    const replies = { traces: join(teacher, 'traces.jsonl') };
+    const sources = [{ env: answerColor, group_size: 1, algorithm: { type: 'sft', replies } }];
+    await train(onePolicyRun({ seed: 4, steps: 3, groups: 6, sources }), out);
     const lines = metrics(out);
     expect(lines.every((m) => m['trainer/ce_tokens'] === 6 && m['train/answer-color/speaker/reward/mean'] === 1)).toBe(true);
   }, 120_000);
@@ -171,23 +172,11 @@ describe('sft and opd through troupe train --config (embedded engine)', () => {
 
   it('one policy trains on a grpo source and an sft source in the same run and the same steps', async () => {
     const out = join(dir, 'mixed');
-    await train(
-      {
-        seed: 3,
-        max_steps: 6,
-        groups_per_step: 4,
-        checkpoint_every: 0,
-        train: {
-          source: [
-            { env: sayColor, group_size: 4, algorithm: { type: 'grpo' } },
-            { env: answerColor, group_size: 1, algorithm: { type: 'sft' } },
-          ],
-        },
-        policy,
-        trainer,
-      },
-      out,
-    );
+    const sources = [
+      { env: sayColor, group_size: 4, algorithm: { type: 'grpo' } },
+      { env: answerColor, group_size: 1, algorithm: { type: 'sft' } },
+    ];
+    await train(onePolicyRun({ seed: 3, steps: 6, groups: 4, sources }), out);
     const lines = metrics(out);
     expect(lines.every((m) => m['train/say-color/episodes'] === 8 && m['train/answer-color/episodes'] === 2)).toBe(true);
     expect(lines.every((m) => m['trainer/ce_tokens'] === 2)).toBe(true);

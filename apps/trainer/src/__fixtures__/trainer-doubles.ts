@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { ScriptedModelServer, type ScriptFunction } from '@troupe/verifiers/testing';
 import { afterAll, it } from 'vitest';
 import { primeRlLaunch } from '../emit-prime-rl.ts';
 import { camelKeys, parseRunConfig } from '../run-config.ts';
@@ -78,6 +79,16 @@ export function twoExternalPolicies(options: {
     policies: { west: policy('west'), east: policy('east') },
     ...options.run,
   };
+}
+
+/**
+ * The model behind the vLLM-shaped servers, answering with vLLM's token ids: by default "left" on
+ * every third call and "right" otherwise, so each seat's group holds both rewards.
+ */
+export function twoSidesModel(
+  script: ScriptFunction = (_request, { callIndex }) => (callIndex % 3 === 0 ? 'left' : 'right'),
+): Promise<ScriptedModelServer> {
+  return ScriptedModelServer.start({ vllmTokens: true, keepLog: false, script });
 }
 
 /** One trainer double: its `trainer.toml` (as `--emit-prime-rl` writes it), its exit code once it ends. */
