@@ -52,7 +52,7 @@ import {
 } from './run-config.ts';
 import { type GivenReplies, givenReplies, setupAlgorithm } from './supervision.ts';
 import { vocabularyWarnings, ZeroRewardWatch } from './vocabulary-watch.ts';
-import { externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
+import { checkLaggingResume, externalEngines, wireInference, wireTrainer } from './wire-engines.ts';
 
 export type { StepMetrics };
 
@@ -452,7 +452,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     if (trained.some((name) => defined.get(name)?.policy.engine === 'external')) {
       if (checkpointDir && !external?.policies)
         throw new ConfigError(`--resume: ${checkpointDir} is not a checkpoint of a run of several external policies`);
-      const engines = await severalExternalPolicies({ names: trained, defined, log, resume: external?.policies });
+      const engines = await severalExternalPolicies({
+        names: trained,
+        defined,
+        log,
+        resume: external?.policies,
+        runStep: external?.step ?? 0,
+        checkpointEvery: config.checkpointEvery,
+      });
       for (const [name, engine] of Object.entries(engines.policies)) policyClients.set(name, engine.inference.client);
       mainClient = engines.policies[trained[0] as string]?.inference.client ?? null;
       const orchestrator = await openRun(
@@ -766,6 +773,9 @@ async function severalExternalPolicies(options: {
   log: (line: string) => void;
   /** Resuming: each policy's broadcast in the checkpoint (its trainer must resume at that step). */
   resume?: Record<string, { weights: WeightsHandle }> | undefined;
+  /** Resuming: the run's step (a policy may lag it). */
+  runStep: number;
+  checkpointEvery: number;
 }) {
   const policies: Record<string, PolicyEngines<WeightsHandle, null>> = {};
   const closers: (() => Promise<void>)[] = [];
@@ -793,6 +803,13 @@ async function severalExternalPolicies(options: {
       const resumeStep = options.resume?.[name]?.weights.step;
       if (options.resume && resumeStep === undefined)
         throw new ConfigError(`--resume: the checkpoint holds no policy ${name}`, { path: field });
+      if (resumeStep)
+        await checkLaggingResume(name, {
+          outputDir: transport.outputDir,
+          policyStep: resumeStep,
+          runStep: options.runStep,
+          checkpointEvery: options.checkpointEvery,
+        });
       const engines = await externalEngines({
         transport,
         inference,

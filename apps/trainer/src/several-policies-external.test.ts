@@ -5,6 +5,7 @@ import { describe, expect } from 'vitest';
 import {
   broadcastDir,
   decodedSteps,
+  LEFT_RESTS_ENV,
   trainerDoubleSuite,
   twoExternalPolicies,
   twoSidesModel,
@@ -17,11 +18,20 @@ import { readMetrics, train } from './run.ts';
 // policy) with its own output_dir, and its own vLLM-shaped server serving its own model name.
 const { runIt, trainers, tempDir } = trainerDoubleSuite('several-external-');
 
-function twoExternal(options: { dir: string; west: string; east: string; steps: number }) {
+function twoExternal(options: {
+  dir: string;
+  west: string;
+  east: string;
+  steps: number;
+  env?: string;
+  run?: Record<string, unknown>;
+}) {
   const urls: Record<string, string> = { west: options.west, east: options.east };
   return twoExternalPolicies({
     dir: options.dir,
     steps: options.steps,
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.run ? { run: options.run } : {}),
     inference: (name) => ({ base_urls: [urls[name]], model: `${name}-model` }),
   });
 }
@@ -103,6 +113,39 @@ describe('several policies on external engines (one prime-rl trainer and one vLL
             .map((c) => (c.body as { weight_dir?: string }).weight_dir);
           expect(updates.slice(2)).toEqual([3, 4].map((n) => broadcastDir(dir, name, n)));
         }
+      } finally {
+        await west.close();
+        await east.close();
+        await model.close();
+      }
+    },
+    120_000,
+  );
+
+  runIt(
+    'refuses to resume a policy that lags the run when its trainer holds no checkpoint of its step, naming checkpoint_every',
+    async () => {
+      const dir = await tempDir();
+      const model = await twoSidesModel();
+      const west = await VllmShapedServer.start({ upstream: model.url, servedModelName: 'west-model' });
+      const east = await VllmShapedServer.start({ upstream: model.url, servedModelName: 'east-model' });
+      // West sits out step 2: at the run's checkpoint of step 3 it is at its step 2, and its trainer
+      // (checkpointing every 3 of its own steps) holds no checkpoint of it.
+      const run = { groups_per_step: 1, checkpoint_every: 3 };
+      const raw = twoExternal({ dir, west: west.baseUrl, east: east.baseUrl, steps: 3, env: LEFT_RESTS_ENV, run });
+      try {
+        for (const policy of ['west', 'east']) await trainers.start({ dir, raw, policy });
+        expect((await train({ config: raw, out: join(dir, 'run'), baseDir: import.meta.dirname })).steps).toBe(3);
+        await trainers.stop();
+        const checkpoint = JSON.parse(await readFile(join(dir, 'run', 'checkpoint', 'orchestrator.json'), 'utf8'));
+        expect([checkpoint.policies.west.step, checkpoint.policies.east.step]).toEqual([2, 3]);
+        const longer = twoExternal({ dir, west: west.baseUrl, east: east.baseUrl, steps: 5, env: LEFT_RESTS_ENV, run });
+        const seen = [west.admin.length, east.admin.length];
+        await expect(train({ config: longer, out: join(dir, 'run'), resume: true })).rejects.toThrow(
+          /policy west lags the run: its step 2 at the run's step 3.*checkpoint_every \(3\).*resumes only with checkpoint_every = 1/,
+        );
+        // Refused before any server was given weights.
+        expect([west.admin.length, east.admin.length]).toEqual(seen);
       } finally {
         await west.close();
         await east.close();

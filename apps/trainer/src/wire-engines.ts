@@ -15,6 +15,7 @@ import {
   readBroadcast,
   stableBroadcastSteps,
   toWireSample,
+  trainerCheckpointSteps,
   type WireSample,
   waitForFile,
   writeRunModel,
@@ -308,4 +309,26 @@ export async function externalEngines(options: {
     },
   };
   return { trainer, inference };
+}
+
+/**
+ * A policy of a run of several that resumes behind the run (a step without its samples did not
+ * train it): its trainer must hold a checkpoint of the policy's own step. It checkpoints every
+ * `checkpoint_every` steps of its own, so with an interval above 1 it may hold none: refused with a
+ * {@link ResumeStepMismatchError} that says so, before anything is removed or awaited.
+ */
+export async function checkLaggingResume(
+  policy: string,
+  options: { outputDir: string; policyStep: number; runStep: number; checkpointEvery: number },
+): Promise<void> {
+  const { policyStep, runStep } = options;
+  if (policyStep >= runStep) return;
+  const steps = await trainerCheckpointSteps({ checkpointDir: options.outputDir });
+  if (steps.includes(policyStep)) return;
+  throw new ResumeStepMismatchError({
+    orchestratorStep: policyStep,
+    trainerStep: steps.at(-1) ?? null,
+    found: `policy ${policy} lags the run: its step ${policyStep} at the run's step ${runStep}, and ${join(options.outputDir, 'checkpoints')} holds ${steps.length ? `steps ${steps.join(', ')}` : 'none'}`,
+    hint: `its trainer checkpoints every checkpoint_every (${options.checkpointEvery}) steps of its own, so this checkpoint cannot be resumed; a run whose policies may skip a step (no samples for them) resumes only with checkpoint_every = 1`,
+  });
 }
