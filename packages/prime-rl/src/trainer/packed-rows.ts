@@ -103,17 +103,24 @@ export function unpackRows(packed: PackedRows): TrainRow[] {
     const mask = new Array<boolean>(to - from);
     for (let j = from; j < to; j++) mask[j - from] = packed.mask[j] === 1;
     const row: TrainRow = {
-      tokenIds: Array.from(packed.tokenIds.subarray(from, to)),
+      tokenIds: numbers(packed.tokenIds, from, to),
       mask,
-      logprobs: Array.from(packed.logprobs.subarray(from, to)),
-      advantages: Array.from(packed.advantages.subarray(from, to)),
+      logprobs: numbers(packed.logprobs, from, to),
+      advantages: numbers(packed.advantages, from, to),
     };
     for (const name of STREAMS) {
       const stream = packed.streams[name];
       if (!stream || stream.rows[i] === ABSENT) continue;
-      row[name] = stream.rows[i] === NULL ? null : Array.from(stream.values.subarray(from, to));
+      row[name] = stream.rows[i] === NULL ? null : numbers(stream.values, from, to);
     }
     rows[i] = row;
   }
   return rows;
+}
+
+/** `values[from, to)` as a plain array (a loop: `Array.from` of a typed array is ~8× slower). */
+function numbers(values: Float64Array, from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let j = from; j < to; j++) out.push(values[j] as number);
+  return out;
 }
