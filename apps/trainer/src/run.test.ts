@@ -161,7 +161,7 @@ describe('run config', () => {
     expect(parsed.train.source[0]?.ratio).toBe(2);
     expect(parsed.trainer.lr).toBe(0.01);
     expect(parsed.trainer.betas).toEqual([0, 0.999]);
-    expect(parsed.train.source[0]?.algorithm).toEqual({ type: 'rae', decay: 0.95 });
+    expect(parsed.train.source[0]?.algorithm).toEqual({ type: 'rae', decay: 0.99 });
     applySet(config, 'train.source.0.ratio=-1');
     expect(() => parseRunConfig(config)).toThrow(RunConfigError);
     expect(() => parseRunConfig(config)).toThrow(/train\.source\[0\]\.ratio/);

@@ -142,6 +142,8 @@ describe('self-play path: byte-identical to the recorded golden run', () => {
       'policy.heads=2',
       'policy.ffn_mult=1',
       'policy.init_std=0.5',
+      // The RAE decay the golden was recorded with (the default's is 0.99).
+      'train.source.0.algorithm.decay=0.95',
     ])
       applySet(config, set);
     await train({ config, out });
