@@ -29,8 +29,8 @@ describe('train (Kuhn poker, the default config, through the orchestrator)', () 
       expect(m['off_policy/dropped']).toBe(0);
       expect(typeof m['time/step']).toBe('number');
     }
-    // Step 2 trained on a rollout played with version 0 while step 1 trained (maxAsync 1).
-    expect(metrics[1]?.policy_version).toBe(0);
+    // Step 2 trained on a rollout played with version 1, the weights step 1 trained (maxAsync 0).
+    expect(metrics[1]?.policy_version).toBe(1);
     const table = JSON.parse(await readFile(join(out, 'policy-table.json'), 'utf8')) as Record<string, [number, number]>;
     expect(Object.keys(table)).toEqual([...KUHN_INFO_SETS]);
     for (const [p, b] of Object.values(table)) expect(p + b).toBeCloseTo(1, 5);

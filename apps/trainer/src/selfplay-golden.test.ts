@@ -142,8 +142,9 @@ describe('self-play path: byte-identical to the recorded golden run', () => {
       'policy.heads=2',
       'policy.ffn_mult=1',
       'policy.init_std=0.5',
-      // The RAE decay the golden was recorded with (the default's is 0.99).
+      // The RAE decay and rollout lead the golden was recorded with (the default's are 0.99 and 0).
       'train.source.0.algorithm.decay=0.95',
+      'max_async=1',
     ])
       applySet(config, set);
     await train({ config, out });
