@@ -3,6 +3,7 @@ import { type InterceptionError, LimitError, ProviderError, RolloutConcludedErro
 import type { ModelCallOptions, ModelClient, ModelRequest, ModelResponse, Sampling } from '../model/model-client.ts';
 import type { Trace } from '../trace/trace.ts';
 import type { StopCondition } from '../trace/trace-schema.ts';
+import { AbortRelay } from '../util/abort-relay.ts';
 import { canonicalJson, sha256 } from '../util/hash.ts';
 
 /** Per-rollout limits; null / undefined = unlimited. */
@@ -529,38 +530,21 @@ interface Joined {
  * `AbortSignal.any` would keep a weak reference per session on a run-long signal (Node 20 drops
  * them only as the set is collected): ~10 µs and garbage per rollout, a tenth of self-play's time.
  */
-const followers = new WeakMap<AbortSignal, Set<AbortController>>();
+const followers = new AbortRelay<AbortController>((controller, signal) => controller.abort(signal.reason));
 
 /** Relays `joined.signal`'s abort to its controller from now on (at once when it has aborted). */
 function follow(joined: Joined): void {
   const { signal, controller } = joined;
   joined.following = true;
-  if (signal.aborted) {
-    controller.abort(signal.reason);
-    return;
-  }
-  let set = followers.get(signal);
-  if (!set) {
-    const relayed = new Set<AbortController>();
-    set = relayed;
-    followers.set(signal, relayed);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const follower of relayed) follower.abort(signal.reason);
-        relayed.clear();
-      },
-      { once: true },
-    );
-  }
-  set.add(controller);
+  if (signal.aborted) controller.abort(signal.reason);
+  else followers.add(signal, controller);
 }
 
 /** Stops relaying `joined.signal`'s abort (`follow` starts again on the next call). */
 function unfollow(joined: Joined): void {
   if (!joined.following) return;
   joined.following = false;
-  followers.get(joined.signal)?.delete(joined.controller);
+  followers.delete(joined.signal, joined.controller);
 }
 
 /** How long `close` waits for the calls it cut off to settle (and be recorded as such). */

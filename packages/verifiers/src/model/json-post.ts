@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import OpenAI from 'openai';
 import { ConfigError, ProviderError } from '../errors/troupe-error.ts';
+import { AbortRelay } from '../util/abort-relay.ts';
 import { parseChatReply } from '../wire/chat-reply-parse.ts';
 import { Http1Call, type Http1Failure, Http1Pool, type Http1Reply, type ReplySink } from './http1-pool.ts';
 
@@ -88,7 +89,7 @@ class JsonCall implements ReplySink {
     });
     this.call = new Http1Call(data, this);
     this.timer = setTimeout(timeOut, timeoutMs, this);
-    if (signal) watch(signal, this);
+    if (signal) watched.add(signal, this);
   }
 
   reply(reply: Http1Reply): void {
@@ -120,7 +121,7 @@ class JsonCall implements ReplySink {
 
   private settle(): void {
     clearTimeout(this.timer);
-    if (this.signal) unwatch(this.signal, this);
+    if (this.signal) watched.delete(this.signal, this);
   }
 }
 
@@ -132,28 +133,7 @@ function timeOut(call: JsonCall): void {
  * Calls in flight per abort signal, with one listener per signal: the interception server passes
  * one signal to every call, and an `EventTarget` listener per call costs more than the set.
  */
-const watched = new WeakMap<AbortSignal, Set<JsonCall>>();
-
-function watch(signal: AbortSignal, call: JsonCall): void {
-  let calls = watched.get(signal);
-  if (!calls) {
-    const set = new Set<JsonCall>();
-    calls = set;
-    watched.set(signal, set);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const each of [...set]) each.cancel(new OpenAI.APIUserAbortError());
-      },
-      { once: true },
-    );
-  }
-  calls.add(call);
-}
-
-function unwatch(signal: AbortSignal, call: JsonCall): void {
-  watched.get(signal)?.delete(call);
-}
+const watched = new AbortRelay<JsonCall>((call) => call.cancel(new OpenAI.APIUserAbortError()));
 
 function postPlain(url: URL, body: string, options: JsonPostOptions): Promise<unknown> {
   const pool = poolOf(url);
